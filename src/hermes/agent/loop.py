@@ -1,0 +1,360 @@
+"""One agent turn: build context → call the model → run tools (bounded) → persist → after-turn."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from hermes.agent.context import PromptBlock, build_system_prompt
+from hermes.agent.locks import SessionLocks
+from hermes.agent.policy import CallState, ContextPolicy, FullHistory
+from hermes.agent.tokens import estimate_text_tokens
+from hermes.config.settings import Settings
+from hermes.models.client import ModelClient
+from hermes.models.errors import ContextLengthExceededError
+from hermes.models.types import Completion, ToolCall, Usage
+from hermes.store.base import DEFAULT_SCOPE, MessageRecord, NewMessage, Store
+from hermes.tools.registry import ToolContext, Toolset
+
+log = logging.getLogger(__name__)
+
+ITERATION_LIMIT_NOTE = (
+    "You have used the maximum number of tool steps for this turn. Do not call tools; answer "
+    "the user now with what you have, and say what is left undone."
+)
+
+
+class TurnObserver:
+    """Receives live progress of a turn (streaming text, tool activity). Override what you need."""
+
+    def on_delta(self, text: str) -> None:
+        return None
+
+    def on_tool_start(self, call_id: str, name: str) -> None:
+        return None
+
+    def on_tool_end(self, call_id: str, name: str, ok: bool) -> None:
+        return None
+
+
+@dataclass
+class TurnRequest:
+    user_message: str
+    session_id: str | None = None
+    scope: str = DEFAULT_SCOPE
+    source: str = "cli"
+    history: list[dict[str, Any]] | None = None
+    system_extra: str | None = None
+    toolset: Toolset | None = None
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TurnResult:
+    session_id: str
+    scope: str
+    content: str
+    stored: list[MessageRecord]
+    usage: Usage
+    iterations: int
+    finish_reason: str
+    user_turn_number: int = 0
+
+
+AfterTurnHook = Callable[[TurnResult, "Agent"], Awaitable[None]]
+
+
+@dataclass
+class _Turn:
+    """Mutable progress of one turn, so a cancelled turn can keep what was already said."""
+
+    state: CallState
+    new: list[NewMessage]
+    partial: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    user_turns_before: int = 0
+
+
+def _add_usage(a: Usage, b: Usage | None) -> Usage:
+    if b is None:
+        return a
+    return Usage(
+        a.prompt_tokens + b.prompt_tokens,
+        a.completion_tokens + b.completion_tokens,
+        a.total_tokens + b.total_tokens,
+    )
+
+
+def _tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
+
+
+class Agent:
+    """The agent core shared by the CLI, the API server, cron and the gateway."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        model: ModelClient,
+        toolset: Toolset | None = None,
+        prompt_blocks: Sequence[PromptBlock] = (),
+        policy: ContextPolicy | None = None,
+        after_turn: Sequence[AfterTurnHook] = (),
+        services: dict[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.model = model
+        self.toolset = toolset or Toolset()
+        self.prompt_blocks = list(prompt_blocks)
+        self.policy: ContextPolicy = policy or FullHistory(store)
+        self.after_turn = list(after_turn)
+        self.services = dict(services or {})
+        self.locks = SessionLocks(store)
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- public ---------------------------------------------------------------------------
+
+    async def run_turn(self, req: TurnRequest, observer: TurnObserver | None = None) -> TurnResult:
+        observer = observer or TurnObserver()
+        stateless = req.session_id is None
+        session_id = req.session_id or f"{req.source}-{uuid.uuid4().hex[:16]}"
+        async with self.locks.hold(req.scope, session_id):
+            result = await self._run_locked(req, session_id, stateless, observer)
+        for hook in self.after_turn:
+            self._spawn(hook(result, self))
+        return result
+
+    def now(self) -> datetime:
+        tz = ZoneInfo(self.settings.timezone) if self.settings.timezone else None
+        return datetime.now(UTC).astimezone(tz)
+
+    def system_prompt_for(self, scope: str, toolset: Toolset, platform: str) -> str:
+        return build_system_prompt(
+            home=self.settings.home,
+            scope=scope,
+            blocks=self.prompt_blocks,
+            tool_names=toolset.names(),
+            platform=platform,
+            now=self.now(),
+        )
+
+    async def drain(self) -> None:
+        """Wait for background after-turn work (memory review) to finish."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    # -- steps ----------------------------------------------------------------------------
+
+    async def _run_locked(
+        self, req: TurnRequest, session_id: str, stateless: bool, observer: TurnObserver
+    ) -> TurnResult:
+        toolset = req.toolset if req.toolset is not None else self.toolset
+        turn = await self._build_context(req, session_id, stateless, toolset)
+        try:
+            content, finish, iterations = await self._tool_loop(req, turn, toolset, observer)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._persist_interrupted(req, session_id, turn))
+            raise
+        stored = await self._persist(req.scope, session_id, turn)
+        user_turns = turn.user_turns_before + 1
+        return TurnResult(
+            session_id=session_id,
+            scope=req.scope,
+            content=content,
+            stored=stored,
+            usage=turn.usage,
+            iterations=iterations,
+            finish_reason=finish,
+            user_turn_number=user_turns,
+        )
+
+    async def _build_context(
+        self, req: TurnRequest, session_id: str, stateless: bool, toolset: Toolset
+    ) -> _Turn:
+        session = await asyncio.to_thread(
+            self.store.ensure_session, req.scope, session_id, source=req.source
+        )
+        system_prompt = session.system_prompt
+        if system_prompt is None:
+            system_prompt = await asyncio.to_thread(
+                self.system_prompt_for, req.scope, toolset, req.source
+            )
+            await asyncio.to_thread(
+                self.store.set_system_prompt, req.scope, session_id, system_prompt
+            )
+        system = [{"role": "system", "content": system_prompt}]
+        if req.system_extra:
+            system.append({"role": "system", "content": req.system_extra})
+        if stateless:
+            history = list(req.history or [])
+        else:
+            history = await self.policy.load_history(session)
+        user = {"role": "user", "content": req.user_message}
+        state = CallState(
+            scope=req.scope,
+            session_id=session_id,
+            system=system,
+            history=history,
+            turn=[user],
+            tools=toolset.schemas(),
+            stateless=stateless,
+            source=req.source,
+        )
+        if session.last_prompt_tokens and history and not stateless:
+            # the previous turn's last call covered everything but its final answer
+            state.anchor_tokens = session.last_prompt_tokens
+            state.anchor_len = len(system) + len(history) - 1
+        new = [NewMessage(role="user", content=req.user_message, token_count=estimate_text_tokens(req.user_message))]
+        return _Turn(state=state, new=new, user_turns_before=session.user_turns)
+
+    async def _call_model(
+        self, turn: _Turn, observer: TurnObserver, *, tools: bool
+    ) -> Completion:
+        state = turn.state
+        retried = False
+        while True:
+            await self.policy.before_call(state)
+            turn.partial.clear()
+
+            def on_delta(text: str) -> None:
+                turn.partial.append(text)
+                observer.on_delta(text)
+
+            messages = state.messages()
+            # stream from upstream only when someone is watching the text arrive
+            streaming = type(observer).on_delta is not TurnObserver.on_delta
+            try:
+                completion = await self.model.complete(
+                    messages, tools=state.tools if tools and state.tools else None,
+                    on_delta=on_delta if streaming else None,
+                )
+            except ContextLengthExceededError as exc:
+                if retried or not await self.policy.on_context_error(state, exc):
+                    raise
+                retried = True
+                continue
+            turn.usage = _add_usage(turn.usage, completion.usage)
+            if completion.usage is not None and completion.usage.prompt_tokens:
+                state.anchor_tokens = completion.usage.prompt_tokens
+                state.anchor_len = len(messages)
+            await self.policy.after_response(state, completion.usage)
+            return completion
+
+    async def _tool_loop(
+        self, req: TurnRequest, turn: _Turn, toolset: Toolset, observer: TurnObserver
+    ) -> tuple[str, str, int]:
+        limit = self.settings.agent.max_iterations
+        ctx = ToolContext(
+            scope=req.scope,
+            session_id=turn.state.session_id,
+            platform=req.source,
+            services={**self.services, **req.services, "agent": self},
+        )
+        for iteration in range(1, limit + 1):
+            completion = await self._call_model(turn, observer, tools=True)
+            if not completion.tool_calls:
+                return self._finish(turn, completion), completion.finish_reason or "stop", iteration
+            await self._run_tools(turn, completion, toolset, ctx, observer)
+        # bounded: one last call without tools so the user still gets an answer
+        turn.state.turn.append({"role": "system", "content": ITERATION_LIMIT_NOTE})
+        completion = await self._call_model(turn, observer, tools=False)
+        turn.state.turn.pop()
+        return self._finish(turn, completion), "length", limit + 1
+
+    def _finish(self, turn: _Turn, completion: Completion) -> str:
+        content = completion.content or ""
+        turn.state.turn.append({"role": "assistant", "content": content})
+        turn.new.append(
+            NewMessage(role="assistant", content=content,
+                       token_count=completion.usage.completion_tokens if completion.usage else None)
+        )
+        turn.partial.clear()
+        return content
+
+    async def _run_tools(
+        self,
+        turn: _Turn,
+        completion: Completion,
+        toolset: Toolset,
+        ctx: ToolContext,
+        observer: TurnObserver,
+    ) -> None:
+        calls = completion.tool_calls
+        assistant = {
+            "role": "assistant",
+            "content": completion.content,
+            "tool_calls": _tool_calls_json(calls),
+        }
+        for call in calls:
+            observer.on_tool_start(call.id, call.name)
+
+        async def run(call: ToolCall) -> str:
+            outcome = await toolset.call(call.name, call.arguments, ctx)
+            observer.on_tool_end(call.id, call.name, outcome.ok)
+            return outcome.text
+
+        results = await asyncio.gather(*(run(c) for c in calls))
+        turn.partial.clear()
+        turn.state.turn.append(assistant)
+        turn.new.append(
+            NewMessage(role="assistant", content=completion.content, tool_calls=assistant["tool_calls"])
+        )
+        for call, text in zip(calls, results, strict=True):
+            turn.state.turn.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            turn.new.append(
+                NewMessage(role="tool", content=text, tool_call_id=call.id, tool_name=call.name,
+                           token_count=estimate_text_tokens(text))
+            )
+
+    # -- persistence ----------------------------------------------------------------------
+
+    async def _persist(self, scope: str, session_id: str, turn: _Turn) -> list[MessageRecord]:
+        records = await asyncio.to_thread(
+            functools.partial(
+                self.store.append_messages, scope, session_id, turn.new,
+                prompt_tokens=turn.usage.prompt_tokens,
+                completion_tokens=turn.usage.completion_tokens,
+                last_prompt_tokens=turn.state.anchor_tokens,
+            )
+        )
+        note = getattr(self.policy, "note_persisted", None)
+        if note is not None and not turn.state.stateless:
+            note(scope, session_id, records)
+        return records
+
+    async def _persist_interrupted(self, req: TurnRequest, session_id: str, turn: _Turn) -> None:
+        """Keep what was said before a cancel: the user turn, finished steps, partial text."""
+        new = list(turn.new)
+        partial = "".join(turn.partial)
+        if partial:
+            new.append(NewMessage(role="assistant", content=partial + " [interrupted]"))
+        try:
+            await asyncio.to_thread(self.store.append_messages, req.scope, session_id, new)
+        except Exception:
+            log.exception("could not store the interrupted turn of session %s", session_id)
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        async def guarded() -> None:
+            started = time.monotonic()
+            try:
+                await coro
+            except Exception:
+                log.exception("after-turn task failed after %.1fs", time.monotonic() - started)
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)

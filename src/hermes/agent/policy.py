@@ -1,0 +1,65 @@
+"""The seam between the tool loop and context management (history loading, compression)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hermes.models.errors import ContextLengthExceededError
+from hermes.models.types import Usage
+from hermes.store.base import SessionRecord, Store
+
+
+@dataclass
+class CallState:
+    """Everything about to be sent to the model; a policy may rewrite `history` before a call."""
+
+    scope: str
+    session_id: str
+    system: list[dict[str, Any]]
+    history: list[dict[str, Any]]
+    turn: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    stateless: bool = False
+    # usage anchor: the provider counted `anchor_tokens` for the first `anchor_len` messages of
+    # messages(); estimates add chars/4 for what came after. None = no evidence yet.
+    anchor_tokens: int | None = None
+    anchor_len: int = 0
+    source: str = "cli"
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def messages(self) -> list[dict[str, Any]]:
+        return [*self.system, *self.history, *self.turn]
+
+
+class ContextPolicy(Protocol):
+    async def load_history(self, session: SessionRecord) -> list[dict[str, Any]]: ...
+
+    async def before_call(self, state: CallState) -> None: ...
+
+    async def on_context_error(self, state: CallState, error: ContextLengthExceededError) -> bool:
+        """Shrink the context after the provider refused it; True means retry the call."""
+        ...
+
+    async def after_response(self, state: CallState, usage: Usage | None) -> None: ...
+
+
+class FullHistory:
+    """No compression: the whole stored transcript goes into every prompt."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def load_history(self, session: SessionRecord) -> list[dict[str, Any]]:
+        records = await asyncio.to_thread(self._store.get_messages, session.scope, session.id)
+        return [r.to_openai() for r in records]
+
+    async def before_call(self, state: CallState) -> None:
+        return None
+
+    async def on_context_error(self, state: CallState, error: ContextLengthExceededError) -> bool:
+        return False
+
+    async def after_response(self, state: CallState, usage: Usage | None) -> None:
+        return None

@@ -1,0 +1,219 @@
+"""`hermes cron`: manage scheduled prompts and run them by hand (`run`, `tick`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+
+from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.config.settings import Settings
+from hermes.cron.jobs import (
+    JobInputError,
+    create_job,
+    pause_job,
+    remove_job,
+    resume_job,
+    update_job,
+)
+from hermes.cron.schedule import ScheduleError, resolve_timezone
+from hermes.cron.store import JobNotFoundError, JobStore, JobStoreError
+
+app = typer.Typer(
+    help="Scheduled prompts: list, add, edit, pause, resume, run, remove, tick.",
+    no_args_is_help=True,
+)
+
+UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
+RefArgument = typer.Argument(..., help="Job id, or its exact name.")
+
+
+def _store(user: str | None) -> tuple[Settings, JobStore]:
+    scope = scope_or_exit(user)
+    settings = settings_or_exit()
+    try:
+        tz = resolve_timezone(settings.timezone)
+    except ScheduleError as exc:
+        fail(str(exc), 2)
+    return settings, JobStore(settings.home, scope, tz)
+
+
+@contextmanager
+def _reported() -> Iterator[None]:
+    """Job errors become one line on stderr and a non-zero exit, never a traceback."""
+    try:
+        yield
+    except JobInputError as exc:
+        fail(f"{exc.field}: {exc}", 2)
+    except JobNotFoundError as exc:
+        fail(f"{exc}; `hermes cron list` shows the jobs", 1)
+    except JobStoreError as exc:
+        fail(str(exc), 1)
+
+
+def _line(job: dict[str, Any]) -> str:
+    last = job.get("last_status") or "-"
+    state = job.get("state") or "-"
+    if isinstance(job.get("run_claim"), dict):
+        state = "running"
+    return (f"{job['id']}  {str(job.get('name'))[:28]:<28}  {str(job.get('schedule_display'))[:20]:<20}"
+            f"  next {job.get('next_run_at') or '-':<25}  last {last:<15}  {state}")
+
+
+@app.command("list")
+def list_cmd(
+    user: str | None = UserOption,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output (full records)."),
+) -> None:
+    """List the jobs of a scope."""
+    _, store = _store(user)
+    with _reported():
+        jobs = store.load()
+    if as_json:
+        typer.echo(json.dumps(jobs, ensure_ascii=False))
+        return
+    if not jobs:
+        typer.echo("No jobs yet. `hermes cron add \"daily at 7am\" \"...\"` creates one.")
+        return
+    for job in jobs:
+        typer.echo(_line(job))
+        if job.get("last_error"):
+            typer.echo(f"    last error: {job['last_error']}")
+
+
+@app.command("add")
+def add_cmd(
+    schedule: str = typer.Argument(..., help="'0 9 * * 1-5', 'every 30m', 'in 2h', 'daily at 7am', an ISO time…"),
+    prompt: str = typer.Argument(..., help="What each run should do (the whole instruction)."),
+    name: str | None = typer.Option(None, "--name", help="A label (default: the prompt's start)."),
+    deliver: str = typer.Option("local", "--deliver", help="'local' or a webhook URL."),
+    repeat: str | None = typer.Option(None, "--repeat", help="Runs before the job retires, or 'forever'."),
+    skill: list[str] | None = typer.Option(None, "--skill", help="A skill to load into every run (repeatable)."),
+    session: str | None = typer.Option(None, "--session", help="Let runs see this session's recent turns."),
+    paused: bool = typer.Option(False, "--paused", help="Create it paused."),
+    user: str | None = UserOption,
+) -> None:
+    """Create a job."""
+    _, store = _store(user)
+    with _reported():
+        job = create_job(store, schedule=schedule, prompt=prompt, name=name, deliver=deliver,
+                         repeat=repeat, skills=skill or None, session_id=session, paused=paused)
+    typer.echo(f"created {job['id']} ({job['name']}): {job['schedule_display']}, "
+               f"next run {job['next_run_at'] or '-'}")
+
+
+@app.command("edit")
+def edit_cmd(
+    ref: str = RefArgument,
+    schedule: str | None = typer.Option(None, "--schedule"),
+    prompt: str | None = typer.Option(None, "--prompt"),
+    name: str | None = typer.Option(None, "--name"),
+    deliver: str | None = typer.Option(None, "--deliver"),
+    repeat: str | None = typer.Option(None, "--repeat"),
+    skill: list[str] | None = typer.Option(None, "--skill", help="Replace the skills (repeatable)."),
+    clear_skills: bool = typer.Option(False, "--clear-skills"),
+    session: str | None = typer.Option(None, "--session", help="Linked session ('' to unlink)."),
+    user: str | None = UserOption,
+) -> None:
+    """Change a job's fields (only those given)."""
+    _, store = _store(user)
+    changes: dict[str, Any] = {k: v for k, v in {
+        "schedule": schedule, "prompt": prompt, "name": name, "deliver": deliver,
+        "repeat": repeat, "session_id": session}.items() if v is not None}
+    if skill or clear_skills:
+        changes["skills"] = [] if clear_skills else skill
+    if not changes:
+        fail("nothing to change; give --schedule, --prompt, --name, --deliver, --repeat, "
+             "--skill or --session", 2)
+    with _reported():
+        job = update_job(store, ref, changes)
+    typer.echo(f"updated {job['id']} ({job['name']}): next run {job['next_run_at'] or '-'}")
+
+
+@app.command("pause")
+def pause_cmd(ref: str = RefArgument, reason: str | None = typer.Option(None, "--reason"),
+              user: str | None = UserOption) -> None:
+    """Pause a job (it keeps its settings; `resume` schedules it again)."""
+    _, store = _store(user)
+    with _reported():
+        job = pause_job(store, ref, reason)
+    typer.echo(f"paused {job['id']} ({job['name']})")
+
+
+@app.command("resume")
+def resume_cmd(ref: str = RefArgument, user: str | None = UserOption) -> None:
+    """Resume a paused job from the next slot after now."""
+    _, store = _store(user)
+    with _reported():
+        job = resume_job(store, ref)
+    typer.echo(f"resumed {job['id']} ({job['name']}): next run {job['next_run_at'] or '-'}")
+
+
+@app.command("remove")
+def remove_cmd(ref: str = RefArgument, user: str | None = UserOption) -> None:
+    """Delete a job and its saved outputs."""
+    _, store = _store(user)
+    with _reported():
+        job = remove_job(store, ref)
+    typer.echo(f"removed {job['id']} ({job['name']})")
+
+
+@app.command("run")
+def run_cmd(ref: str = RefArgument, user: str | None = UserOption) -> None:
+    """Run a job now and wait for it (its schedule is not moved)."""
+    settings, store = _store(user)
+    with _reported():
+        job = store.get(ref)
+    result = asyncio.run(_run_now(settings, store.scope, job["id"]))
+    typer.echo(f"output: {result.output_path}")
+    if result.status != "ok":
+        fail(f"job {job['id']} failed: {result.error}", 1)
+    typer.echo(result.response or "(no response)")
+
+
+async def _run_now(settings: Settings, scope: str, job_id: str) -> Any:
+    from hermes.cron.ticker import Scheduler
+    from hermes.runtime import build_runtime
+
+    runtime = build_runtime(settings)
+    scheduler = Scheduler(runtime.agent)
+    try:
+        with _reported():
+            _, task = await scheduler.start_run(scope, job_id)
+        return await task
+    finally:
+        await scheduler.stop()
+        await runtime.aclose()
+
+
+@app.command("tick")
+def tick_cmd() -> None:
+    """Run one scheduler tick now: every due job in every scope, once."""
+    settings = settings_or_exit()
+    try:
+        resolve_timezone(settings.timezone)
+    except ScheduleError as exc:
+        fail(str(exc), 2)
+    results = asyncio.run(_tick(settings))
+    if not results:
+        typer.echo("no jobs were due")
+    for result in results:
+        detail = result.error if result.status != "ok" else (result.output_path or "")
+        typer.echo(f"{result.job_id} [{result.scope}] {result.status}: {detail}")
+
+
+async def _tick(settings: Settings) -> list[Any]:
+    from hermes.cron.ticker import Scheduler
+    from hermes.runtime import build_runtime
+
+    runtime = build_runtime(settings)
+    scheduler = Scheduler(runtime.agent)
+    try:
+        return await scheduler.tick()
+    finally:
+        await scheduler.stop()
+        await runtime.aclose()

@@ -1,0 +1,71 @@
+"""`hermes doctor`: checks config, model endpoint, store and port, one line each."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import typer
+
+from hermes.config.settings import ConfigError, Settings, load_settings
+from hermes.models.errors import ModelError
+from hermes.runtime import make_model_client, open_store
+
+
+def _line(ok: bool, what: str, detail: str) -> bool:
+    typer.echo(f"{'ok  ' if ok else 'FAIL'} {what}: {detail}")
+    return ok
+
+
+async def _check_model(settings: Settings) -> bool:
+    if not settings.model.base_url:
+        return _line(False, "model endpoint",
+                     "not set; export OPENAI_BASE_URL=http://host:port/v1 or set model.base_url in config.yaml")
+    client = make_model_client(settings)
+    try:
+        models = await client.list_models()
+    except ModelError as exc:
+        return _line(False, "model endpoint", f"{settings.model.base_url} is not usable: {exc}")
+    finally:
+        await client.aclose()
+    ids = [m.get("id", "?") for m in models]
+    ok = _line(True, "model endpoint", f"{settings.model.base_url} answers ({len(ids)} models)")
+    if not settings.model.name:
+        suggestion = f" (it offers: {', '.join(ids[:5])})" if ids else ""
+        ok = _line(False, "model name", f"not set; export HERMES_MODEL or set model.name{suggestion}") and ok
+    elif ids and settings.model.name not in ids:
+        _line(True, "model name", f"{settings.model.name} (not listed by the endpoint; it may still work)")
+    else:
+        _line(True, "model name", settings.model.name)
+    return ok
+
+
+def _check_port(settings: Settings) -> bool:
+    host, port = settings.server.host, settings.server.port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        busy = s.connect_ex((host if host not in ("0.0.0.0", "") else "127.0.0.1", port)) == 0
+    if busy:
+        return _line(True, "port", f"{host}:{port} is in use (a running `hermes serve`, or pick another port)")
+    return _line(True, "port", f"{host}:{port} is free")
+
+
+def doctor() -> None:
+    """Check the configuration, the model endpoint, the store and the server port."""
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        _line(False, "config", str(exc))
+        raise typer.Exit(1) from None
+    ok = _line(True, "config", f"{settings.home / 'config.yaml'} (home {settings.home})")
+    try:
+        store = open_store(settings)
+        health = store.health()
+        store.close()
+        ok = _line(bool(health.get("ok")), "store",
+                   f"{health['path']} schema v{health.get('schema_version')} {health.get('integrity', health.get('error'))}") and ok
+    except Exception as exc:
+        ok = _line(False, "store", str(exc)) and ok
+    ok = asyncio.run(_check_model(settings)) and ok
+    _check_port(settings)
+    raise typer.Exit(0 if ok else 1)

@@ -1,0 +1,155 @@
+"""`hermes memory`: show, edit and forget the notes (MEMORY.md, USER.md) of a scope."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import typer
+
+from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.memory.notes import (
+    FILES,
+    NotesStore,
+    atomic_write,
+    backup,
+    file_lock,
+    parse_entries,
+    read_text,
+    usage_chars,
+    usage_text,
+)
+from hermes.memory.scan import describe, scan_text
+from hermes.runtime import open_store
+
+app = typer.Typer(help="Show, edit and forget what Hermes remembers.", no_args_is_help=True)
+
+UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
+
+
+@app.command("show")
+def show_cmd(
+    user: str | None = UserOption,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Print the notes of a scope with their usage."""
+    scope = scope_or_exit(user)
+    settings = settings_or_exit()
+    notes = NotesStore(settings.home, scope, settings.memory)
+    states = [notes.read(target) for target in FILES]
+    if as_json:
+        typer.echo(json.dumps({"scope": scope, **{s.target: {
+            "path": str(s.path), "usage": s.usage, "chars": s.chars, "limit": s.limit,
+            "entries": s.entries} for s in states}}, ensure_ascii=False))
+        return
+    for state in states:
+        typer.echo(f"── {state.path.name} [{state.usage}]  {state.path}")
+        typer.echo("\n§\n".join(state.entries) if state.entries else "(empty)")
+        typer.echo("")
+
+
+def _problems(text: str, limit: int) -> list[str]:
+    entries = parse_entries(text)
+    problems = []
+    chars = usage_chars(entries)
+    if chars > limit:
+        problems.append(f"over the limit ({usage_text(chars, limit)}): the memory tool will "
+                        "refuse new entries until it is shortened")
+    for n, entry in enumerate(entries, start=1):
+        threats = scan_text(entry)
+        if threats:
+            problems.append(f"entry {n} looks like {describe(threats)}: it will be blocked from "
+                            "the prompt")
+    return problems
+
+
+def _editor() -> list[str]:
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        fail("set $EDITOR (for example EDITOR=nano) to edit notes", 2)
+    return shlex.split(editor)
+
+
+def _run_editor(command: list[str], path: Path) -> None:
+    """Run the editor on `path`; on failure remove it (nothing is saved) and exit."""
+    try:
+        code = subprocess.call([*command, str(path)])
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        fail(f"cannot start the editor {command[0]!r}: {exc.strerror}", 2)
+    if code != 0:
+        path.unlink(missing_ok=True)
+        fail(f"the editor exited with status {code}; nothing was saved", 1)
+
+
+@app.command("edit")
+def edit_cmd(
+    user: str | None = UserOption,
+    target: str = typer.Option("memory", "--target", help="memory (MEMORY.md) or user (USER.md)."),
+) -> None:
+    """Open the notes in $EDITOR; the result is checked and saved atomically."""
+    scope = scope_or_exit(user)
+    if target not in FILES:
+        fail(f"--target must be 'memory' or 'user', not {target!r}", 2)
+    settings = settings_or_exit()
+    notes = NotesStore(settings.home, scope, settings.memory)
+    command = _editor()
+    path = notes.path(target)
+    original, malformed = read_text(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.edit-", suffix=".md", dir=path.parent)
+    tmp = Path(tmp_name)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(original)
+    _run_editor(command, tmp)
+    edited, _ = read_text(tmp)
+    if edited == original and not malformed:
+        tmp.unlink()
+        typer.echo("No changes.")
+        return
+    with file_lock(path):
+        now, _ = read_text(path)
+        if now != original:
+            fail(f"{path.name} changed while you were editing (the agent wrote to it); your "
+                 f"version is kept at {tmp}. Run `hermes memory edit` again.", 1)
+        if malformed and path.exists():
+            typer.echo(f"the old file was not valid UTF-8; kept a copy as {backup(path).name}")
+        atomic_write(path, edited)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    for problem in _problems(edited, notes.limit(target)):
+        typer.echo(f"hermes: warning: {path.name}: {problem}", err=True)
+    state = notes.read(target)
+    typer.echo(f"saved {path.name}: {len(state.entries)} entries, {state.usage}")
+
+
+@app.command("forget")
+def forget_cmd(
+    user: str = typer.Option(..., "--user", help="The end user whose memory to erase."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Erase everything remembered about one end user: notes and conversations."""
+    scope = scope_or_exit(user)
+    settings = settings_or_exit()
+    notes_dir = NotesStore(settings.home, scope, settings.memory).directory
+    store = open_store(settings)
+    try:
+        sessions = len(store.list_sessions(scope, limit=1_000_000))
+        if not yes and not typer.confirm(
+            f"Forget user {user!r}: their notes and {sessions} conversation(s)? This cannot be undone."
+        ):
+            fail("nothing was removed", 1)
+        removed = store.delete_scope(scope)
+    finally:
+        store.close()
+    if notes_dir.exists():
+        shutil.rmtree(notes_dir)
+    with contextlib.suppress(OSError):
+        notes_dir.parent.rmdir()  # the user's directory, if nothing else lives there
+    typer.echo(f"forgot user {user}: removed their notes and {removed} session(s)")

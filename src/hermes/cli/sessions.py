@@ -1,0 +1,188 @@
+"""`hermes sessions`: list, show, export, import, delete stored conversations."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import typer
+
+from hermes.cli.common import fail, parse_file_or_exit, scope_or_exit, settings_or_exit
+from hermes.runtime import open_store
+from hermes.store.transfer import ImportFormatError, export_sessions, import_sessions, parse_jsonl
+
+app = typer.Typer(help="List, show, search, export and import stored conversations.", no_args_is_help=True)
+
+UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
+
+
+def _when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+@app.command("list")
+def list_cmd(
+    user: str | None = UserOption,
+    limit: int = typer.Option(50, "--limit", min=1, max=10_000),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List sessions, most recently active first."""
+    scope = scope_or_exit(user)
+    store = open_store(settings_or_exit())
+    try:
+        sessions = store.list_sessions(scope, limit=limit)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps([
+            {"id": s.id, "title": s.title, "source": s.source, "started_at": s.started_at,
+             "updated_at": s.updated_at, "message_count": s.message_count,
+             "input_tokens": s.input_tokens, "output_tokens": s.output_tokens}
+            for s in sessions
+        ]))
+        return
+    if not sessions:
+        typer.echo("No sessions yet.")
+        return
+    for s in sessions:
+        typer.echo(f"{s.id:<40} {s.source:<8} {_when(s.updated_at)}  {s.message_count:>5} msgs  {s.title or ''}")
+
+
+@app.command("show")
+def show_cmd(
+    session_id: str = typer.Argument(..., help="Session id."),
+    user: str | None = UserOption,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print one session's transcript."""
+    scope = scope_or_exit(user)
+    store = open_store(settings_or_exit())
+    try:
+        session = store.get_session(scope, session_id)
+        if session is None:
+            fail(f"no session {session_id!r} in this scope; `hermes sessions list` shows them", 1)
+        messages = store.get_messages(scope, session_id)
+        markers = _compression_markers(store, scope, session_id)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps({"id": session.id, "messages": [
+            {"index": m.index, "role": m.role, "content": m.content, "timestamp": m.timestamp,
+             "tool_calls": m.tool_calls, "tool_name": m.tool_name} for m in messages],
+            "compressions": markers}))
+        return
+    typer.echo(f"# {session.id}  ({session.source}, {session.message_count} messages, "
+               f"{session.input_tokens} in / {session.output_tokens} out tokens)")
+    marks = {m["upto_index"]: m for m in markers}
+    for m in messages:
+        label = m.role if not m.tool_name else f"tool:{m.tool_name}"
+        body = m.content or ""
+        if m.tool_calls:
+            body += " " + ", ".join(c["function"]["name"] + "(" + c["function"]["arguments"] + ")" for c in m.tool_calls)
+        typer.echo(f"[{m.index}] {_when(m.timestamp)} {label}: {body}")
+        if m.index + 1 in marks:
+            mark = marks[m.index + 1]
+            typer.echo(f"---- compressed: messages before #{mark['upto_index']} are summarised in the prompt "
+                       f"({_when(mark['created_at'])}) ----")
+
+
+def _compression_markers(store: object, scope: str, session_id: str) -> list[dict[str, object]]:
+    markers = getattr(store, "compression_markers", None)
+    return markers(scope, session_id) if callable(markers) else []
+
+
+@app.command("search")
+def search_cmd(
+    query: str | None = typer.Argument(None, help="Words to search for."),
+    user: str | None = UserOption,
+    limit: int = typer.Option(10, "--limit", min=1, max=100, help="Hits to return."),
+    batch: Path | None = typer.Option(
+        None, "--batch", help='JSONL file (or - for stdin), one {"query", "limit"?} per line; '
+        "prints one JSON result line per query, in order."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Search past messages (ranked, best first)."""
+    from hermes.memory.search import BatchFormatError, parse_batch, timed_search
+
+    if (query is None) == (batch is None):
+        fail("give either a QUERY or --batch FILE", 2)
+    scope = scope_or_exit(user)
+    queries = [(query or "", limit)]
+    if batch is not None:
+        queries = parse_file_or_exit(batch, lambda lines: parse_batch(lines, limit),
+                                     BatchFormatError, "nothing was searched")
+    store = open_store(settings_or_exit())
+    try:
+        for text, k in queries:
+            result = timed_search(store, scope, text, k)
+            if as_json or batch is not None:
+                typer.echo(json.dumps(result, ensure_ascii=False))
+                continue
+            if not result["hits"]:
+                typer.echo("No matches.")
+            for hit in result["hits"]:
+                typer.echo(f"{hit['score']:.3f}  {hit['session_id']} #{hit['message_index']} "
+                           f"{hit['role']}: {' '.join(hit['snippet'].split())}")
+    finally:
+        store.close()
+
+
+@app.command("export")
+def export_cmd(
+    output: Path | None = typer.Argument(None, help="File to write (default: stdout)."),
+    session: list[str] | None = typer.Option(None, "--session", help="Only these session ids."),
+    user: str | None = UserOption,
+) -> None:
+    """Export sessions as JSONL, one session per line."""
+    scope = scope_or_exit(user)
+    store = open_store(settings_or_exit())
+    try:
+        lines = export_sessions(store, scope, session or None)
+        if output is None:
+            for line in lines:
+                sys.stdout.write(line + "\n")
+        else:
+            with output.open("w", encoding="utf-8") as fh:
+                for line in lines:
+                    fh.write(line + "\n")
+    finally:
+        store.close()
+
+
+@app.command("import")
+def import_cmd(
+    source: Path = typer.Argument(..., help="JSONL file, one session per line ('-' for stdin)."),
+    user: str | None = UserOption,
+) -> None:
+    """Import sessions from JSONL; sessions whose id already exists are skipped."""
+    scope = scope_or_exit(user)
+    sessions = parse_file_or_exit(source, parse_jsonl, ImportFormatError, "nothing was imported")
+    store = open_store(settings_or_exit())
+    try:
+        report = import_sessions(store, scope, sessions)
+    finally:
+        store.close()
+    typer.echo(f"imported {report.imported} session(s) ({report.messages} messages), "
+               f"skipped {report.skipped} already present")
+
+
+@app.command("delete")
+def delete_cmd(
+    session_id: str = typer.Argument(...),
+    user: str | None = UserOption,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Delete one session and its messages."""
+    scope = scope_or_exit(user)
+    if not yes and not typer.confirm(f"Delete session {session_id!r}?"):
+        raise typer.Exit(1)
+    store = open_store(settings_or_exit())
+    try:
+        removed = store.delete_session(scope, session_id)
+    finally:
+        store.close()
+    if not removed:
+        fail(f"no session {session_id!r} in this scope", 1)
+    typer.echo(f"deleted {session_id}")

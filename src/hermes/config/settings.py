@@ -1,0 +1,171 @@
+"""Typed settings built once from config.yaml, .env and the environment (environment wins)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from dotenv import dotenv_values
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from hermes.config.home import ensure_home, hermes_home
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file and the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSettings(_Section):
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    name: str | None = None
+    context_length: int | None = Field(default=None, gt=0)
+    timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=11434, ge=0, le=65535)
+    api_key: SecretStr | None = None
+    model_name: str = "hermes"
+    cors_origins: list[str] = Field(default_factory=list)
+    max_body_bytes: int = Field(default=10_000_000, gt=0)
+    ignore_client_tools: bool = False
+
+
+class AgentSettings(_Section):
+    max_iterations: int = Field(default=30, ge=1, le=500)
+    toolsets: list[str] | None = None
+
+
+class MemorySettings(_Section):
+    enabled: bool = True
+    memory_char_limit: int = Field(default=2200, gt=0)
+    user_char_limit: int = Field(default=1375, gt=0)
+    review_interval: int = Field(default=10, ge=0)
+
+
+class CompressionSettings(_Section):
+    enabled: bool = True
+    threshold: float = Field(default=0.50, ge=0.5, le=0.95)
+    model: str | None = None
+    protect_first_turns: int = Field(default=2, ge=0)
+    tail_ratio: float = Field(default=0.25, gt=0, lt=1)
+
+
+class CronSettings(_Section):
+    enabled: bool = True
+    tick_seconds: float = Field(default=60.0, gt=0)
+    max_parallel: int = Field(default=4, ge=1)
+    inactivity_timeout: float = Field(default=600.0, ge=0)
+    output_retention: int = Field(default=50, ge=0)
+
+
+class Settings(_Section):
+    """Everything Hermes needs to run; built by `load_settings` and passed down."""
+
+    home: Path
+    timezone: str | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not an IANA timezone name (e.g. Europe/Berlin)") from None
+        return value
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    cron: CronSettings = Field(default_factory=CronSettings)
+
+
+# environment variable -> dotted config key
+ENV_OVERRIDES: dict[str, str] = {
+    "OPENAI_BASE_URL": "model.base_url",
+    "OPENAI_API_KEY": "model.api_key",
+    "HERMES_MODEL": "model.name",
+    "HERMES_CONTEXT_LENGTH": "model.context_length",
+    "HERMES_API_KEY": "server.api_key",
+    "HERMES_HOST": "server.host",
+    "HERMES_PORT": "server.port",
+    "HERMES_TIMEZONE": "timezone",
+}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections, not {type(data).__name__}")
+    return data
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: str) -> None:
+    node = data
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[leaf] = value
+
+
+def _describe(errors: ValidationError, source: str) -> str:
+    first = errors.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    problem = first["msg"]
+    if first["type"] == "extra_forbidden":
+        problem = "unknown key (check the spelling)"
+    return f"{source}: `{key}`: {problem}"
+
+
+def load_settings(home: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Merge config.yaml < .env < process environment into a validated Settings."""
+    env = dict(os.environ if env is None else env)
+    home = ensure_home(home or hermes_home(env))
+    config_path = home / "config.yaml"
+    data = _read_yaml(config_path)
+    data.pop("home", None)
+    dotenv = {k: v for k, v in dotenv_values(home / ".env").items() if v is not None}
+    overridden: dict[str, str] = {}
+    for layer_name, layer in ((".env", dotenv), ("environment", env)):
+        for var, dotted in ENV_OVERRIDES.items():
+            value = layer.get(var)
+            if value not in (None, ""):
+                _set_dotted(data, dotted, value)
+                overridden[dotted] = f"{var} ({layer_name})"
+    try:
+        return Settings(home=home, **data)
+    except ValidationError as exc:
+        loc = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        source = overridden.get(loc, str(config_path))
+        raise ConfigError(_describe(exc, source)) from None
+    except TypeError as exc:
+        raise ConfigError(f"{config_path}: {exc}") from None

@@ -1,0 +1,1 @@
+"""Scheduled prompts: job store, schedule grammar, ticker, runs and delivery (SPEC §9)."""

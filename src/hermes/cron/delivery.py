@@ -1,0 +1,125 @@
+"""Where a run's answer goes: `local` (the saved file is enough), a webhook URL (POST JSON,
+retried), or a messaging platform (not possible until the gateway exists: a clear error)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from hermes.cron.runner import RunResult
+from hermes.cron.store import Job
+
+log = logging.getLogger(__name__)
+
+# Attempts = 1 + len(RETRY_DELAYS); seconds slept before each retry.
+RETRY_DELAYS: tuple[float, ...] = (2.0, 8.0)
+WEBHOOK_TIMEOUT = 15.0
+GATEWAY_NOT_BUILT = (
+    "the messaging gateway is not built yet, so the answer cannot be delivered to {target!r}; "
+    "use 'local' (output files) or a webhook URL"
+)
+
+
+@dataclass
+class DeliveryReport:
+    delivered: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    skipped: str | None = None  # why nothing was sent ("silent", "empty", "local")
+
+    @property
+    def error(self) -> str | None:
+        return "; ".join(self.errors) or None
+
+
+def message_for(job: Job, result: RunResult) -> str | None:
+    """What to deliver: the answer, or a one-line failure notice; None when nothing to say."""
+    if result.status != "ok":
+        return f"⚠️ Cron '{job.get('name')}' failed: {result.error or 'unknown error'}"
+    if result.silent:
+        return None
+    text = (result.response or "").strip()
+    return text or None
+
+
+def webhook_payload(job: Job, result: RunResult, content: str) -> dict[str, Any]:
+    return {
+        "job_id": job["id"],
+        "job_name": job.get("name"),
+        "status": result.status,
+        "content": content,
+        "response": result.response,
+        "error": result.error,
+        "session_id": result.session_id,
+        "run_at": result.started_at.isoformat(timespec="seconds"),
+        "output_file": result.output_path.name if result.output_path else None,
+    }
+
+
+async def post_webhook(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    retry_delays: Sequence[float] = RETRY_DELAYS,
+) -> str | None:
+    """POST with retries on network errors, 429 and 5xx; returns an error sentence or None."""
+    problem, attempts = "no attempt was made", 0
+    for delay in (0.0, *retry_delays):
+        if delay:
+            await asyncio.sleep(delay)
+        attempts += 1
+        try:
+            response = await client.post(url, json=payload, timeout=WEBHOOK_TIMEOUT)
+        except httpx.HTTPError as exc:
+            problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            log.warning("webhook %s attempt %d failed: %s", url, attempts, problem)
+            continue
+        if response.is_success:
+            return None
+        problem = f"HTTP {response.status_code}"
+        log.warning("webhook %s attempt %d answered %s", url, attempts, problem)
+        if response.status_code != 429 and response.status_code < 500:
+            break
+    return f"webhook {url} failed after {attempts} attempt(s): {problem}"
+
+
+async def deliver(
+    job: Job,
+    result: RunResult,
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    retry_delays: Sequence[float] = RETRY_DELAYS,
+) -> DeliveryReport:
+    """Send the run's message to every target of `job['deliver']` (comma-separated)."""
+    report = DeliveryReport()
+    content = message_for(job, result)
+    if content is None:
+        report.skipped = "silent" if result.silent else "empty"
+        return report
+    targets = [t.strip() for t in str(job.get("deliver") or "local").split(",") if t.strip()]
+    remote = [t for t in targets if t != "local"]
+    if not remote:
+        report.skipped = "local"
+        return report
+    own_client = http_client is None
+    client = http_client or httpx.AsyncClient()
+    try:
+        for target in remote:
+            if target.startswith(("http://", "https://")):
+                error = await post_webhook(client, target, webhook_payload(job, result, content),
+                                           retry_delays=retry_delays)
+            else:
+                error = GATEWAY_NOT_BUILT.format(target=target)
+            if error:
+                report.errors.append(error)
+            else:
+                report.delivered.append(target)
+    finally:
+        if own_client:
+            await client.aclose()
+    return report

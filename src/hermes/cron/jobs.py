@@ -1,0 +1,297 @@
+"""Job operations shared by the API, the CLI and the `cronjob` tool: validate, then edit the store.
+
+Every check names the offending field, so each surface can report it its own way (a 400 with
+`param`, a CLI message, a tool error for the model).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+from hermes.cron.schedule import (
+    ONE_SHOT_GRACE,
+    ScheduleError,
+    default_repeat,
+    first_run,
+    from_iso,
+    parse_repeat,
+    parse_schedule,
+    to_iso,
+)
+from hermes.cron.store import Job, JobStore, find_job, new_job_id, output_dir
+from hermes.scopes import InvalidIdError, validate_id
+
+NAME_MAX = 200
+PROMPT_MAX = 5000
+PLATFORMS = (
+    "telegram", "discord", "slack", "whatsapp", "signal", "matrix", "mattermost", "email", "sms",
+    "homeassistant", "dingtalk", "feishu", "wecom", "weixin", "bluebubbles", "qqbot",
+)
+UPDATABLE = ("name", "schedule", "prompt", "deliver", "repeat", "skills", "enabled", "session_id")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SKILL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
+_TARGET = re.compile(r"^[a-z]+(:[^\s:]+(:[^\s:]+)?)?$")
+
+
+class JobInputError(ValueError):
+    """Bad input for a job; `field` names the offending field (the API's `param`)."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# -------------------------------------------------------------------------- validation
+
+
+def check_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise JobInputError("name must be a non-empty string", "name")
+    value = value.strip()
+    if len(value) > NAME_MAX:
+        raise JobInputError(f"name is {len(value)} characters long; the limit is {NAME_MAX}", "name")
+    if _CONTROL.search(value) or "\n" in value:
+        raise JobInputError("name must be one line without control characters", "name")
+    return value
+
+
+def check_prompt(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise JobInputError("prompt must be a string", "prompt")
+    if len(value) > PROMPT_MAX:
+        raise JobInputError(
+            f"prompt is {len(value)} characters long; the limit is {PROMPT_MAX}", "prompt"
+        )
+    if _CONTROL.search(value):
+        raise JobInputError("prompt contains control characters", "prompt")
+    return value
+
+
+def check_skills(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise JobInputError("skills must be a list of skill names", "skills")
+    skills: list[str] = []
+    for name in (s.strip() for s in value):
+        if not _SKILL.match(name) or ".." in name:
+            raise JobInputError(
+                f"skill {name!r} is not a skill name (letters, digits, . _ -, "
+                "optionally 'category/name')", "skills")
+        if name not in skills:
+            skills.append(name)
+    return skills
+
+
+def check_deliver(value: Any) -> str:
+    """'local', 'origin', a webhook URL, a platform (home channel) or platform:chat_id[:thread]."""
+    if value is None:
+        return "local"
+    if not isinstance(value, str) or not value.strip():
+        raise JobInputError("deliver must be a non-empty string such as 'local'", "deliver")
+    targets = [t.strip() for t in value.split(",") if t.strip()]
+    for target in targets:
+        if target in ("local", "origin", "all") or target.startswith(("http://", "https://")):
+            continue
+        platform = target.split(":", 1)[0]
+        if not _TARGET.match(target) or platform not in PLATFORMS:
+            raise JobInputError(
+                f"deliver target {target!r} is not one of: 'local', 'origin', a webhook URL "
+                f"(https://…), a platform ({', '.join(PLATFORMS[:4])}, …) or 'platform:chat_id'",
+                "deliver")
+    return ",".join(targets)
+
+
+def check_session_id(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise JobInputError("session_id must be a string", "session_id")
+    try:
+        return validate_id(value, what="session_id")
+    except InvalidIdError as exc:
+        raise JobInputError(str(exc), "session_id") from None
+
+
+def check_repeat(value: Any) -> int | None:
+    try:
+        return parse_repeat(value)
+    except ScheduleError as exc:
+        raise JobInputError(str(exc), "repeat") from None
+
+
+def check_schedule(store: JobStore, value: Any) -> dict[str, Any]:
+    if not isinstance(value, str):
+        raise JobInputError("schedule must be a string such as '0 9 * * 1-5'", "schedule")
+    try:
+        return parse_schedule(value, now=store.clock(), tz=store.tz)
+    except ScheduleError as exc:
+        raise JobInputError(str(exc), "schedule") from None
+
+
+# -------------------------------------------------------------------------- operations
+
+
+def _schedule_next(store: JobStore, job: Job) -> None:
+    """Point next_run_at at the first future slot (create, resume, schedule change)."""
+    now = store.clock()
+    upcoming = first_run(job["schedule"], now=now, tz=store.tz)
+    if job["schedule"].get("kind") == "once" and upcoming and upcoming < now - ONE_SHOT_GRACE:
+        raise JobInputError(
+            f"the one-shot time {job['schedule'].get('run_at')} has passed; give a new schedule",
+            "schedule")
+    job["next_run_at"] = to_iso(upcoming, store.tz) if upcoming else None
+
+
+def create_job(
+    store: JobStore,
+    *,
+    schedule: Any,
+    prompt: Any = None,
+    name: Any = None,
+    deliver: Any = None,
+    repeat: Any = None,
+    skills: Any = None,
+    session_id: Any = None,
+    paused: bool = False,
+    origin: dict[str, Any] | None = None,
+) -> Job:
+    """Validate everything first, then add the job under the store lock."""
+    parsed = check_schedule(store, schedule)
+    text = check_prompt(prompt)
+    skill_list = check_skills(skills)
+    if not text.strip() and not skill_list:
+        raise JobInputError("prompt is required (or give skills for the job to run)", "prompt")
+    times = check_repeat(repeat) if repeat is not None else default_repeat(parsed)
+    label = check_name(name) if name is not None else (text.strip()[:50] or skill_list[0])
+    now = store.clock()
+    job: Job = {
+        "id": new_job_id(), "name": label, "prompt": text, "skills": skill_list,
+        "skill": skill_list[0] if skill_list else None,
+        "model": None, "provider": None, "base_url": None, "script": None,
+        "schedule": parsed, "schedule_display": parsed["display"],
+        "repeat": {"times": times, "completed": 0},
+        "enabled": not paused, "state": "paused" if paused else "scheduled",
+        "paused_at": to_iso(now, store.tz) if paused else None, "paused_reason": None,
+        "created_at": to_iso(now, store.tz), "next_run_at": None, "last_run_at": None,
+        "last_status": None, "last_error": None, "last_delivery_error": None,
+        "deliver": check_deliver(deliver), "origin": origin,
+        "session_id": check_session_id(session_id),
+    }
+    _schedule_next(store, job)
+    with store.edit() as jobs:
+        jobs.append(job)
+    return job
+
+
+def _apply_changes(store: JobStore, job: Job, changes: Mapping[str, Any]) -> bool:
+    """Set validated fields on `job`; True if the schedule must be recomputed."""
+    reschedule = False
+    if "name" in changes:
+        job["name"] = check_name(changes["name"])
+    if "prompt" in changes:
+        job["prompt"] = check_prompt(changes["prompt"])
+    if "skills" in changes:
+        job["skills"] = check_skills(changes["skills"])
+        job["skill"] = job["skills"][0] if job["skills"] else None
+    if not job["prompt"].strip() and not job["skills"]:
+        raise JobInputError("a job needs a prompt or skills; both would be empty", "prompt")
+    if "deliver" in changes:
+        job["deliver"] = check_deliver(changes["deliver"])
+    if "session_id" in changes:
+        job["session_id"] = check_session_id(changes["session_id"])
+    if "schedule" in changes:
+        parsed = check_schedule(store, changes["schedule"])
+        if parsed.get("kind") != job["schedule"].get("kind") and "repeat" not in changes:
+            job["repeat"]["times"] = default_repeat(parsed)
+        job["schedule"], job["schedule_display"] = parsed, parsed["display"]
+        reschedule = True
+    if "repeat" in changes:
+        job["repeat"]["times"] = check_repeat(changes["repeat"])
+        reschedule = reschedule or job.get("state") == "completed"
+    return reschedule
+
+
+def update_job(store: JobStore, ref: str, changes: Mapping[str, Any]) -> Job:
+    """Apply whitelisted changes; a finished job given runs left is scheduled again."""
+    unknown = [k for k in changes if k not in UPDATABLE]
+    if unknown:
+        raise JobInputError(
+            f"{unknown[0]!r} cannot be changed; updatable fields: {', '.join(UPDATABLE)}", unknown[0])
+    if not changes:
+        raise JobInputError(f"nothing to change; give one of: {', '.join(UPDATABLE)}", "body")
+    enabled = changes.get("enabled")
+    if "enabled" in changes and not isinstance(enabled, bool):
+        raise JobInputError("enabled must be true or false", "enabled")
+    with store.edit() as jobs:
+        job = find_job(jobs, ref)
+        reschedule = _apply_changes(store, job, changes)
+        if enabled is False:
+            _pause(store, job, None)
+        elif enabled is True or (reschedule and job.get("state") != "paused"):
+            _resume(store, job)
+    return job
+
+
+def _runs_left(job: Job) -> bool:
+    times, done = job["repeat"].get("times"), job["repeat"].get("completed") or 0
+    return times is None or not isinstance(times, int) or times <= 0 or done < times
+
+
+def _pause(store: JobStore, job: Job, reason: str | None) -> None:
+    job["enabled"] = False
+    job["state"] = "paused"
+    job["next_run_at"] = None  # resume computes it afresh
+    job["paused_at"] = to_iso(store.clock(), store.tz)
+    job["paused_reason"] = reason
+
+
+def _resume(store: JobStore, job: Job) -> None:
+    if not _runs_left(job):
+        raise JobInputError(
+            f"job {job['id']} has finished its {job['repeat'].get('times')} run(s); "
+            "raise `repeat` to run it again", "repeat")
+    if job["schedule"].get("kind") not in ("once", "interval", "cron"):
+        raise JobInputError("the job has no usable schedule; set a new one", "schedule")
+    _schedule_next(store, job)
+    job["enabled"] = True
+    job["state"] = "scheduled"
+    job["paused_at"] = job["paused_reason"] = None
+
+
+def pause_job(store: JobStore, ref: str, reason: str | None = None) -> Job:
+    with store.edit() as jobs:
+        job = find_job(jobs, ref)
+        _pause(store, job, reason)
+    return job
+
+
+def resume_job(store: JobStore, ref: str) -> Job:
+    with store.edit() as jobs:
+        job = find_job(jobs, ref)
+        _resume(store, job)
+    return job
+
+
+def remove_job(store: JobStore, ref: str) -> Job:
+    """Delete the job and its saved outputs."""
+    with store.edit() as jobs:
+        job = find_job(jobs, ref)
+        jobs.remove(job)
+    shutil.rmtree(output_dir(store.home, store.scope, job["id"]), ignore_errors=True)
+    return job
+
+
+def is_running(job: Job) -> bool:
+    return isinstance(job.get("run_claim"), dict)
+
+
+def next_run(job: Job) -> Any:
+    return from_iso(job.get("next_run_at"))

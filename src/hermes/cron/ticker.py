@@ -1,0 +1,444 @@
+"""The scheduler: find due jobs, claim them, run them, record the outcome.
+
+At most once per slot: a job is claimed under the cross-process jobs lock *before* it runs —
+the claim advances `next_run_at` past now (missed slots collapse into one catch-up run) and
+counts the run against `repeat` — so a second ticker, or this one after a crash, never sees
+that slot as due again. A claim whose process died is closed as "interrupted", not re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import os
+import re
+import shutil
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from hermes.agent.loop import Agent
+from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver
+from hermes.cron.runner import RunResult, execute_job
+from hermes.cron.schedule import (
+    ScheduleError,
+    from_iso,
+    next_after_slot,
+    resolve_timezone,
+    to_iso,
+)
+from hermes.cron.store import (
+    Job,
+    JobStore,
+    JobStoreError,
+    all_job_files,
+    find_job,
+    jobs_path,
+    output_dir,
+    parse_jobs_file,
+    scope_of_file,
+    utc_now,
+)
+from hermes.store.base import DEFAULT_SCOPE
+
+log = logging.getLogger(__name__)
+
+STALE_CLAIM_AFTER = timedelta(hours=24)
+RECHECK_SECONDS = 300.0
+_live_holders: set[str] = set()  # schedulers alive in this process
+
+
+class JobRunningError(JobStoreError):
+    """The job is already running; a second concurrent run is refused."""
+
+
+@dataclass
+class _FileState:
+    """What one jobs.json held at a given (mtime, size, inode): enough to skip it cheaply."""
+
+    key: tuple[int, int, int]
+    scope: str | None
+    earliest: datetime | None
+    claimed: bool
+    # re-read now and then even if (mtime, size, inode) look unchanged: inodes get reused
+    expires: float = field(default_factory=lambda: time.monotonic() + RECHECK_SECONDS)
+
+
+def _runs_left(job: Job) -> bool:
+    repeat = job.get("repeat") or {}
+    times, done = repeat.get("times"), repeat.get("completed") or 0
+    return not isinstance(times, int) or times <= 0 or done < times
+
+
+def _is_due(job: Job, now: datetime) -> bool:
+    if job.get("enabled") is False or job.get("state", "scheduled") != "scheduled":
+        return False
+    if isinstance(job.get("run_claim"), dict):
+        return False
+    when = from_iso(job.get("next_run_at"))
+    return when is not None and when <= now
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _summarize(jobs: list[Job]) -> tuple[datetime | None, bool]:
+    """Earliest pending run and whether any claim is open. Records that still need
+    normalising (hand-edited) count as due now so the next pass fixes and saves them."""
+    earliest: datetime | None = None
+    claimed = False
+    for job in jobs:
+        if "run_claim" in job:
+            claimed = True
+        if "next_run_at" not in job or not isinstance(job.get("schedule"), dict):
+            return datetime.min.replace(tzinfo=UTC), claimed
+        if job.get("enabled") is False or job.get("state", "scheduled") != "scheduled":
+            continue
+        when = from_iso(job.get("next_run_at"))
+        if when is not None and (earliest is None or when < earliest):
+            earliest = when
+    return earliest, claimed
+
+
+# Keys as they appear in the file (a quote inside a JSON string is escaped, so a prompt that
+# mentions these words cannot match). Values we write never contain quotes or backslashes.
+_NEXT_RUN = re.compile(rb'"next_run_at"\s*:\s*(null|"[^"\\]*")')
+_SCHEDULE_KEY = re.compile(rb'"schedule"\s*:')
+_SCOPE_FIRST = re.compile(rb'^\s*\{\s*"scope"\s*:\s*"([^"\\]*)"')
+
+
+def quick_summary(raw: bytes, *, default: bool) -> tuple[str | None, datetime | None, bool] | None:
+    """(scope, a lower bound of the earliest run, any claim open) without parsing the JSON.
+
+    Ticking 10,000 jobs must stay cheap when nothing is due. The bound includes paused jobs'
+    times, so it can only make a tick look closer, never skip a due job. None means "cannot
+    tell" (a hand-edited record without next_run_at, no leading scope key): parse properly.
+    """
+    raw = raw.removeprefix(b"\xef\xbb\xbf")
+    scope: str | None = DEFAULT_SCOPE
+    if not default:
+        match = _SCOPE_FIRST.match(raw)
+        if match is None:
+            return None
+        scope = match.group(1).decode("utf-8", "replace")
+    values = _NEXT_RUN.findall(raw)
+    if len(values) != len(_SCHEDULE_KEY.findall(raw)):
+        return None
+    earliest: datetime | None = None
+    for value in values:
+        if value == b"null":
+            continue
+        when = from_iso(value[1:-1].decode("ascii", "replace"))
+        if when is None:
+            return None
+        if earliest is None or when < earliest:
+            earliest = when
+    return scope, earliest, b'"run_claim"' in raw
+
+
+class Scheduler:
+    """Ticks over every scope's jobs.json and runs what is due through `agent`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        http_client: httpx.AsyncClient | None = None,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
+    ) -> None:
+        self.agent = agent
+        self.settings = agent.settings
+        self.home: Path = agent.settings.home
+        self.tz = resolve_timezone(agent.settings.timezone)
+        self.clock = clock
+        self.http_client = http_client
+        self.retry_delays = tuple(retry_delays)
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        _live_holders.add(self.holder)
+        self._slots = asyncio.Semaphore(agent.settings.cron.max_parallel)
+        self._active: dict[tuple[str, str], asyncio.Task[RunResult]] = {}
+        # (scope, job id) of claims this scheduler holds; written from worker threads
+        self._running: set[tuple[str, str]] = set()
+        self._cache: dict[Path, _FileState] = {}
+        self._loop_task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._stopping = False
+
+    def store(self, scope: str, now: datetime | None = None) -> JobStore:
+        clock = (lambda: now) if now is not None else self.clock
+        return JobStore(self.home, scope, self.tz, clock=clock)
+
+    # -- ticking --------------------------------------------------------------------------
+
+    async def tick(self, now: datetime | None = None, *, wait: bool = True) -> list[RunResult]:
+        """Claim every due job in every scope and start its run; with `wait`, await them all."""
+        now = now or self.clock()
+        claimed = await asyncio.to_thread(self._claim_all, now)
+        tasks = [self._start(scope, job) for scope, job in claimed]
+        if not wait or not tasks:
+            return []
+        return list(await asyncio.gather(*tasks))
+
+    def _file_state(self, path: Path) -> _FileState | None:
+        """What a jobs.json holds, re-read only when the file changed (or every few minutes)."""
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            self._cache.pop(path, None)
+            return None
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        state = self._cache.get(path)
+        if state is not None and state.key == key and time.monotonic() < state.expires:
+            return state
+        state = _FileState(key=key, scope=None, earliest=None, claimed=False)
+        self._cache[path] = state  # a corrupt file is reported once per version, not per tick
+        raw = path.read_bytes()
+        default = path == jobs_path(self.home, DEFAULT_SCOPE)
+        quick = quick_summary(raw, default=default)
+        if quick is not None:
+            state.scope, state.earliest, state.claimed = quick
+        else:
+            jobs, extra = parse_jobs_file(path, raw)
+            state.scope = scope_of_file(self.home, path, extra)
+            state.earliest, state.claimed = _summarize(jobs)
+        if state.scope is not None and jobs_path(self.home, state.scope) != path:
+            state.scope = None
+        if state.scope is None:
+            log.warning("cron: %s names no scope it belongs to; its jobs are not run", path)
+        return state
+
+    def _claim_all(self, now: datetime) -> list[tuple[str, Job]]:
+        """One pass over every scope's file (one worker-thread hop for the whole tick)."""
+        claimed: list[tuple[str, Job]] = []
+        for path in all_job_files(self.home):
+            try:
+                claimed.extend(self._claim_due(path, now))
+            except JobStoreError as exc:
+                log.error("cron tick skipped %s: %s", path, exc)
+        return claimed
+
+    def _claim_due(self, path: Path, now: datetime) -> list[tuple[str, Job]]:
+        state = self._file_state(path)
+        if state is None or state.scope is None:
+            return []
+        if not state.claimed and (state.earliest is None or state.earliest > now):
+            return []
+        scope = state.scope
+        claimed: list[tuple[str, Job]] = []
+        dirty = False
+        with self.store(scope, now).edit(save_if=lambda: dirty) as jobs:
+            dirty = self._close_stale_claims(scope, jobs, now)
+            for job in jobs:
+                if _is_due(job, now):
+                    self._claim(job, now)
+                    self._running.add((scope, job["id"]))
+                    claimed.append((scope, copy.deepcopy(job)))
+            dirty = dirty or bool(claimed)
+            earliest, has_claims = _summarize(jobs)
+        with contextlib.suppress(OSError):  # remember the exact state we just wrote
+            st = path.stat()
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            self._cache[path] = _FileState(key, scope, earliest, has_claims)
+        return claimed
+
+    def _claim(self, job: Job, now: datetime) -> None:
+        """Mark the job as running and move its schedule on, before anything runs."""
+        slot = from_iso(job.get("next_run_at")) or now
+        job["run_claim"] = {"at": to_iso(now, self.tz), "by": self.holder,
+                            "slot": job.get("next_run_at"), "kind": "scheduled"}
+        repeat = job["repeat"]
+        repeat["completed"] = int(repeat.get("completed") or 0) + 1
+        if not _runs_left(job):
+            job["next_run_at"] = None
+            return
+        try:
+            upcoming = next_after_slot(job["schedule"], slot=slot, now=now, tz=self.tz)
+        except (ScheduleError, ValueError, KeyError, TypeError) as exc:
+            job["state"], job["last_error"] = "error", f"cannot compute the next run: {exc}"
+            upcoming = None
+        job["next_run_at"] = to_iso(upcoming, self.tz) if upcoming else None
+
+    def _claim_is_stale(self, scope: str, job: Job, claim: dict[str, Any], now: datetime) -> bool:
+        holder = str(claim.get("by", ""))
+        if holder == self.holder:
+            return (scope, job["id"]) not in self._running
+        started = from_iso(claim.get("at"))
+        if started is None or now - started > STALE_CLAIM_AFTER:
+            return True
+        host, _, rest = holder.partition(":")
+        pid_text = rest.partition(":")[0]
+        if host != socket.gethostname() or not pid_text.isdigit():
+            return False
+        if int(pid_text) == os.getpid():
+            return holder not in _live_holders
+        return not _pid_alive(int(pid_text))
+
+    def _close_stale_claims(self, scope: str, jobs: list[Job], now: datetime) -> bool:
+        """A claim left by a process that died: record the interruption, never re-run it."""
+        closed = False
+        for job in jobs:
+            claim = job.get("run_claim")
+            if not isinstance(claim, dict) or not self._claim_is_stale(scope, job, claim, now):
+                continue
+            closed = True
+            job.pop("run_claim", None)
+            job["last_run_at"] = claim.get("at")
+            job["last_status"] = "error"
+            job["last_error"] = (
+                f"the run started at {claim.get('at')} was interrupted (the Hermes process "
+                "stopped before it finished); that slot is not run again")
+            if claim.get("kind") == "scheduled" and not _runs_left(job):
+                job["state"], job["enabled"] = "completed", False
+        return closed
+
+    # -- running --------------------------------------------------------------------------
+
+    def _start(self, scope: str, job: Job) -> asyncio.Task[RunResult]:
+        key = (scope, job["id"])
+        task = asyncio.get_running_loop().create_task(self._run(scope, job))
+        self._active[key] = task
+        task.add_done_callback(lambda t, k=key: self._active.pop(k, None))
+        return task
+
+    async def _run(self, scope: str, job: Job) -> RunResult:
+        claim = dict(job["run_claim"])
+        try:
+            async with self._slots:
+                result = await execute_job(
+                    self.agent, scope, job, started=self.clock(), tz=self.tz
+                )
+                report = await deliver(job, result, http_client=self.http_client,
+                                       retry_delays=self.retry_delays)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._finish_off(scope, job, claim, None, None))
+            raise
+        except Exception as exc:  # a bug in a run must still close the claim
+            log.exception("cron job %s crashed", job["id"])
+            result = RunResult(job_id=job["id"], scope=scope, session_id="", status="error",
+                               started_at=self.clock(), prompt=job.get("prompt") or "",
+                               error=f"{type(exc).__name__}: {exc}")
+            report = None
+        await self._finish_off(scope, job, claim, result, report)
+        return result
+
+    async def _finish_off(
+        self, scope: str, job: Job, claim: dict[str, Any],
+        result: RunResult | None, report: DeliveryReport | None,
+    ) -> None:
+        try:
+            await asyncio.to_thread(self._finish, scope, job, claim, result, report)
+        except JobStoreError as exc:
+            log.error("cron job %s ran but its outcome could not be recorded: %s", job["id"], exc)
+        finally:
+            self._running.discard((scope, job["id"]))
+
+    def _finish(
+        self, scope: str, snapshot: Job, claim: dict[str, Any],
+        result: RunResult | None, report: DeliveryReport | None,
+    ) -> None:
+        """Record the outcome on the job (if it still exists) and close our claim."""
+        with self.store(scope).edit() as jobs:
+            job = next((j for j in jobs if j.get("id") == snapshot["id"]), None)
+            if job is None:  # removed while it ran: drop the output it just wrote
+                shutil.rmtree(output_dir(self.home, scope, snapshot["id"]), ignore_errors=True)
+                return
+            if job.get("run_claim") == claim:
+                job.pop("run_claim")
+            if result is None:
+                job["last_status"], job["last_run_at"] = "error", claim.get("at")
+                job["last_error"] = "the run was cancelled because Hermes is shutting down"
+            else:
+                self._record(job, result, report)
+            if claim.get("kind") == "scheduled" and not _runs_left(job):
+                job["state"], job["enabled"] = "completed", False
+
+    def _record(self, job: Job, result: RunResult, report: DeliveryReport | None) -> None:
+        delivery_error = report.error if report else None
+        job["last_run_at"] = to_iso(result.started_at, self.tz)
+        job["last_delivery_error"] = delivery_error
+        if result.status != "ok":
+            job["last_status"], job["last_error"] = "error", result.error
+            job["failure_streak"] = int(job.get("failure_streak") or 0) + 1
+        elif delivery_error:
+            job["last_status"], job["last_error"] = "delivery_failed", delivery_error
+            job["failure_streak"] = 0
+        else:
+            job["last_status"], job["last_error"] = "ok", None
+            job["failure_streak"] = 0
+        job["last_output"] = result.output_path.name if result.output_path else None
+
+    # -- manual runs ----------------------------------------------------------------------
+
+    def _claim_manual(self, scope: str, ref: str) -> Job:
+        now = self.clock()
+        with self.store(scope).edit() as jobs:
+            self._close_stale_claims(scope, jobs, now)
+            job = find_job(jobs, ref)
+            if isinstance(job.get("run_claim"), dict):
+                raise JobRunningError(
+                    f"job {job['id']} is already running (since {job['run_claim'].get('at')})")
+            job["run_claim"] = {"at": to_iso(now, self.tz), "by": self.holder, "kind": "manual"}
+            self._running.add((scope, job["id"]))
+            return copy.deepcopy(job)
+
+    async def start_run(self, scope: str, ref: str) -> tuple[Job, asyncio.Task[RunResult]]:
+        """Start a run now, outside the schedule (does not move next_run_at or count a repeat)."""
+        job = await asyncio.to_thread(self._claim_manual, scope, ref)
+        return job, self._start(scope, job)
+
+    # -- background loop ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Tick now (catch-up) and then every `cron.tick_seconds`, inside the running loop."""
+        if self._loop_task is None:
+            self._stopping = False
+            self._loop_task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            try:
+                await self.tick(wait=False)
+            except Exception:
+                log.exception("cron tick failed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.cron.tick_seconds):
+                    await self._wake.wait()
+
+    def wake(self) -> None:
+        """Tick again now (after a job was created or changed)."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Stop ticking and cancel runs in flight (each is recorded as interrupted)."""
+        self._stopping = True
+        self._wake.set()
+        tasks = [t for t in (self._loop_task, *self._active.values()) if t is not None]
+        self._loop_task = None
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        _live_holders.discard(self.holder)
+
+    async def drain(self) -> list[RunResult]:
+        """Wait for the runs in flight (CLI and tests)."""
+        tasks = list(self._active.values())
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        return [r for r in done if isinstance(r, RunResult)]

@@ -1,0 +1,161 @@
+"""The `cronjob` agent tool: one action-style tool to schedule and manage jobs in the caller's scope."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from hermes.cron.jobs import (
+    JobInputError,
+    create_job,
+    pause_job,
+    remove_job,
+    resume_job,
+    update_job,
+)
+from hermes.cron.schedule import ScheduleError, resolve_timezone
+from hermes.cron.store import Job, JobStore, JobStoreError
+from hermes.tools.registry import ToolContext, ToolError, tool
+
+_PROMPT_PREVIEW = 200
+
+
+def summary(job: Job) -> dict[str, Any]:
+    """The fields a model needs to talk about a job, without runtime bookkeeping."""
+    prompt = job.get("prompt") or ""
+    return {
+        "id": job["id"],
+        "name": job.get("name"),
+        "schedule": job.get("schedule_display"),
+        "prompt": prompt if len(prompt) <= _PROMPT_PREVIEW else prompt[:_PROMPT_PREVIEW] + "…",
+        "skills": job.get("skills") or [],
+        "deliver": job.get("deliver"),
+        "state": job.get("state"),
+        "enabled": job.get("enabled"),
+        "repeat": job.get("repeat"),
+        "next_run_at": job.get("next_run_at"),
+        "last_run_at": job.get("last_run_at"),
+        "last_status": job.get("last_status"),
+        "last_error": job.get("last_error"),
+    }
+
+
+def _store(ctx: ToolContext) -> JobStore:
+    settings = ctx.service("settings")
+    try:
+        return JobStore(settings.home, ctx.scope, resolve_timezone(settings.timezone))
+    except ScheduleError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _need(value: str | None, what: str, action: str) -> str:
+    if not value:
+        raise ToolError(f"action {action!r} needs `{what}`")
+    return value
+
+
+async def _run(ctx: ToolContext, store: JobStore, ref: str) -> dict[str, Any]:
+    from hermes.cron.ticker import Scheduler  # the ticker imports the agent loop
+
+    scheduler = ctx.services.get("scheduler")
+    if isinstance(scheduler, Scheduler):
+        job, _task = await scheduler.start_run(ctx.scope, ref)
+        return {"started": True, "job": summary(job),
+                "note": "The run continues in the background; its output is delivered as usual."}
+    agent = ctx.service("agent")
+    local = Scheduler(agent)
+    try:
+        job, task = await local.start_run(ctx.scope, ref)
+        result = await task
+    finally:
+        await local.stop()
+    return {"job": summary(job), "status": result.status, "response": result.response,
+            "error": result.error,
+            "output_file": result.output_path.name if result.output_path else None}
+
+
+def _changes(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+@tool
+async def cronjob(
+    ctx: ToolContext,
+    action: Literal["create", "list", "update", "pause", "resume", "run", "remove"],
+    job_id: str | None = None,
+    schedule: str | None = None,
+    prompt: str | None = None,
+    name: str | None = None,
+    deliver: str | None = None,
+    repeat: int | str | None = None,
+    skills: list[str] | None = None,
+    attach_session: bool = False,
+) -> dict[str, Any]:
+    """Schedule prompts that run on their own later or repeatedly, and manage those jobs.
+    Each run starts a fresh conversation, so the prompt must say everything needed.
+
+    Args:
+        action: create | list | update | pause | resume | run (now) | remove.
+        job_id: The job's id (or its exact name) for update, pause, resume, run, remove.
+        schedule: For create/update: '0 9 * * 1-5', 'every 30m', 'in 2h', 'daily at 7am',
+            'weekdays at 9am', 'every monday 9am', or an ISO time such as '2030-06-01T09:00'.
+        prompt: For create/update: the complete instruction each run carries out.
+        name: A short label for the job.
+        deliver: Where answers go: 'local' (saved files, default) or a webhook URL.
+        repeat: How many runs before the job retires (default: once for one-shot schedules,
+            forever otherwise); 'forever' also works.
+        skills: Names of installed skills to load into every run.
+        attach_session: On create: let every run see this conversation's recent turns.
+    """
+    store = _store(ctx)
+    try:
+        if action == "run":
+            return await _run(ctx, store, _need(job_id, "job_id", action))
+        result = await asyncio.to_thread(
+            _manage, ctx, store, action, job_id,
+            _changes(schedule=schedule, prompt=prompt, name=name, deliver=deliver,
+                     repeat=repeat, skills=skills),
+            attach_session,
+        )
+    except JobInputError as exc:
+        raise ToolError(f"{exc.field}: {exc}") from None
+    except JobStoreError as exc:
+        raise ToolError(str(exc)) from None
+    if action not in ("list", "remove"):
+        _wake(ctx)
+    return result
+
+
+def _manage(
+    ctx: ToolContext, store: JobStore, action: str, job_id: str | None,
+    fields: dict[str, Any], attach_session: bool,
+) -> dict[str, Any]:
+    """Every action but `run`: plain file work, done off the event loop."""
+    if action == "list":
+        jobs = store.load()
+        return {"jobs": [summary(j) for j in jobs], "count": len(jobs)}
+    if action == "create":
+        job = create_job(
+            store, schedule=_need(fields.pop("schedule", None), "schedule", action), **fields,
+            session_id=ctx.session_id if attach_session else None,
+            origin={"platform": ctx.platform, "session_id": ctx.session_id},
+        )
+        return {"created": True, "job": summary(job)}
+    ref = _need(job_id, "job_id", action)
+    if action == "update":
+        job = update_job(store, ref, fields)
+    elif action == "pause":
+        job = pause_job(store, ref)
+    elif action == "resume":
+        job = resume_job(store, ref)
+    elif action == "remove":
+        return {"removed": True, "job": summary(remove_job(store, ref))}
+    else:
+        raise ToolError(f"unknown action {action!r}")
+    return {"job": summary(job)}
+
+
+def _wake(ctx: ToolContext) -> None:
+    scheduler = ctx.services.get("scheduler")
+    if scheduler is not None and hasattr(scheduler, "wake"):
+        scheduler.wake()

@@ -1,0 +1,164 @@
+"""The memory pass: a background model call, with only the memory tool, over recent turns.
+
+Runs after every `memory.review_interval`-th user turn of a session (an `after_turn` hook,
+so the user's answer is already out), and on demand through `flush` before compression
+discards messages. It never raises: a failing model or tool is logged and the turn stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from hermes.config.settings import Settings
+from hermes.memory.notes import NotesStore
+from hermes.memory.tool import memory_tool
+from hermes.models.errors import ModelError
+from hermes.tools.registry import ToolContext, Toolset
+
+if TYPE_CHECKING:
+    from hermes.agent.loop import AfterTurnHook, Agent, TurnResult
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 3  # a failed write (over the cap) may be retried after consolidating
+MESSAGE_CHARS = 2_000
+TRANSCRIPT_CHARS = 24_000
+SKIPPED_SOURCES = frozenset({"cron"})  # scheduled runs do not write memory
+
+SYSTEM = (
+    "You maintain the long-term notes of an AI assistant about one user. You see the notes "
+    "as they are now and part of a conversation. Save only what will matter in future "
+    "conversations: the user's preferences and corrections, facts about the user and their "
+    "circumstances (target 'user'), and stable facts about their environment, conventions "
+    "and lessons learned (target 'memory'). Update an entry that became wrong instead of "
+    "adding a contradicting one. Skip trivia, one-off task details and anything already in "
+    "the notes. If nothing is worth keeping, answer 'Nothing to save.' without calling tools."
+)
+REVIEW_PROMPT = (
+    "Review the conversation above and consider saving to memory what you learned about the "
+    "user and their world that will still matter next time. Use the memory tool, or reply "
+    "'Nothing to save.'"
+)
+FLUSH_PROMPT = (
+    "The conversation above is about to be compressed and these messages will leave the "
+    "context. Save anything worth remembering with the memory tool first, prioritising the "
+    "user's preferences, corrections and recurring patterns; or reply 'Nothing to save.'"
+)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_transcript(messages: list[dict[str, Any]], limit: int = TRANSCRIPT_CHARS) -> str:
+    """Messages as plain text (tool traffic abbreviated), keeping the newest when too long."""
+    lines: list[str] = []
+    for m in messages:
+        role = str(m.get("role", "?")).upper()
+        if role == "SYSTEM":
+            continue
+        content = m.get("content")
+        text = content if isinstance(content, str) else json.dumps(content) if content else ""
+        if role == "TOOL":
+            lines.append(f"TOOL RESULT: {_clip(text, 300)}")
+            continue
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function", {})
+            lines.append(f"{role} called {fn.get('name')}({_clip(str(fn.get('arguments')), 200)})")
+        if text:
+            lines.append(f"{role}: {_clip(text, MESSAGE_CHARS)}")
+    out = "\n\n".join(lines)
+    return out if len(out) <= limit else "[… earlier messages cut …]\n" + out[-limit:]
+
+
+def _notes_now(settings: Settings, scope: str) -> str:
+    notes = NotesStore(settings.home, scope, settings.memory)
+    parts = []
+    for target in ("memory", "user"):
+        state = notes.read(target)
+        entries = "\n".join(f"- {e}" for e in state.entries) or "(empty)"
+        parts.append(f"{state.path.name} [{state.usage}]:\n{entries}")
+    return "\n\n".join(parts)
+
+
+async def memory_pass(
+    agent: Agent, scope: str, session_id: str, messages: list[dict[str, Any]], instruction: str
+) -> int:
+    """One model call (more only to retry failed writes); returns how many writes succeeded."""
+    settings = agent.settings
+    notes = await asyncio.to_thread(_notes_now, settings, scope)
+    prompt = (f"Current notes:\n{notes}\n\n<conversation>\n{render_transcript(messages)}\n"
+              f"</conversation>\n\n{instruction}")
+    chat: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
+                                  {"role": "user", "content": prompt}]
+    toolset = Toolset([memory_tool])
+    ctx = ToolContext(scope=scope, session_id=session_id, platform="memory-review",
+                      services={"settings": settings, "store": agent.store})
+    saved = 0
+    for _ in range(MAX_ROUNDS):
+        completion = await agent.model.complete(chat, tools=toolset.schemas())
+        if not completion.tool_calls:
+            break
+        chat.append({"role": "assistant", "content": completion.content, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in completion.tool_calls]})
+        failed = False
+        for call in completion.tool_calls:  # one at a time: they write the same files
+            outcome = await toolset.call(call.name, call.arguments, ctx)
+            saved += outcome.ok
+            failed |= not outcome.ok
+            chat.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+            if not outcome.ok:
+                log.info("memory pass: %s call refused: %s", call.name, outcome.text[:200])
+        if not failed:
+            break
+    return saved
+
+
+async def _guarded(agent: Agent, scope: str, session_id: str, messages: list[dict[str, Any]],
+                   instruction: str, what: str) -> None:
+    try:
+        saved = await memory_pass(agent, scope, session_id, messages, instruction)
+    except ModelError as exc:
+        log.warning("%s for session %s failed: %s", what, session_id, exc)
+        return
+    except Exception:
+        log.exception("%s for session %s failed", what, session_id)
+        return
+    if saved:
+        log.info("%s for session %s saved %d note change(s)", what, session_id, saved)
+
+
+async def flush(agent: Agent, scope: str, session_id: str, messages: list[dict[str, Any]]) -> None:
+    """Save what is worth keeping from messages about to leave the context (compression)."""
+    if not agent.settings.memory.enabled or not messages:
+        return
+    await _guarded(agent, scope, session_id, messages, FLUSH_PROMPT, "memory flush")
+
+
+def _recent_turns(records: list[Any], turns: int) -> list[dict[str, Any]]:
+    """The messages of the last `turns` user turns."""
+    starts = [i for i, r in enumerate(records) if r.role == "user"]
+    start = starts[-turns] if len(starts) >= turns else 0
+    return [r.to_openai() for r in records[start:]]
+
+
+def review_hook(settings: Settings) -> AfterTurnHook:
+    """The after-turn hook: every `review_interval` user turns, one background memory pass."""
+
+    async def review(result: TurnResult, agent: Agent) -> None:
+        interval = settings.memory.review_interval
+        if not settings.memory.enabled or interval <= 0 or result.user_turn_number % interval:
+            return
+        session = await asyncio.to_thread(agent.store.get_session, result.scope, result.session_id)
+        if session is None or session.source in SKIPPED_SOURCES:
+            return
+        records = await asyncio.to_thread(agent.store.get_messages, result.scope, result.session_id)
+        messages = _recent_turns(records, interval)
+        await _guarded(agent, result.scope, result.session_id, messages, REVIEW_PROMPT,
+                       "memory review")
+
+    return review

@@ -1,0 +1,202 @@
+"""The `memory` tool: add / replace / remove entries of the scope's MEMORY.md or USER.md.
+
+Results are short (no echo of the entries on success, so the model does not re-save them)
+and show the usage; failures say exactly what to do next: an over-cap write lists the
+current entries so the model can consolidate in the same turn, an ambiguous `old_text`
+lists previews of what it matched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hermes.memory.notes import NotesError, NotesState, NotesStore, usage_chars, usage_text
+from hermes.memory.scan import describe, scan_text
+from hermes.tools.registry import ToolContext, ToolError, tool
+
+PREVIEW_CHARS = 80
+ACTIONS = ("add", "replace", "remove")
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    action: str
+    content: str | None = None
+    old_text: str | None = None
+
+
+@dataclass
+class Outcome:
+    entries: list[str]
+    added: int = 0
+    replaced: int = 0
+    removed: int = 0
+    duplicates: int = 0
+
+    def summary(self) -> str:
+        counts = ((self.added, "added"), (self.replaced, "replaced"), (self.removed, "removed"))
+        parts = [f"{n} {word}" for n, word in counts if n]
+        if self.duplicates:
+            parts.append(f"{self.duplicates} already present (no duplicate added)")
+        if not parts:
+            return "Nothing changed."
+        return "Entries: " + ", ".join(parts) + "."
+
+
+def _preview(entry: str) -> str:
+    flat = " ".join(entry.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def _listing(entries: list[str]) -> str:
+    if not entries:
+        return "(no entries)"
+    return "\n".join(f"[{i}] {e}" for i, e in enumerate(entries, start=1))
+
+
+def _checked_content(content: str | None, action: str) -> str:
+    text = (content or "").strip()
+    if not text:
+        raise NotesError(f"{action} needs non-empty `content` (the whole new entry)")
+    threats = scan_text(text)
+    if threats:
+        raise NotesError(
+            f"refused to store this entry: it looks like {describe(threats)}. Notes are read "
+            "into every future system prompt, so they may not carry instructions to the model, "
+            "secrets or hidden characters."
+        )
+    return text
+
+
+def _locate(entries: list[str], old_text: str | None, action: str) -> int:
+    """Index of the one entry `old_text` names (identical duplicates: the first)."""
+    needle = (old_text or "").strip()
+    if not needle:
+        raise NotesError(f"{action} needs `old_text`: a short unique part of the entry to change."
+                         f" Current entries:\n{_listing(entries)}")
+    hits = [i for i, e in enumerate(entries) if needle in e]
+    if not hits:  # forgive case and spacing differences before giving up
+        folded = " ".join(needle.lower().split())
+        hits = [i for i, e in enumerate(entries) if folded in " ".join(e.lower().split())]
+    if not hits:
+        raise NotesError(f"no entry contains {needle!r}. Current entries:\n{_listing(entries)}")
+    if len({entries[i] for i in hits}) > 1:
+        previews = "\n".join(f"[{i + 1}] {_preview(entries[i])}" for i in hits)
+        raise NotesError(f"{needle!r} matches {len(hits)} different entries; use a longer, "
+                         f"unique part of the one you mean. Matches:\n{previews}")
+    return hits[0]
+
+
+def apply_operations(entries: list[str], ops: list[Operation]) -> Outcome:
+    """Apply operations in order to a copy of `entries`; any failure raises, nothing applied."""
+    out = Outcome(entries=list(entries))
+    for op in ops:
+        if op.action == "add":
+            text = _checked_content(op.content, "add")
+            if text in out.entries:
+                out.duplicates += 1
+                continue
+            out.entries.append(text)
+            out.added += 1
+        elif op.action == "replace":
+            at = _locate(out.entries, op.old_text, "replace")
+            text = _checked_content(op.content, "replace")
+            if text in out.entries and out.entries[at] != text:
+                del out.entries[at]  # the new text already exists: keep one copy
+            else:
+                out.entries[at] = text
+            out.replaced += 1
+        elif op.action == "remove":
+            del out.entries[_locate(out.entries, op.old_text, "remove")]
+            out.removed += 1
+        else:
+            raise NotesError(f"unknown action {op.action!r}; use add, replace or remove")
+    return out
+
+
+def check_budget(before: NotesState, after: list[str]) -> None:
+    """Refuse a result over the cap, unless it shrinks a file that was already over it."""
+    chars = usage_chars(after)
+    if chars <= before.limit or chars < before.chars:
+        return
+    raise NotesError(
+        f"{before.path.name} would be {usage_text(chars, before.limit)} — over its limit, so "
+        "nothing was saved. Consolidate now, in this same turn: merge or shorten entries with "
+        "`replace`, drop stale ones with `remove` (several at once with `operations`), then "
+        f"add again. Current entries:\n{_listing(before.entries)}"
+    )
+
+
+def _operations(
+    action: str | None, content: str | None, old_text: str | None, batch: list[dict[str, Any]] | None
+) -> list[Operation]:
+    if batch:
+        if action is not None:
+            raise NotesError("give either `action` or `operations`, not both")
+        ops = []
+        for n, item in enumerate(batch, start=1):
+            if not isinstance(item, dict) or item.get("action") not in ACTIONS:
+                raise NotesError(f"operation {n} needs an `action` of add, replace or remove")
+            unknown = set(item) - {"action", "content", "old_text"}
+            if unknown:
+                raise NotesError(f"operation {n} has unknown keys: {', '.join(sorted(unknown))}")
+            ops.append(Operation(item["action"], item.get("content"), item.get("old_text")))
+        return ops
+    if action is None:
+        raise NotesError("say what to do: `action` (add, replace, remove) or `operations`")
+    return [Operation(action, content, old_text)]
+
+
+def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[str, Any]:
+    """Apply operations to one notes file under its lock, all or nothing; a short report."""
+    with notes.locked(target) as state:
+        outcome = apply_operations(state.entries, ops)
+        changed = outcome.entries != state.entries
+        backup = None
+        if changed:
+            check_budget(state, outcome.entries)
+            backup = notes.save(state, outcome.entries)
+    result: dict[str, Any] = {
+        "success": True,
+        "target": target,
+        "message": outcome.summary(),
+        "usage": usage_text(usage_chars(outcome.entries), state.limit),
+        "entry_count": len(outcome.entries),
+    }
+    if changed:
+        result["note"] = "Saved. This update is complete — do not repeat it."
+    if backup is not None:
+        result["backup"] = (f"{state.path.name} was not valid UTF-8 text; the original was kept "
+                            f"as {backup.name} before this write.")
+    return result
+
+
+def notes_for(ctx: ToolContext) -> NotesStore:
+    settings = ctx.service("settings")
+    return NotesStore(settings.home, ctx.scope, settings.memory)
+
+
+@tool(name="memory")
+def memory_tool(
+    ctx: ToolContext,
+    target: Literal["memory", "user"],
+    action: Literal["add", "replace", "remove"] | None = None,
+    content: str | None = None,
+    old_text: str | None = None,
+    operations: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Save durable facts to your persistent notes; they appear in the system prompt of every future conversation. Save: the user's preferences, corrections of your mistakes, facts about the user and their environment that will matter again. Skip: trivia, task progress, raw data, anything easy to look up again (past conversations are searchable with session_search). Write compact, self-contained entries. When the notes are full, consolidate (merge, shorten, remove stale entries) in the same call with `operations`.
+
+    Args:
+        target: 'user' for who the user is (profile, preferences, circumstances), 'memory' for your own working notes (environment, conventions, lessons learned).
+        action: add a new entry, replace the entry named by old_text with content, or remove the entry named by old_text.
+        content: the whole new entry text (add, replace).
+        old_text: a short unique substring of the existing entry to replace or remove.
+        operations: several changes applied together, all or nothing, e.g. [{"action": "remove", "old_text": "..."}, {"action": "add", "content": "..."}].
+    """
+    try:
+        ops = _operations(action, content, old_text, operations)
+        return change_notes(notes_for(ctx), target, ops)
+    except NotesError as exc:
+        raise ToolError(str(exc)) from None

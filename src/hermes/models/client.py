@@ -1,0 +1,463 @@
+"""Model client for any OpenAI-compatible chat-completions endpoint.
+
+Hermes talks to whatever the user points it at (OpenAI, vLLM, llama.cpp, Ollama,
+LM Studio, a proxy...). Everything above this module sees only `Completion` values
+and the typed errors from `hermes.models.errors`, never SDK types, so the agent
+loop can decide what to do (retry later, compress the context, tell the user)
+without knowing which server answered.
+
+Retries (429, 408/409, 5xx, timeouts, connection errors, exponential backoff with
+jitter, honouring `retry-after` / `retry-after-ms`) are delegated to the openai
+SDK's own `max_retries`. A stream that breaks after the first byte is not retried
+by the SDK, and deliberately not by us either: deltas have already reached the
+caller, so replaying would duplicate them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+import openai
+
+from hermes.models.errors import (
+    ContextLengthExceededError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelError,
+    ModelNotConfiguredError,
+    ModelRateLimitError,
+    ModelUnavailableError,
+)
+from hermes.models.types import Completion, ToolCall, Usage
+
+__all__ = ["ModelClient", "OpenAICompatClient"]
+
+# Local servers accept any bearer (or none); the SDK insists on a non-empty key.
+_PLACEHOLDER_API_KEY = "not-needed"
+
+# Phrases providers use when the prompt does not fit the window. Matched lower-cased.
+_CONTEXT_PHRASES: tuple[str, ...] = (
+    "maximum context length",
+    "context length",
+    "context_length_exceeded",
+    "context window",
+    "context size",  # llama.cpp: "exceeds the available context size"
+    "too many tokens",
+    "prompt is too long",
+)
+
+# Ways providers spell the window size in that message. First match wins.
+_LIMIT_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"maximum context length (?:is|of)\s+([\d,_]+)", re.I),
+    re.compile(r"context (?:window|length|size) (?:is|of)\s+([\d,_]+)", re.I),
+    re.compile(r"([\d,_]+)[- ]token (?:context|limit|window)", re.I),
+    re.compile(r">\s*([\d,_]+)\s*(?:tokens?\s*)?maximum", re.I),  # "210000 tokens > 200000 maximum"
+    re.compile(r"(?:limit|maximum) (?:is|of)\s+([\d,_]+)\s*tokens", re.I),
+)
+
+# Things that look like provider secrets, in case an upstream error echoes one back.
+_SECRET_LIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*]{6,}")
+
+_MAX_UPSTREAM_CHARS = 300
+
+
+class ModelClient(Protocol):
+    """What the agent loop needs from a model backend; lets tests and other backends swap in."""
+
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None = None,
+        model: str | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        """Run one chat completion; stream text to `on_delta` when given."""
+        ...
+
+    async def list_models(self) -> list[dict]:
+        """Raw entries from GET /models, extra fields (e.g. context_length) kept."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+class OpenAICompatClient:
+    """`ModelClient` over `openai.AsyncOpenAI`, pointed at any compatible base URL."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str | None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        # Kept only to scrub it out of error messages; never logged or formatted.
+        self._api_key = api_key or _PLACEHOLDER_API_KEY
+        self._owns_http_client = http_client is None
+        self._sdk: openai.AsyncOpenAI | None = None
+        if base_url:
+            # Built eagerly only when we have a URL: given None, the SDK would silently
+            # fall back to OPENAI_BASE_URL or api.openai.com, hiding a config mistake.
+            self._sdk = openai.AsyncOpenAI(
+                base_url=base_url,
+                api_key=self._api_key,
+                timeout=timeout,
+                max_retries=max_retries,
+                http_client=http_client,  # the SDK accepts httpx.AsyncClient as well as httpx2
+            )
+
+    # ------------------------------------------------------------------ public API
+
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        tools: list[dict] | None = None,
+        model: str | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        """One chat completion, normalised; raises only `ModelError` subclasses for upstream failures."""
+        sdk = self._require_sdk()
+        model_name = model or self.model
+        if not model_name:
+            raise ModelNotConfiguredError(
+                "No model name is configured; set HERMES_MODEL or model.name in config.yaml."
+            )
+        # messages and tools travel in extra_body, which the SDK sends as is: its per-key
+        # TypedDict transform changes nothing in a chat payload yet costs ~0.35 ms per message
+        # (0.2 s per call at 500 messages), which made long sessions CPU-bound.
+        body: dict[str, Any] = {"messages": messages}
+        if tools:
+            body["tools"] = tools
+        params: dict[str, Any] = {"model": model_name, "messages": [], "extra_body": body}
+        if max_tokens is not None:
+            # `max_tokens` rather than `max_completion_tokens`: it is what compatible servers accept.
+            params["max_tokens"] = max_tokens
+        if temperature is not None:
+            params["temperature"] = temperature
+
+        try:
+            if on_delta is None:
+                response = await sdk.chat.completions.create(**params)
+                return self._from_response(response, model_name)
+            return await self._stream(sdk, params, on_delta, model_name)
+        except openai.OpenAIError as exc:
+            raise self._classify(exc) from exc
+
+    async def list_models(self) -> list[dict]:
+        """Raw model entries as the server sent them, so callers can read e.g. `context_length`."""
+        sdk = self._require_sdk()
+        try:
+            page = await sdk.models.list()
+        except openai.OpenAIError as exc:
+            raise self._classify(exc) from exc
+        return [entry.to_dict(mode="json") for entry in page.data]
+
+    async def aclose(self) -> None:
+        """Close our HTTP pool; a caller-supplied `http_client` stays open for its owner."""
+        if self._sdk is not None and self._owns_http_client:
+            await self._sdk.close()
+
+    async def __aenter__(self) -> OpenAICompatClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ internals
+
+    def _require_sdk(self) -> openai.AsyncOpenAI:
+        if self._sdk is None:
+            raise ModelNotConfiguredError(
+                "No model endpoint is configured; set OPENAI_BASE_URL or model.base_url "
+                "in config.yaml (for example http://localhost:11434/v1)."
+            )
+        return self._sdk
+
+    async def _stream(
+        self,
+        sdk: openai.AsyncOpenAI,
+        params: dict[str, Any],
+        on_delta: Callable[[str], None],
+        model_name: str,
+    ) -> Completion:
+        stream = await sdk.chat.completions.create(
+            **params, stream=True, stream_options={"include_usage": True}
+        )
+        acc = _StreamAccumulator(model=model_name)
+        # `async with` closes the response even if on_delta raises or we are cancelled.
+        async with stream:
+            async for chunk in stream:
+                text = acc.add(chunk)
+                if text:
+                    on_delta(text)
+        return acc.result()
+
+    @staticmethod
+    def _from_response(response: Any, model_name: str) -> Completion:
+        choices = getattr(response, "choices", None) or []
+        usage = _usage(getattr(response, "usage", None))
+        if not choices:
+            raise ModelUnavailableError(
+                "The model endpoint returned a completion with no choices (HTTP 200)."
+            )
+        choice = choices[0]
+        message = choice.message
+        calls: list[ToolCall] = []
+        for i, tc in enumerate(message.tool_calls or []):
+            fn = getattr(tc, "function", None)
+            if fn is None:  # non-function tool types (e.g. "custom") are not ours to run
+                continue
+            calls.append(
+                ToolCall(id=tc.id or f"call_{i}", name=fn.name, arguments=fn.arguments or "")
+            )
+        return Completion(
+            content=message.content,
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            usage=usage,
+            model=getattr(response, "model", None) or model_name,
+        )
+
+    def _classify(self, exc: openai.OpenAIError) -> ModelError:
+        """Map an SDK exception onto the typed errors the agent loop acts on."""
+        where = f"The model endpoint at {self._display_url()}"
+        attempts = _attempts(exc)
+        tried = f" ({attempts} attempts)" if attempts > 1 else ""
+
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelUnavailableError(
+                f"{where} did not answer within {self.timeout:g}s{tried}, so there is no status code."
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelUnavailableError(
+                f"{where} could not be reached{tried}: connection failed, so there is no status code."
+            )
+
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = self._upstream_detail(exc)
+            if status in (401, 403):
+                return ModelAuthError(
+                    f"{where} rejected the API key with HTTP {status}{detail}.", status_code=status
+                )
+            if status == 429:
+                return ModelRateLimitError(
+                    f"{where} kept rate-limiting the request with HTTP 429{tried}{detail}.",
+                    status_code=status,
+                )
+            if 400 <= status < 500 and _is_context_error(exc):
+                return ContextLengthExceededError(
+                    f"{where} said the prompt does not fit the context window, HTTP {status}{detail}.",
+                    limit=_context_limit(exc),
+                    status_code=status,
+                )
+            if 400 <= status < 500:
+                return ModelBadRequestError(
+                    f"{where} refused the request with HTTP {status}{detail}.", status_code=status
+                )
+            return ModelUnavailableError(
+                f"{where} failed with HTTP {status}{tried}{detail}.", status_code=status
+            )
+
+        if isinstance(exc, openai.APIError):
+            # An `error` event inside an otherwise-200 stream: there is no status code to go on.
+            detail = self._upstream_detail(exc)
+            if _is_context_error(exc):
+                return ContextLengthExceededError(
+                    f"{where} said mid-stream that the prompt does not fit the context window"
+                    f" (HTTP 200){detail}.",
+                    limit=_context_limit(exc),
+                    status_code=None,
+                )
+            return ModelUnavailableError(
+                f"{where} reported an error mid-stream (HTTP 200){detail}."
+            )
+
+        return ModelError(f"The model client failed: {self._scrub(str(exc))}.")
+
+    def _display_url(self) -> str:
+        """The base URL without any user:password@ part."""
+        return re.sub(r"//[^/@]*@", "//", self.base_url or "(not configured)")
+
+    def _upstream_detail(self, exc: openai.APIError) -> str:
+        """': <upstream message>' trimmed to one clause, or '' when the server said nothing."""
+        message = _error_field(exc, "message") or ""
+        if not message:
+            raw = exc.body if isinstance(exc.body, str) else ""
+            message = raw
+        message = self._scrub(" ".join(message.split())).rstrip(".")
+        if not message:
+            return ""
+        if len(message) > _MAX_UPSTREAM_CHARS:
+            message = message[: _MAX_UPSTREAM_CHARS - 3] + "..."
+        return f': "{message}"'
+
+    def _scrub(self, text: str) -> str:
+        """Remove our key (and anything key-shaped) in case the upstream echoed it back."""
+        if self._api_key and self._api_key != _PLACEHOLDER_API_KEY:
+            text = text.replace(self._api_key, "***")
+        return _SECRET_LIKE.sub(r"\1-***", text)
+
+
+# ---------------------------------------------------------------------- streaming
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _StreamAccumulator:
+    """Folds chat.completion.chunk objects into one Completion.
+
+    Tool calls arrive as fragments keyed by `index`: the first carries id and name,
+    later ones carry slices of the JSON arguments. Parallel calls use distinct
+    indexes (OpenAI sends them one after another, but we don't rely on that).
+    """
+
+    model: str
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+    def add(self, chunk: Any) -> str:
+        """Absorb one chunk; return its text delta ('' if none)."""
+        if getattr(chunk, "model", None):
+            self.model = chunk.model
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = _usage(chunk.usage)
+        emitted: list[str] = []
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # we never ask for n > 1
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    emitted.append(delta.content)
+                for tc in delta.tool_calls or []:
+                    self._add_call_fragment(tc)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        text = "".join(emitted)
+        if text:
+            self.text.append(text)
+        return text
+
+    def _add_call_fragment(self, tc: Any) -> None:
+        index = tc.index
+        if index is None:
+            # Some servers omit the index; a fresh id starts a new call, otherwise continue the last.
+            if tc.id and all(p.id != tc.id for p in self.calls.values()):
+                index = len(self.calls)
+            else:
+                index = max(self.calls, default=0)
+        partial = self.calls.setdefault(index, _PartialCall())
+        if tc.id and not partial.id:
+            partial.id = tc.id
+        fn = tc.function
+        if fn is not None:
+            if fn.name and not partial.name:  # some servers repeat the name on every fragment
+                partial.name = fn.name
+            if fn.arguments:
+                partial.arguments.append(fn.arguments)
+
+    def result(self) -> Completion:
+        calls = [
+            ToolCall(id=p.id or f"call_{i}", name=p.name, arguments="".join(p.arguments))
+            for i, p in sorted(self.calls.items())
+        ]
+        return Completion(
+            content="".join(self.text) if self.text else None,
+            tool_calls=calls,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            model=self.model,
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _usage(raw: Any) -> Usage | None:
+    if raw is None:
+        return None
+    prompt = getattr(raw, "prompt_tokens", None) or 0
+    completion = getattr(raw, "completion_tokens", None) or 0
+    total = getattr(raw, "total_tokens", None) or prompt + completion
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+def _attempts(exc: openai.OpenAIError) -> int:
+    """How many requests the SDK made, read from the retry-count header it stamps on each one."""
+    request = getattr(exc, "request", None)
+    try:
+        return int(request.headers.get("x-stainless-retry-count", "0")) + 1  # type: ignore[union-attr]
+    except (AttributeError, ValueError):
+        return 1
+
+
+def _error_field(exc: openai.APIError, name: str) -> str | None:
+    """A field of the upstream error object, whether the SDK unwrapped `{"error": ...}` or not."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict) and name in inner:
+            body = inner
+        value = body.get(name)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def _error_text(exc: openai.APIError) -> str:
+    parts = [exc.message or "", _error_field(exc, "message") or "", _error_field(exc, "type") or ""]
+    if isinstance(exc.body, str):
+        parts.append(exc.body)
+    return " ".join(parts).lower()
+
+
+def _is_context_error(exc: openai.APIError) -> bool:
+    code = (exc.code or _error_field(exc, "code") or "").lower()
+    if code == "context_length_exceeded":
+        return True
+    text = _error_text(exc)
+    return "exceed_context_size" in text or any(p in text for p in _CONTEXT_PHRASES)
+
+
+def _context_limit(exc: openai.APIError) -> int | None:
+    """The window size the provider named, if it named one."""
+    # llama.cpp puts it in the body rather than the message.
+    n_ctx = _error_field(exc, "n_ctx")
+    if n_ctx and n_ctx.isdigit():
+        return int(n_ctx)
+    text = " ".join([_error_field(exc, "message") or "", exc.message or ""])
+    for pattern in _LIMIT_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            digits = re.sub(r"[,_]", "", match.group(1))
+            if digits.isdigit():
+                return int(digits)
+    return None

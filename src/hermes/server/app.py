@@ -1,0 +1,150 @@
+"""The ASGI app: routes + pure-ASGI middleware + a lifespan that opens services and closes them in reverse.
+
+Adding a part to `hermes serve` takes two small edits in this file:
+
+* a router (e.g. cron's `/api/jobs`): append it in `_part_routers()`; protect it with
+  `APIRouter(dependencies=[Depends(require_auth)])` and read the caller's scope with
+  `Depends(get_scope)` (see `hermes.server.deps`); raise `hermes.server.errors.APIError` for
+  errors so they share the envelope.
+* a background service (e.g. the cron ticker, the gateway): append a `Service(name, start,
+  stop)` in `_part_services(runtime)`. `start` and `stop` are async callables without
+  arguments; services start in list order after the runtime is open and stop in reverse
+  order, before the runtime closes. A service whose `start` fails stops the server from
+  starting (with the services already started stopped again).
+
+Tests and embedders can pass extra `services=` / `routers=` to `create_app` as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from fastapi import APIRouter, FastAPI
+from starlette.middleware.cors import CORSMiddleware
+
+from hermes.runtime import Runtime
+from hermes.server import chat, meta
+from hermes.server.errors import install_error_handlers
+from hermes.server.idempotency import IdempotencyCache
+from hermes.server.middleware import HygieneMiddleware
+
+log = logging.getLogger("hermes.server")
+
+CORS_ALLOW_HEADERS = [
+    "Authorization", "Content-Type", "Idempotency-Key",
+    "X-Hermes-Session-Id", "X-Hermes-Session-Key", "X-Hermes-User-Id",
+]
+CORS_EXPOSE_HEADERS = ["X-Hermes-Session-Id", "Idempotency-Replayed"]
+
+
+@dataclass(frozen=True)
+class Service:
+    """A background part of `hermes serve` with an async start and stop (no arguments)."""
+
+    name: str
+    start: Callable[[], Awaitable[None]]
+    stop: Callable[[], Awaitable[None]] | None = None
+
+
+def _part_routers() -> list[APIRouter]:
+    """Routers contributed by other parts (cron's /api/jobs, …). One line per part."""
+    from hermes.server import jobs_api
+
+    routers: list[APIRouter] = [jobs_api.router]
+    return routers
+
+
+def _part_services(runtime: Runtime) -> list[Service]:
+    """Background services started with the server (cron ticker, gateway). One line per part."""
+    from hermes.server import jobs_api
+
+    services: list[Service] = [jobs_api.cron_service(runtime)]
+    return services
+
+
+def create_app(
+    runtime: Runtime,
+    *,
+    services: Sequence[Service] = (),
+    routers: Sequence[APIRouter] = (),
+    close_runtime: bool = True,
+) -> FastAPI:
+    """Build the HTTP app around one Runtime; the lifespan closes it unless `close_runtime=False`."""
+    all_services = [*_part_services(runtime), *services]
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if close_runtime:
+                stack.push_async_callback(runtime.aclose)
+            stack.push_async_callback(app.state.turns.drain)
+            for service in all_services:
+                await service.start()
+                log.info("started %s", service.name)
+                if service.stop is not None:
+                    stack.push_async_callback(_stopper(service))
+            yield
+
+    app = FastAPI(
+        title="Hermes",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.runtime = runtime
+    app.state.started_at = int(time.time())
+    app.state.turns = TurnTracker()
+    app.state.idempotency = IdempotencyCache()
+    install_error_handlers(app)
+    app.include_router(meta.router)
+    app.include_router(chat.router)
+    for router in [*_part_routers(), *routers]:
+        app.include_router(router)
+    settings = runtime.settings.server
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+            allow_headers=CORS_ALLOW_HEADERS,
+            expose_headers=CORS_EXPOSE_HEADERS,
+            max_age=600,
+        )
+    app.add_middleware(HygieneMiddleware, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+def _stopper(service: Service) -> Callable[[], Awaitable[None]]:
+    async def stop() -> None:
+        assert service.stop is not None
+        try:
+            await service.stop()
+        except Exception:
+            log.exception("stopping %s failed", service.name)
+        else:
+            log.info("stopped %s", service.name)
+
+    return stop
+
+
+class TurnTracker:
+    """Turns the server started on its own (shared idempotent computations); drained at shutdown."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    def spawn(self, coro: Awaitable[object]) -> asyncio.Task[object]:
+        task: asyncio.Task[object] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,0 +1,119 @@
+"""POST /v1/chat/completions: one agent turn per request, stateful with X-Hermes-Session-Id."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from hermes.agent.loop import TurnObserver, TurnRequest, TurnResult
+from hermes.runtime import Runtime
+from hermes.scopes import InvalidIdError, validate_id
+from hermes.server.deps import get_runtime, get_scope, require_auth
+from hermes.server.errors import APIError, from_turn_error
+from hermes.server.idempotency import HEADER as IDEMPOTENCY_HEADER
+from hermes.server.idempotency import (
+    IdempotencyCache,
+    StoredResponse,
+    fingerprint,
+    validate_key,
+)
+from hermes.server.openai_compat import (
+    ChatCall,
+    ChunkWriter,
+    completion_body,
+    new_completion_id,
+    parse_chat_body,
+)
+from hermes.server.streaming import TurnStreamResponse
+
+router = APIRouter()
+
+SOURCE = "api"
+SESSION_HEADER = "X-Hermes-Session-Id"
+SESSION_KEY_HEADER = "X-Hermes-Session-Key"
+
+
+def session_from_headers(request: Request) -> str | None:
+    """The client's session id (X-Hermes-Session-Id, or its synonym X-Hermes-Session-Key)."""
+    sid = request.headers.get(SESSION_HEADER)
+    key = request.headers.get(SESSION_KEY_HEADER)
+    if sid is not None and key is not None and sid != key:
+        raise APIError(400, f"{SESSION_HEADER} and {SESSION_KEY_HEADER} are synonyms but differ; "
+                       "send one of them.", code="conflicting_session_headers",
+                       param=SESSION_HEADER)
+    value = sid if sid is not None else key
+    if value is None:
+        return None
+    header = SESSION_HEADER if sid is not None else SESSION_KEY_HEADER
+    try:
+        return validate_id(value, what="session id")
+    except InvalidIdError as exc:
+        raise APIError(400, f"{header}: {exc}.", code="invalid_session_id", param=header) from None
+
+
+def _turn_request(call: ChatCall, session_id: str | None, scope: str) -> TurnRequest:
+    return TurnRequest(
+        user_message=call.user_message,
+        session_id=session_id,
+        scope=scope,
+        source=SOURCE,
+        history=None if session_id is not None else call.history,
+        system_extra=call.system_extra,
+    )
+
+
+async def _run(runtime: Runtime, req: TurnRequest, observer: TurnObserver | None) -> TurnResult:
+    """Run one turn; model and lock failures become envelopes (the agent stored nothing)."""
+    try:
+        return await runtime.agent.run_turn(req, observer)
+    except Exception as exc:
+        err = from_turn_error(exc)
+        if err is None:
+            raise
+        raise err from None
+
+
+async def _complete(runtime: Runtime, req: TurnRequest, call: ChatCall) -> StoredResponse:
+    result = await _run(runtime, req, None)
+    body = completion_body(new_completion_id(), call.model, result.content,
+                           result.finish_reason or "stop", result.usage)
+    return StoredResponse(200, json.dumps(body).encode(), {SESSION_HEADER: result.session_id})
+
+
+def _idempotency(request: Request) -> IdempotencyCache:
+    cache: IdempotencyCache = request.app.state.idempotency
+    return cache
+
+
+@router.post("/v1/chat/completions", dependencies=[Depends(require_auth)])
+async def chat_completions(
+    request: Request,
+    runtime: Runtime = Depends(get_runtime),
+    scope: str = Depends(get_scope),
+) -> Response:
+    session_id = session_from_headers(request)
+    raw = await request.body()
+    settings = runtime.settings.server
+    call = parse_chat_body(raw, default_model=settings.model_name,
+                           ignore_client_tools=settings.ignore_client_tools)
+    req = _turn_request(call, session_id, scope)
+    if call.stream:
+        headers = {SESSION_HEADER: session_id} if session_id else {}
+        return TurnStreamResponse(lambda obs: _run(runtime, req, obs),
+                                  ChunkWriter(new_completion_id(), call.model), headers)
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        stored = await _complete(runtime, req, call)
+        replayed = False
+    else:
+        stored, replayed = await _idempotency(request).run(
+            scope, validate_key(key), fingerprint(raw, session_id),
+            lambda: _complete(runtime, req, call), request.app.state.turns.spawn,
+        )
+    headers = dict(stored.headers)
+    if replayed:
+        headers["Idempotency-Replayed"] = "true"
+    return Response(stored.body, status_code=stored.status, headers=headers,
+                    media_type="application/json")

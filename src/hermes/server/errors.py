@@ -1,0 +1,185 @@
+"""One error envelope for every failure: `{"error": {"message", "type", "code", "param"}}` (SPEC §6).
+
+Raise `APIError(status, message, ...)` anywhere in a route or dependency; the handlers installed
+by `install_error_handlers` render it, and also render FastAPI's validation errors (400 naming the
+field), unknown routes and methods (404/405). Unexpected exceptions are rendered by
+`hermes.server.middleware` (500, generic message, logged) so no traceback ever reaches a client.
+
+`APIError` subclasses Starlette's HTTPException on purpose: FastAPI re-raises HTTPExceptions
+that happen while it reads a request body instead of turning them into a generic 400, so a
+body-size limit raised from `receive()` keeps its 413.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from hermes.agent.locks import SessionBusyError
+from hermes.models.errors import (
+    ContextLengthExceededError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelError,
+    ModelNotConfiguredError,
+    ModelRateLimitError,
+    ModelUnavailableError,
+)
+
+log = logging.getLogger(__name__)
+
+SERVER_ERROR = "server_error"
+INVALID_REQUEST = "invalid_request_error"
+
+
+class APIError(StarletteHTTPException):
+    """An HTTP error with the OpenAI envelope; the message is a sentence saying what to fix."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type: str = INVALID_REQUEST,  # noqa: A002 - the envelope's field name
+        code: str | None = None,
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(status_code=status, detail=message, headers=headers)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.code = code
+        self.param = param
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, self.code, self.param)
+
+    def response(self) -> Response:
+        return error_response(
+            self.status, self.message, self.type, self.code, self.param, headers=self.headers
+        )
+
+
+def error_body(
+    message: str, type: str = INVALID_REQUEST, code: str | None = None, param: str | None = None  # noqa: A002
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "code": code, "param": param}}
+
+
+def error_response(
+    status: int,
+    message: str,
+    type: str = INVALID_REQUEST,  # noqa: A002
+    code: str | None = None,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    payload = json.dumps(error_body(message, type, code, param)).encode()
+    return Response(payload, status_code=status, headers=headers, media_type="application/json")
+
+
+# ---------------------------------------------------------------------- mapping
+
+
+def from_model_error(exc: ModelError) -> APIError:
+    """Map an upstream model failure to the status a client can act on (never a bare 500)."""
+    text = str(exc)
+    if isinstance(exc, ModelNotConfiguredError):
+        return APIError(503, f"Hermes has no model endpoint to answer with. {text}",
+                        SERVER_ERROR, "model_not_configured")
+    if isinstance(exc, ModelAuthError):
+        return APIError(502, f"Upstream authentication failed: {text} Check model.api_key "
+                        "(OPENAI_API_KEY) in Hermes' configuration.", SERVER_ERROR,
+                        "upstream_auth_error")
+    if isinstance(exc, ModelRateLimitError):
+        return APIError(503, f"The upstream model is rate-limiting Hermes: {text} Retry later.",
+                        SERVER_ERROR, "upstream_rate_limited", headers={"Retry-After": "10"})
+    if isinstance(exc, ContextLengthExceededError):
+        limit = f" ({exc.limit} tokens)" if exc.limit else ""
+        return APIError(400, f"The conversation does not fit the model's context window{limit}, "
+                        f"even after compression: {text}", INVALID_REQUEST,
+                        "context_length_exceeded", "messages")
+    if isinstance(exc, ModelUnavailableError):
+        if exc.status_code is not None:
+            return APIError(502, f"The upstream model failed: {text}", SERVER_ERROR,
+                            "upstream_error")
+        if "did not answer within" in text:
+            return APIError(504, f"The upstream model timed out: {text}", SERVER_ERROR,
+                            "upstream_timeout")
+        return APIError(503, f"The upstream model is unavailable: {text}", SERVER_ERROR,
+                        "upstream_unavailable")
+    if isinstance(exc, ModelBadRequestError):
+        return APIError(502, f"The upstream model refused Hermes' request: {text}", SERVER_ERROR,
+                        "upstream_bad_request")
+    return APIError(502, f"The upstream model failed: {text}", SERVER_ERROR, "upstream_error")
+
+
+def from_turn_error(exc: Exception) -> APIError | None:
+    """The envelope for a failure of an agent turn, or None when it is an unexpected bug."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, ModelError):
+        return from_model_error(exc)
+    if isinstance(exc, SessionBusyError):
+        return APIError(409, f"{exc}; retry when its current turn has finished.",
+                        INVALID_REQUEST, "session_busy")
+    return None
+
+
+# ---------------------------------------------------------------------- handlers
+
+
+def _loc_to_param(loc: tuple[Any, ...] | list[Any]) -> str:
+    """('body', 'messages', 0, 'content') -> 'messages[0].content'."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        where, parts = parts[0], parts[1:]
+        if not parts:
+            return where
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+async def _api_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, APIError)
+    return exc.response()
+
+
+async def _validation_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+    param = _loc_to_param(first.get("loc", ()))
+    msg = str(first.get("msg", "invalid value"))
+    if first.get("type") == "json_invalid":
+        return error_response(400, f"The request body is not valid JSON: {msg}.",
+                              code="invalid_json")
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return error_response(400, f"`{param}`: {msg}{more}.", code="invalid_value", param=param)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 404:
+        message = f"No route {request.method} {request.url.path}; see /v1/models, /v1/chat/completions."
+        return error_response(404, message, code="not_found", headers=exc.headers)
+    if exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}."
+        return error_response(405, message, code="method_not_allowed", headers=exc.headers)
+    kind = SERVER_ERROR if exc.status_code >= 500 else INVALID_REQUEST
+    return error_response(exc.status_code, str(exc.detail), kind, headers=exc.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(APIError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -1,0 +1,100 @@
+"""`Idempotency-Key` for non-streaming completions: a retried request gets the first answer.
+
+Entries are keyed by (scope, key), so one user's key can never replay another user's answer.
+The same key with the same request (body + session header) within the TTL returns the stored
+response without a second turn; concurrent duplicates await one shared computation; the same
+key with a different request is a 409. Failures are not remembered: the failed turn stored
+nothing, so a retry runs it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from hermes.server.errors import APIError
+
+KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
+HEADER = "idempotency-key"
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+
+@dataclass
+class _Entry:
+    fingerprint: str
+    created: float
+    task: asyncio.Future[StoredResponse]
+
+
+def validate_key(key: str) -> str:
+    if not KEY_PATTERN.match(key):
+        raise APIError(400, "Idempotency-Key must be 1–255 visible ASCII characters (no spaces).",
+                       code="invalid_idempotency_key", param="Idempotency-Key")
+    return key
+
+
+def fingerprint(body: bytes, session_id: str | None) -> str:
+    digest = hashlib.sha256(body)
+    digest.update(b"\0session:" + (session_id or "").encode())
+    return digest.hexdigest()
+
+
+class IdempotencyCache:
+    """In-memory, LRU-bounded, TTL-limited; one per app."""
+
+    def __init__(self, *, max_items: int = 1000, ttl_seconds: float = 300.0) -> None:
+        self.max_items = max_items
+        self.ttl_seconds = ttl_seconds
+        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+
+    def _live(self, slot: tuple[str, str]) -> _Entry | None:
+        entry = self._entries.get(slot)
+        if entry is None:
+            return None
+        if time.monotonic() - entry.created > self.ttl_seconds:
+            del self._entries[slot]
+            return None
+        self._entries.move_to_end(slot)
+        return entry
+
+    async def run(
+        self,
+        scope: str,
+        key: str,
+        print_: str,
+        compute: Callable[[], Awaitable[StoredResponse]],
+        spawn: Callable[[Awaitable[StoredResponse]], asyncio.Future[StoredResponse]],
+    ) -> tuple[StoredResponse, bool]:
+        """(response, replayed): replayed is True when this request did not run the turn."""
+        slot = (scope, key)
+        entry = self._live(slot)
+        if entry is not None:
+            if entry.fingerprint != print_:
+                raise APIError(409, "This Idempotency-Key was already used with a different "
+                               "request; use a new key for a new request.",
+                               code="idempotency_key_conflict", param="Idempotency-Key")
+            return await asyncio.shield(entry.task), True
+        task = spawn(compute())
+        entry = _Entry(print_, time.monotonic(), task)
+        self._entries[slot] = entry
+        while len(self._entries) > self.max_items:
+            self._entries.popitem(last=False)
+        task.add_done_callback(lambda t: self._forget_failure(slot, entry, t))
+        return await asyncio.shield(task), False
+
+    def _forget_failure(
+        self, slot: tuple[str, str], entry: _Entry, task: asyncio.Future[StoredResponse]
+    ) -> None:
+        if (task.cancelled() or task.exception() is not None) and self._entries.get(slot) is entry:
+            del self._entries[slot]

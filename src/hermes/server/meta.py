@@ -1,0 +1,77 @@
+"""`/health` (no auth) and `/v1/models`: what a client asks before it chats."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import JSONResponse
+
+from hermes import __version__
+from hermes.runtime import Runtime
+from hermes.server.deps import get_runtime, require_auth
+from hermes.server.errors import APIError
+
+router = APIRouter()
+
+# PRAGMA quick_check reads the whole database: a probe hammering /health must not do that
+# on every call, so the answer is reused for a few seconds.
+HEALTH_CACHE_SECONDS = 5.0
+
+
+async def _store_health(request: Request, runtime: Runtime) -> dict[str, Any]:
+    state = request.app.state
+    cached: tuple[float, dict[str, Any]] | None = getattr(state, "health_cache", None)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < HEALTH_CACHE_SECONDS:
+        return cached[1]
+    try:
+        raw = await asyncio.to_thread(runtime.store.health)
+    except Exception as exc:  # a closed or broken store must still give an answer
+        raw = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    # Unauthenticated endpoint: report the state, not the filesystem path.
+    report = {k: v for k, v in raw.items() if k != "path"}
+    state.health_cache = (now, report)
+    return report
+
+
+@router.get("/health")
+@router.get("/v1/health", include_in_schema=False)
+async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> JSONResponse:
+    store = await _store_health(request, runtime)
+    ok = bool(store.get("ok"))
+    body = {
+        "status": "ok" if ok else "degraded",
+        "version": __version__,
+        "store": store,
+        "model_configured": bool(runtime.settings.model.base_url and runtime.settings.model.name),
+    }
+    return JSONResponse(body, status_code=200 if ok else 503)
+
+
+def _model_entry(request: Request, runtime: Runtime) -> dict[str, Any]:
+    name = runtime.settings.server.model_name
+    return {
+        "id": name,
+        "object": "model",
+        "created": request.app.state.started_at,
+        "owned_by": "hermes",
+    }
+
+
+@router.get("/v1/models", dependencies=[Depends(require_auth)])
+async def list_models(request: Request, runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
+    return {"object": "list", "data": [_model_entry(request, runtime)]}
+
+
+@router.get("/v1/models/{model_id:path}", dependencies=[Depends(require_auth)])
+async def get_model(
+    model_id: str, request: Request, runtime: Runtime = Depends(get_runtime)
+) -> dict[str, Any]:
+    entry = _model_entry(request, runtime)
+    if model_id != entry["id"]:
+        raise APIError(404, f"The model {model_id!r} does not exist here; this server offers "
+                       f"{entry['id']!r}.", code="model_not_found", param="model")
+    return entry

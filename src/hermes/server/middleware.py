@@ -1,0 +1,105 @@
+"""Pure-ASGI hygiene middleware: body-size limit, security headers, and the last-resort 500.
+
+Pure ASGI (not BaseHTTPMiddleware) because it sits on every request: it adds one function call
+and one header tuple, buffers nothing, and does not break streaming or disconnect detection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hermes.server.errors import SERVER_ERROR, APIError, error_body
+
+log = logging.getLogger("hermes.server")
+
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class BodyTooLargeError(APIError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"The request body is larger than the server's limit of {limit:,} "
+                         "bytes (server.max_body_bytes).", code="body_too_large")
+
+
+def _content_length(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return bytes(value)
+    return None
+
+
+class HygieneMiddleware:
+    """Limits request bodies (declared or chunked), adds security headers, turns crashes into 500s."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None:
+            if not declared.isdigit():
+                await _send_error(send, APIError(400, "The Content-Length header is not a number.",
+                                                 code="invalid_content_length"))
+                return
+            if int(declared) > self.max_body_bytes:
+                await _send_error(send, BodyTooLargeError(self.max_body_bytes))
+                return
+        started = False
+        received = 0
+        limit = self.max_body_bytes
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLargeError(limit)
+            return message
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message["headers"] = [*message.get("headers", ()), *_SECURITY_HEADERS]
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, send_with_headers)
+        except APIError as exc:  # raised outside a route (e.g. by the limit while no route ran)
+            if started:
+                raise
+            await _send_error(send, exc)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            await _send_error(send, APIError(500, "Internal server error: Hermes hit an "
+                                             "unexpected problem; the server log has details.",
+                                             SERVER_ERROR, "internal_error"))
+
+
+async def _send_error(send: Send, exc: APIError) -> None:
+    payload = json.dumps(error_body(exc.message, exc.type, exc.code, exc.param)).encode()
+    headers: list[Any] = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+        *_SECURITY_HEADERS,
+    ]
+    for name, value in (exc.headers or {}).items():
+        headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    if exc.status == 413:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": exc.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,154 @@
+"""Run the app on uvicorn in this process: bind checks, one asyncio loop, graceful shutdown.
+
+On SIGTERM/SIGINT uvicorn stops accepting connections, waits for in-flight requests (so a
+running turn finishes and is stored), then runs the lifespan shutdown: services stop in
+reverse order and the runtime (agent background work, model client, store) closes last.
+A second SIGINT forces an immediate exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import uvicorn
+
+from hermes.config.settings import Settings
+from hermes.store.base import StoreError
+
+log = logging.getLogger("hermes.server")
+
+MIN_PUBLIC_KEY_CHARS = 16
+
+
+class ServeError(Exception):
+    """The server cannot start; the message is one line saying why and what to do."""
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a hostname we cannot vouch for counts as public
+
+
+def check_bind(settings: Settings, host: str) -> str | None:
+    """Refuse a public bind without a strong server key; returns a warning for open loopback."""
+    secret = settings.server.api_key
+    key = secret.get_secret_value() if secret is not None else ""
+    if is_loopback(host):
+        if not key:
+            return ("no server key is set: every local client is accepted "
+                    "(set HERMES_API_KEY to require one)")
+        return None
+    if len(key) < MIN_PUBLIC_KEY_CHARS:
+        what = "no server key is set" if not key else f"the server key has only {len(key)} characters"
+        raise ServeError(
+            f"refusing to listen on {host}, which is reachable from other machines, because "
+            f"{what}; set HERMES_API_KEY (server.api_key) to at least {MIN_PUBLIC_KEY_CHARS} "
+            "random characters (e.g. `openssl rand -hex 32`) or bind to 127.0.0.1."
+        )
+    return None
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before loading anything heavy, so a busy port is one clear line, not a traceback."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        hint = "; is another server running? Choose another with --port" if exc.errno == 98 else ""
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+@contextmanager
+def _quiet_signal_reraise() -> Iterator[None]:
+    """uvicorn re-raises the signal that stopped it once its graceful shutdown is done, which
+    would turn a clean exit into a KeyboardInterrupt or a kill; no-op handlers absorb it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _uvicorn_config(app: object) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+        timeout_graceful_shutdown=None,  # in-flight turns finish and are stored
+        server_header=False,
+        proxy_headers=False,  # Hermes does not use the client address; do not trust X-Forwarded-*
+    )
+
+
+async def serve(
+    settings: Settings, host: str, port: int,
+    *, announce: Callable[[str], None] = lambda line: None,
+) -> None:
+    """Serve until a signal; raises ServeError for bind problems before anything is opened."""
+    warning = check_bind(settings, host)
+    sock = bind_socket(host, port)
+    # Heavy imports after the bind checks: a refused start stays fast.
+    from hermes.runtime import build_runtime
+    from hermes.server.app import Service, create_app
+
+    if warning:
+        announce(f"warning: {warning}")
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}"
+
+    async def ready() -> None:
+        announce(f"Hermes is listening on {url} (Ctrl-C to stop)")
+
+    try:
+        runtime = build_runtime(settings)
+    except StoreError as exc:
+        sock.close()
+        raise ServeError(str(exc)) from None
+    app = create_app(runtime, services=[Service("ready", ready)])
+    server = uvicorn.Server(_uvicorn_config(app))
+    try:
+        with _quiet_signal_reraise():
+            await server.serve(sockets=[sock])
+    finally:
+        sock.close()
+    if not server.started:
+        raise ServeError("the server did not start; the log above says why")
+
+
+def run(settings: Settings, host: str, port: int, *,
+        announce: Callable[[str], None] = lambda line: None) -> None:
+    """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        runner = asyncio.Runner()
+    else:
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    with runner:
+        runner.run(serve(settings, host, port, announce=announce))

@@ -1,0 +1,378 @@
+"""SQLite implementation of the Store contract (WAL, busy timeout, migrations, FTS5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hermes.store.base import MessageRecord, NewMessage, SearchHit, SessionRecord, StoreError
+from hermes.store.compactions import CompactionStoreMixin
+from hermes.store.migrations import MIGRATIONS, Migration, current_version, migrate
+
+_SESSION_COLUMNS = (
+    "scope, id, source, started_at, updated_at, title, parent_session_id, ended_at, "
+    "message_count, input_tokens, output_tokens, last_prompt_tokens, system_prompt, user_turns"
+)
+_MESSAGE_COLUMNS = (
+    "id, scope, session_id, idx, role, content, timestamp, tool_calls, tool_call_id, "
+    "tool_name, token_count"
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text: str, *, max_terms: int = 32) -> str | None:
+    """Free text -> an FTS5 OR-query of quoted terms (no syntax errors, no operator injection)."""
+    terms: list[str] = []
+    for word in _WORD.findall(text[:2048].lower()):
+        if word not in terms:
+            terms.append(word)
+    if not terms:
+        return None
+    return " OR ".join(f'"{t}"' for t in terms[:max_terms])
+
+
+class SQLiteStore(CompactionStoreMixin):
+    """One connection guarded by a lock; writes in BEGIN IMMEDIATE transactions."""
+
+    def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists()
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=5.0
+            )
+            self._conn.execute("PRAGMA busy_timeout = 5000")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            migrate(self._conn, MIGRATIONS if migrations is None else migrations)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot open the state database: {exc}") from None
+        if fresh:
+            os.chmod(self.path, 0o600)
+        self._lock = threading.RLock()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The raw connection, for store extensions in this package (search, compression)."""
+        return self._conn
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @staticmethod
+    def _session(row: tuple[Any, ...]) -> SessionRecord:
+        return SessionRecord(*row)
+
+    @staticmethod
+    def _message(row: tuple[Any, ...]) -> MessageRecord:
+        (mid, scope, sid, idx, role, content, ts, tool_calls, tool_call_id, tool_name, tokens) = row
+        return MessageRecord(
+            id=mid,
+            scope=scope,
+            session_id=sid,
+            index=idx,
+            role=role,
+            content=content,
+            timestamp=ts,
+            tool_calls=json.loads(tool_calls) if tool_calls else None,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            token_count=tokens,
+        )
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def ensure_session(
+        self,
+        scope: str,
+        session_id: str,
+        *,
+        source: str,
+        title: str | None = None,
+        parent_session_id: str | None = None,
+        started_at: float | None = None,
+    ) -> SessionRecord:
+        existing = self.get_session(scope, session_id)
+        if existing is not None:  # the common case costs a read, not a write transaction
+            return existing
+        now = time.time()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO sessions (scope, id, source, title, parent_session_id, "
+                "started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (scope, session_id, source, title, parent_session_id, started_at or now, now),
+            )
+            row = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = ? AND id = ?",
+                (scope, session_id),
+            ).fetchone()
+        return self._session(row)
+
+    def get_session(self, scope: str, session_id: str) -> SessionRecord | None:
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = ? AND id = ?",
+            (scope, session_id),
+        )
+        return self._session(rows[0]) if rows else None
+
+    def list_sessions(
+        self, scope: str, *, limit: int = 50, offset: int = 0, source: str | None = None
+    ) -> list[SessionRecord]:
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = ?"
+        params: list[Any] = [scope]
+        if source:
+            sql += " AND source = ?"
+            params.append(source)
+        sql += " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
+        params += [limit, offset]
+        return [self._session(r) for r in self._read(sql, tuple(params))]
+
+    def set_system_prompt(self, scope: str, session_id: str, prompt: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE sessions SET system_prompt = ? WHERE scope = ? AND id = ?",
+                (prompt, scope, session_id),
+            )
+
+    def set_title(self, scope: str, session_id: str, title: str | None) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE sessions SET title = ? WHERE scope = ? AND id = ?",
+                (title, scope, session_id),
+            )
+
+    def delete_session(self, scope: str, session_id: str) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "DELETE FROM sessions WHERE scope = ? AND id = ?", (scope, session_id)
+            )
+        return cur.rowcount > 0
+
+    def delete_scope(self, scope: str) -> int:
+        """Remove every session (and so every message) of a scope; returns sessions removed."""
+        with self._write() as conn:
+            cur = conn.execute("DELETE FROM sessions WHERE scope = ?", (scope,))
+        return cur.rowcount
+
+    def list_scopes(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT DISTINCT scope FROM sessions ORDER BY scope")]
+
+    # -- messages -------------------------------------------------------------------------
+
+    def append_messages(
+        self,
+        scope: str,
+        session_id: str,
+        messages: list[NewMessage],
+        *,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        last_prompt_tokens: int | None = None,
+    ) -> list[MessageRecord]:
+        """Store messages at the end of a session (and the turn's token counts), all or none."""
+        if not messages:
+            return []
+        now = time.time()
+        records: list[MessageRecord] = []
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT message_count FROM sessions WHERE scope = ? AND id = ?",
+                (scope, session_id),
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"session {session_id!r} does not exist in scope {scope!r}")
+            next_idx = int(row[0])
+            last_ts = now
+            for offset, msg in enumerate(messages):
+                ts = msg.timestamp if msg.timestamp is not None else now
+                last_ts = ts
+                tool_calls = json.dumps(msg.tool_calls) if msg.tool_calls else None
+                cur = conn.execute(
+                    "INSERT INTO messages (scope, session_id, idx, role, content, tool_calls, "
+                    "tool_call_id, tool_name, timestamp, token_count) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        scope,
+                        session_id,
+                        next_idx + offset,
+                        msg.role,
+                        msg.content,
+                        tool_calls,
+                        msg.tool_call_id,
+                        msg.tool_name,
+                        ts,
+                        msg.token_count,
+                    ),
+                )
+                records.append(
+                    MessageRecord(
+                        id=int(cur.lastrowid or 0),
+                        scope=scope,
+                        session_id=session_id,
+                        index=next_idx + offset,
+                        role=msg.role,
+                        content=msg.content,
+                        timestamp=ts,
+                        tool_calls=msg.tool_calls,
+                        tool_call_id=msg.tool_call_id,
+                        tool_name=msg.tool_name,
+                        token_count=msg.token_count,
+                    )
+                )
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?, "
+                "user_turns = user_turns + ?, "
+                "updated_at = MAX(updated_at, ?), input_tokens = input_tokens + ?, "
+                "output_tokens = output_tokens + ?, "
+                "last_prompt_tokens = COALESCE(?, last_prompt_tokens) WHERE scope = ? AND id = ?",
+                (len(messages), sum(m.role == "user" for m in messages), max(last_ts, now),
+                 prompt_tokens, completion_tokens,
+                 last_prompt_tokens, scope, session_id),
+            )
+        return records
+
+    def update_message_content(self, scope: str, message_id: int, content: str | None) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE messages SET content = ? WHERE scope = ? AND id = ?",
+                (content, scope, message_id),
+            )
+
+    def delete_message(self, scope: str, message_id: int) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM messages WHERE scope = ? AND id = ?", (scope, message_id))
+
+    def get_messages(
+        self, scope: str, session_id: str, *, start: int = 0, end: int | None = None
+    ) -> list[MessageRecord]:
+        sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE scope = ? AND session_id = ? AND idx >= ?"
+        params: list[Any] = [scope, session_id, start]
+        if end is not None:
+            sql += " AND idx < ?"
+            params.append(end)
+        sql += " ORDER BY idx"
+        return [self._message(r) for r in self._read(sql, tuple(params))]
+
+    def count_messages(self, scope: str | None = None) -> int:
+        if scope is None:
+            return int(self._read("SELECT COUNT(*) FROM messages")[0][0])
+        return int(self._read("SELECT COUNT(*) FROM messages WHERE scope = ?", (scope,))[0][0])
+
+    def record_usage(
+        self,
+        scope: str,
+        session_id: str,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        last_prompt_tokens: int | None = None,
+    ) -> None:
+        """Add a turn's token counts; `last_prompt_tokens` is the newest prompt's size."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?, "
+                "output_tokens = output_tokens + ?, "
+                "last_prompt_tokens = COALESCE(?, last_prompt_tokens) "
+                "WHERE scope = ? AND id = ?",
+                (prompt_tokens, completion_tokens, last_prompt_tokens, scope, session_id),
+            )
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(self, scope: str, query: str, *, limit: int = 10) -> list[SearchHit]:
+        """Plain BM25 ranking over single messages, confined to one scope."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        rows = self._read(
+            "SELECT m.session_id, m.idx, m.role, "
+            "snippet(messages_fts, 0, '[', ']', '…', 16), bm25(messages_fts), m.id, m.timestamp "
+            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.scope = ? "
+            "ORDER BY bm25(messages_fts) LIMIT ?",
+            (match, scope, limit),
+        )
+        return [
+            SearchHit(
+                session_id=r[0],
+                message_index=r[1],
+                role=r[2],
+                snippet=r[3],
+                score=-float(r[4]),
+                message_id=r[5],
+                timestamp=r[6],
+            )
+            for r in rows
+        ]
+
+    # -- cross-process locks ----------------------------------------------------------------
+
+    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Take a named lease if free or expired (or already ours); never blocks."""
+        now = time.time()
+        with self._write() as conn:
+            row = conn.execute("SELECT holder, expires_at FROM locks WHERE name = ?", (name,)).fetchone()
+            if row is not None and row[0] != holder and row[1] > now:
+                return False
+            conn.execute(
+                "INSERT INTO locks (name, holder, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                "expires_at = excluded.expires_at",
+                (name, holder, now + ttl_seconds),
+            )
+        return True
+
+    def release_lock(self, name: str, holder: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM locks WHERE name = ? AND holder = ?", (name, holder))
+
+    # -- health ---------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        try:
+            with self._lock:
+                quick = self._conn.execute("PRAGMA quick_check").fetchone()[0]
+                version = current_version(self._conn)
+                mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            return {"ok": False, "path": str(self.path), "error": str(exc)}
+        return {
+            "ok": quick == "ok",
+            "path": str(self.path),
+            "schema_version": version,
+            "journal_mode": mode,
+            "integrity": quick,
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,159 @@
+"""JSONL export/import of sessions: one session per line, idempotent per session id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hermes.scopes import ID_PATTERN
+from hermes.store.base import NewMessage, Store
+
+
+class ImportFormatError(ValueError):
+    """Lines of an import file that are not sessions; nothing was imported."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems[:10]))
+        self.problems = problems
+
+
+def _epoch(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError("must be a number of seconds or an ISO-8601 timestamp")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO-8601 timestamp") from None
+        if parsed.tzinfo is None:
+            raise ValueError(f"{value!r} has no timezone offset")
+        return parsed.timestamp()
+    raise ValueError("must be a number of seconds or an ISO-8601 timestamp")
+
+
+class ImportedMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None
+    timestamp: float | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+    _ts = field_validator("timestamp", mode="before")(classmethod(lambda cls, v: _epoch(v)))
+
+
+class ImportedSession(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(pattern=ID_PATTERN.pattern)
+    title: str | None = Field(default=None, max_length=200)
+    started_at: float | None = None
+    source: str = "import"
+    messages: list[ImportedMessage]
+
+    _ts = field_validator("started_at", mode="before")(classmethod(lambda cls, v: _epoch(v)))
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    skipped: int = 0
+    messages: int = 0
+
+
+def parse_jsonl(lines: Iterable[str]) -> list[ImportedSession]:
+    """Parse every line first, so a bad file imports nothing; errors name the line number."""
+    sessions: list[ImportedSession] = []
+    problems: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {number}: not valid JSON ({exc.msg})")
+            continue
+        if not isinstance(data, dict):
+            problems.append(f"line {number}: expected a JSON object with id and messages")
+            continue
+        try:
+            sessions.append(ImportedSession.model_validate(data))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "line"
+            problems.append(f"line {number}: {where}: {err['msg']}")
+    if problems:
+        raise ImportFormatError(problems)
+    return sessions
+
+
+def import_sessions(store: Store, scope: str, sessions: list[ImportedSession]) -> ImportReport:
+    """Create each session unless its id already exists in the scope (then skip it)."""
+    report = ImportReport()
+    for s in sessions:
+        if store.get_session(scope, s.id) is not None:
+            report.skipped += 1
+            continue
+        first_ts = next((m.timestamp for m in s.messages if m.timestamp), None)
+        store.ensure_session(
+            scope, s.id, source=s.source, title=s.title, started_at=s.started_at or first_ts
+        )
+        store.append_messages(
+            scope,
+            s.id,
+            [
+                NewMessage(
+                    role=m.role,
+                    content=m.content,
+                    timestamp=m.timestamp,
+                    tool_calls=m.tool_calls,
+                    tool_call_id=m.tool_call_id,
+                    tool_name=m.tool_name,
+                )
+                for m in s.messages
+            ],
+        )
+        report.imported += 1
+        report.messages += len(s.messages)
+    return report
+
+
+def export_sessions(store: Store, scope: str, session_ids: list[str] | None = None) -> Iterator[str]:
+    """Yield one JSON line per session of the scope (all, or the ids given)."""
+    if session_ids is None:
+        records = []
+        offset = 0
+        while batch := store.list_sessions(scope, limit=500, offset=offset):
+            records.extend(batch)
+            offset += len(batch)
+        records.sort(key=lambda r: r.started_at)
+    else:
+        records = [r for sid in session_ids if (r := store.get_session(scope, sid)) is not None]
+    for record in records:
+        messages = []
+        for m in store.get_messages(scope, record.id):
+            item: dict[str, Any] = {"role": m.role, "content": m.content, "timestamp": m.timestamp}
+            if m.tool_calls:
+                item["tool_calls"] = m.tool_calls
+            if m.tool_call_id:
+                item["tool_call_id"] = m.tool_call_id
+            if m.tool_name:
+                item["tool_name"] = m.tool_name
+            messages.append(item)
+        line = {
+            "id": record.id,
+            "title": record.title,
+            "started_at": record.started_at,
+            "source": record.source,
+            "messages": messages,
+        }
+        yield json.dumps(line, ensure_ascii=False)

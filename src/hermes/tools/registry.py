@@ -1,0 +1,215 @@
+"""A tool is a typed Python function; its JSON schema comes from its signature and docstring."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+from pydantic import ConfigDict, Field, ValidationError, create_model
+
+log = logging.getLogger(__name__)
+
+MAX_RESULT_CHARS = 50_000
+
+
+class ToolError(Exception):
+    """Raised by a tool to tell the model, in one sentence, why the call failed."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the call: whose data (scope), which session, shared services."""
+
+    scope: str
+    session_id: str
+    platform: str = "cli"
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def service(self, name: str) -> Any:
+        try:
+            return self.services[name]
+        except KeyError:
+            raise ToolError(f"the {name!r} service is not available in this context") from None
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    text: str
+    ok: bool
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description and per-argument text."""
+    description_lines: list[str] = []
+    args: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in (doc or "").splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            match = _ARG_LINE.match(line)
+            if match:
+                current = match.group(1)
+                args[current] = match.group(2).strip()
+            elif stripped and current and line.startswith("      "):
+                args[current] += " " + stripped
+            elif stripped and not line.startswith(" "):
+                in_args = False
+            continue
+        description_lines.append(stripped)
+    description = " ".join(" ".join(description_lines).split())
+    return description, args
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if k != "title"}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+class Tool:
+    """A callable the model can request, with its validated argument model."""
+
+    def __init__(self, func: Callable[..., Any], *, name: str | None = None) -> None:
+        self.func = func
+        self.name = name or func.__name__
+        self.is_async = inspect.iscoroutinefunction(func)
+        signature = inspect.signature(func)
+        hints = get_type_hints(func)
+        self.description, arg_docs = _parse_docstring(inspect.getdoc(func) or "")
+        params = list(signature.parameters.values())
+        self.takes_context = bool(params) and hints.get(params[0].name) is ToolContext
+        if self.takes_context:
+            params = params[1:]
+        fields: dict[str, Any] = {}
+        for p in params:
+            annotation = hints.get(p.name, Any)
+            default = ... if p.default is inspect.Parameter.empty else p.default
+            fields[p.name] = (annotation, Field(default, description=arg_docs.get(p.name)))
+        self.args_model = create_model(
+            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = _strip_titles(self.args_model.model_json_schema())
+        schema.setdefault("properties", {})
+        self.parameters: dict[str, Any] = schema
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def invoke(self, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
+        validated = self.args_model.model_validate(arguments)
+        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+        call_args = (ctx,) if self.takes_context else ()
+        if self.is_async:
+            return await self.func(*call_args, **kwargs)
+        return await asyncio.to_thread(self.func, *call_args, **kwargs)
+
+
+def tool(func: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+    """Decorator: turn a typed function (docstring = description + Args) into a Tool."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name)
+
+    return wrap(func) if func is not None else wrap
+
+
+def _render(result: Any) -> str:
+    if isinstance(result, str):
+        text = result
+    else:
+        text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f"\n[... truncated {len(text) - MAX_RESULT_CHARS} chars]"
+    return text
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class Toolset:
+    """An ordered, immutable set of tools; compose by filtering rather than by flags."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            if t.name in self._tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self._tools[t.name] = t
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self._tools.values()]
+
+    def only(self, names: Iterable[str]) -> Toolset:
+        wanted = set(names)
+        return Toolset(t for t in self._tools.values() if t.name in wanted)
+
+    def without(self, names: Iterable[str]) -> Toolset:
+        unwanted = set(names)
+        return Toolset(t for t in self._tools.values() if t.name not in unwanted)
+
+    def plus(self, tools: Iterable[Tool]) -> Toolset:
+        return Toolset([*self._tools.values(), *tools])
+
+    async def call(self, name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
+        """Run one tool call; every failure becomes error text for the model, never a crash."""
+        found = self._tools.get(name)
+        if found is None:
+            return ToolOutcome(f"Error: there is no tool named {name!r}. Available: "
+                               f"{', '.join(self._tools) or 'none'}.", ok=False)
+        try:
+            parsed = json.loads(arguments) if arguments and arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return ToolOutcome(f"Error: the arguments are not valid JSON ({exc.msg}).", ok=False)
+        if not isinstance(parsed, dict):
+            return ToolOutcome("Error: the arguments must be a JSON object.", ok=False)
+        try:
+            result = await found.invoke(ctx, parsed)
+        except ValidationError as exc:
+            return ToolOutcome(f"Error: invalid arguments: {_validation_message(exc)}.", ok=False)
+        except ToolError as exc:
+            return ToolOutcome(f"Error: {exc}", ok=False)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a broken tool must not end the turn
+            log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
+            return ToolOutcome(f"Error: {name} failed: {type(exc).__name__}: {exc}", ok=False)
+        return ToolOutcome(_render(result), ok=True)

@@ -1,0 +1,78 @@
+"""Hermetic test setup: temp HERMES_HOME, no credentials from the machine, a fake model."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes.config.settings import Settings, load_settings
+from hermes.runtime import Runtime, build_runtime
+from hermes.testing.fake_model import FakeModel
+
+_CREDENTIAL = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+_HERMES_VARS = ("OPENAI_BASE_URL", "HERMES_MODEL", "HERMES_CONTEXT_LENGTH", "HERMES_HOST",
+                "HERMES_PORT", "HERMES_TIMEZONE", "HERMES_HOME")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in list(os.environ):
+        if _CREDENTIAL.search(name) or name in _HERMES_VARS or name.startswith("OPENAI_"):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "hermes-home"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("TZ", "UTC")
+    return home
+
+
+@pytest.fixture
+def home(hermetic_env: Path) -> Path:
+    return hermetic_env
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeModel]:
+    with FakeModel() as server:
+        yield server
+
+
+@pytest.fixture
+def model_env(fake: FakeModel, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Point Hermes at the fake model through the real configuration path (environment)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    monkeypatch.setenv("HERMES_MODEL", "fake-model")
+    return {"OPENAI_BASE_URL": fake.base_url, "HERMES_MODEL": "fake-model"}
+
+
+@pytest.fixture
+def settings(model_env: dict[str, str], home: Path) -> Settings:
+    s = load_settings()
+    s.model.max_retries = 0
+    return s
+
+
+@pytest.fixture
+async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    rt = build_runtime(settings)
+    try:
+        yield rt
+    finally:
+        await rt.aclose()
+
+
+def run_cli(*args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the `hermes` CLI as a real subprocess with the test's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "hermes", *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=timeout,
+        env=dict(os.environ),
+    )

@@ -1,0 +1,146 @@
+"""The neighbouring-turn index (migration 3) and the ranking on top of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hermes.memory.ranking import query_terms, rank_messages
+from hermes.memory.search import search_hits
+from hermes.store.base import NewMessage
+from hermes.store.migrations import MIGRATIONS
+from hermes.store.sqlite import SQLiteStore
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = SQLiteStore(tmp_path / "state.db")
+    yield s
+    s.close()
+
+
+def check(store: SQLiteStore) -> None:
+    """FTS5 verifies its index against the content (raises if the triggers drifted)."""
+    store.connection.execute(
+        "INSERT INTO message_windows_fts (message_windows_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def windows(store: SQLiteStore, session: str) -> list[tuple[str, str, str]]:
+    return store.connection.execute(
+        "SELECT before, body, after FROM message_windows WHERE session_id = ? ORDER BY id",
+        (session,)).fetchall()
+
+
+def add(store: SQLiteStore, scope: str, session: str, *pairs: tuple[str, str | None],
+        ts: float | None = None) -> list:
+    store.ensure_session(scope, session, source="cli")
+    return store.append_messages(scope, session, [NewMessage(r, c, timestamp=ts) for r, c in pairs])
+
+
+def test_windows_follow_inserts_updates_and_deletes(store: SQLiteStore) -> None:
+    recs = add(store, "default", "s", ("user", "one"), ("assistant", None), ("tool", "tool out"),
+               ("assistant", "two"))
+    assert windows(store, "s") == [("", "one", "two"), ("one", "two", "")]
+    recs += add(store, "default", "s", ("user", "three"))
+    assert windows(store, "s")[-2:] == [("one", "two", "three"), ("two", "three", "")]
+    check(store)
+    store.update_message_content("default", recs[3].id, "TWO")
+    store.update_message_content("default", recs[1].id, "now it speaks")  # joins the windows
+    assert windows(store, "s") == [("", "one", "now it speaks"), ("one", "now it speaks", "TWO"),
+                                   ("now it speaks", "TWO", "three"), ("TWO", "three", "")]
+    check(store)
+    store.delete_message("default", recs[3].id)
+    assert windows(store, "s")[-1] == ("now it speaks", "three", "")
+    check(store)
+    add(store, "default", "other", ("user", "kept"))
+    assert store.delete_session("default", "s")
+    check(store)
+    assert windows(store, "s") == [] and windows(store, "other") == [("", "kept", "")]
+    add(store, "user:x", "s", ("user", "x says hi"), ("assistant", "hello x"))
+    store.delete_scope("user:x")
+    check(store)
+    assert rank_messages(store.connection, "user:x", "hello") == []
+
+
+def test_migration_indexes_existing_messages(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = SQLiteStore(path, migrations=[m for m in MIGRATIONS if m.version <= 2])
+    old.connection.execute("INSERT INTO sessions (scope, id, source, started_at, updated_at, "
+                           "message_count) VALUES ('default', 's', 'cli', 1, 1, 2)")
+    for idx, (role, text) in enumerate((("user", "we adopted a beagle"),
+                                        ("assistant", "what a lovely dog"))):
+        old.connection.execute("INSERT INTO messages (scope, session_id, idx, role, content, "
+                               "timestamp) VALUES ('default', 's', ?, ?, ?, 1)", (idx, role, text))
+    old.close()
+    new = SQLiteStore(path)
+    try:
+        check(new)
+        hits = rank_messages(new.connection, "default", "beagle")
+        assert [(h.session_id, h.index) for h in hits][:1] == [("s", 0)]
+    finally:
+        new.close()
+
+
+def test_query_terms_drop_question_words_and_keep_content() -> None:
+    assert query_terms("What is the name of my dog?") == ["name", "dog"]
+    assert query_terms("what is it") == ["what", "is", "it"]  # all stopwords: keep them
+    assert query_terms("!!! ???") == []
+
+
+def test_stemming_and_neighbouring_turns_find_spread_evidence(store: SQLiteStore) -> None:
+    add(store, "default", "pets",
+        ("user", "Big news at home: a new family member arrived on Saturday!"),
+        ("assistant", "Congratulations! What did you decide to call your new dog?"),
+        ("user", "Biscuit. The kids picked it after a long debate."),
+        ("assistant", "Lovely choice."))
+    for i in range(30):
+        add(store, "default", f"filler{i}", ("user", f"How do I cook rice number {i}?"),
+            ("assistant", "Rinse it first and use less water than you think."))
+    add(store, "default", "noise", ("user", "My friend has a dog."), ("assistant", "Nice."))
+    hits = rank_messages(store.connection, "default", "What was the dog called?", limit=5)
+    found = [(h.session_id, h.index) for h in hits]
+    assert ("pets", 2) in found  # the answer holds no query word; its neighbour does
+    plain = [(h.session_id, h.message_index) for h in store.search("default", "dog called", limit=10)]
+    assert ("pets", 2) not in plain  # single-message search cannot see it
+    stemmed = rank_messages(store.connection, "default", "decided calling dogs")
+    assert (stemmed[0].session_id, stemmed[0].index) == ("pets", 1)
+
+
+def test_role_prior_and_recency_tie_break(store: SQLiteStore) -> None:
+    add(store, "default", "a", ("user", "Any podcast for my commute?"),
+        ("assistant", "Try the podcast Radiolab for your commute."), ts=1_000)
+    hits = rank_messages(store.connection, "default", "which podcast did you recommend for the commute")
+    assert hits[0].role == "assistant"
+    hits = rank_messages(store.connection, "default", "which podcast did I want for my commute")
+    assert hits[0].role == "user"
+    add(store, "default", "old", ("user", "I live in Denver now."), ts=2_000)
+    add(store, "default", "new", ("user", "I live in Austin now."), ts=3_000)
+    assert rank_messages(store.connection, "default", "live now")[0].session_id == "new"
+
+
+def test_search_is_confined_to_its_scope_and_skips_excluded_sessions(store: SQLiteStore) -> None:
+    add(store, "user:alice", "s1", ("user", "my locker code is 4512 zebra"))
+    add(store, "user:alice", "live", ("user", "zebra again in the live chat"))
+    add(store, "user:bob", "s1", ("user", "bob has no zebra"))
+    hits = search_hits(store, "user:alice", "zebra", exclude=["live"])
+    assert [(h.session_id, h.message_index) for h in hits] == [("s1", 0)]
+    assert "[zebra]" in hits[0].snippet
+    assert [h.session_id for h in search_hits(store, "user:bob", "locker code zebra")] == ["s1"]
+    assert "4512" not in search_hits(store, "user:bob", "locker code zebra")[0].snippet
+    assert search_hits(store, "user:carol", "zebra") == []
+    assert search_hits(store, "default", "zebra") == []
+
+
+@pytest.mark.parametrize("query", ['" OR tag : x', "NEAR(a b)", "col:thing*", "^start", "-x AND"])
+def test_fts_syntax_in_queries_is_harmless(store: SQLiteStore, query: str) -> None:
+    add(store, "default", "s", ("user", "start col thing tag near"))
+    rank_messages(store.connection, "default", query)  # no sqlite error
+
+
+def test_a_busy_live_session_does_not_hide_older_hits(store: SQLiteStore) -> None:
+    add(store, "default", "live", *[("user", f"kiwi talk {i}") for i in range(300)])
+    add(store, "default", "old", ("user", "the kiwi orchard visit " + "and so on " * 20), ts=1.0)
+    add(store, "default", "other", *[("user", f"plain chat {i}") for i in range(700)])
+    hits = search_hits(store, "default", "kiwi", exclude=["live"])
+    assert [(h.session_id, h.message_index) for h in hits] == [("old", 0)]

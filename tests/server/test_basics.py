@@ -1,0 +1,194 @@
+"""Health, models, auth, the error envelope on every kind of failure, and user-scope headers."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from hermes.config.settings import Settings
+from hermes.runtime import build_runtime
+from hermes.server.app import Service, create_app
+from hermes.server.deps import get_scope, require_auth
+from hermes.server.errors import APIError
+from hermes.testing.fake_model import FakeModel
+
+from .conftest import AUTH, SERVER_KEY, Api, open_api
+
+
+def assert_envelope(r: httpx.Response, status: int, code: str | None = None,
+                    param: str | None = None) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    error = r.json()["error"]
+    assert set(error) == {"message", "type", "code", "param"}
+    assert error["message"] and "Traceback" not in error["message"]
+    if code is not None:
+        assert error["code"] == code
+    if param is not None:
+        assert error["param"] == param
+    return error
+
+
+async def test_health_needs_no_auth_and_reports_the_store(keyed_api: Api) -> None:
+    r = await keyed_api.client.get("/health", headers={"Authorization": ""})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "ok" and body["store"]["ok"] is True
+    assert body["store"]["journal_mode"] == "wal"
+    assert "path" not in body["store"]  # unauthenticated: no filesystem paths
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_health_reports_a_broken_store_as_503(settings: Settings) -> None:
+    async with open_api(settings) as api:
+        api.runtime.store.close()
+        r = await api.client.get("/health")
+        assert r.status_code == 503 and r.json()["status"] == "degraded"
+        assert r.json()["store"]["ok"] is False
+
+
+async def test_models_lists_the_advertised_model(api: Api) -> None:
+    r = await api.client.get("/v1/models")
+    assert r.status_code == 200
+    data = r.json()["data"]
+    assert [m["id"] for m in data] == ["hermes"] and data[0]["object"] == "model"
+    assert (await api.client.get("/v1/models/hermes")).json()["id"] == "hermes"
+    assert_envelope(await api.client.get("/v1/models/gpt-4"), 404, "model_not_found", "model")
+
+
+async def test_auth_rejects_missing_and_wrong_keys_in_the_envelope(keyed_api: Api) -> None:
+    client = keyed_api.client
+    for headers in ({"Authorization": ""}, {"Authorization": "Bearer wrong"},
+                    {"Authorization": SERVER_KEY}, {"Authorization": f"Basic {SERVER_KEY}"},
+                    {"Authorization": f"Bearer {SERVER_KEY}x"}):
+        r = await client.get("/v1/models", headers=headers)
+        assert_envelope(r, 401, "invalid_api_key")
+        assert SERVER_KEY not in r.text
+        r = await client.post("/v1/chat/completions", json={}, headers=headers)
+        assert_envelope(r, 401, "invalid_api_key")
+    assert (await client.get("/v1/models", headers=AUTH)).status_code == 200
+    lower = {"Authorization": f"bearer {SERVER_KEY}"}
+    assert (await client.get("/v1/models", headers=lower)).status_code == 200
+
+
+async def test_without_a_server_key_any_bearer_or_none_is_accepted(api: Api) -> None:
+    assert (await api.client.get("/v1/models")).status_code == 200
+    r = await api.client.get("/v1/models", headers={"Authorization": "Bearer hermes"})
+    assert r.status_code == 200
+
+
+async def test_unknown_route_and_method_use_the_envelope(api: Api) -> None:
+    assert_envelope(await api.client.get("/v1/nothing"), 404, "not_found")
+    assert_envelope(await api.client.get("/v1/chat/completions"), 405, "method_not_allowed")
+    assert_envelope(await api.client.delete("/health"), 405)
+
+
+class _Item(BaseModel):
+    name: str = Field(max_length=5)
+    count: int
+
+
+def _extra_router() -> APIRouter:
+    router = APIRouter(dependencies=[Depends(require_auth)])
+
+    @router.post("/test/items")
+    async def create(item: _Item, scope: str = Depends(get_scope)) -> dict:
+        return {"scope": scope, "name": item.name}
+
+    @router.get("/test/crash")
+    async def crash() -> dict:
+        raise RuntimeError("secret internals /etc/passwd")
+
+    @router.get("/test/teapot")
+    async def teapot() -> dict:
+        raise APIError(418, "I am a teapot.", code="teapot", param="cup")
+
+    return router
+
+
+async def test_routers_of_other_parts_share_validation_auth_and_500_envelopes(
+    keyed_settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(build_runtime(keyed_settings), routers=[_extra_router()])
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://t",
+                                     headers=AUTH) as client:
+            r = await client.post("/test/items", json={"name": "toolong", "count": 1})
+            error = assert_envelope(r, 400, "invalid_value", "name")
+            assert "5" in error["message"]
+            r = await client.post("/test/items", json={"name": "ok"})
+            assert_envelope(r, 400, param="count")
+            r = await client.post("/test/items", content=b"{nope", headers={"content-type": "application/json"})
+            assert_envelope(r, 400, "invalid_json")
+            r = await client.post("/test/items", json={"name": "ok", "count": 2},
+                                  headers={"X-Hermes-User-Id": "ann"})
+            assert r.json() == {"scope": "user:ann", "name": "ok"}
+            r = await client.get("/test/crash")
+            error = assert_envelope(r, 500, "internal_error")
+            assert error["type"] == "server_error" and "passwd" not in r.text
+            assert_envelope(await client.get("/test/teapot"), 418, "teapot", "cup")
+            r = await client.post("/test/items", json={"name": "x", "count": 1},
+                                  headers={"Authorization": "Bearer no"})
+            assert_envelope(r, 401, "invalid_api_key")
+    assert any("secret internals" in rec.getMessage() or rec.exc_info for rec in caplog.records)
+
+
+async def test_services_start_in_order_and_stop_in_reverse(settings: Settings) -> None:
+    events: list[str] = []
+
+    def service(name: str) -> Service:
+        async def start() -> None:
+            events.append(f"start {name}")
+
+        async def stop() -> None:
+            events.append(f"stop {name}")
+
+        return Service(name, start, stop)
+
+    runtime = build_runtime(settings)
+    app = create_app(runtime, services=[service("a"), service("b")])
+    async with app.router.lifespan_context(app):
+        assert events == ["start a", "start b"]
+    assert events == ["start a", "start b", "stop b", "stop a"]
+    # the runtime closed last: its store refuses work now
+    assert runtime.store.health()["ok"] is False
+
+
+# ---------------------------------------------------------------------- X-Hermes-User-Id
+
+
+async def test_user_header_needs_a_server_key(api: Api, fake: FakeModel) -> None:
+    r = await api.chat("hi", headers={"X-Hermes-User-Id": "ann"})
+    assert_envelope(r, 403, "user_scope_requires_key", "X-Hermes-User-Id")
+    assert fake.chat_requests() == []
+
+
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        ("ann\tbob", "control"),
+        ("a" * 257, "257"),
+        ("ann smith", "may only use"),
+        ("ann\u00e9", "may only use"),
+        ("", "empty"),
+    ],
+)
+async def test_user_header_rules(keyed_api: Api, fake: FakeModel, value: str, fragment: str) -> None:
+    raw = [(b"x-hermes-user-id", value.encode("latin-1"))]
+    r = await keyed_api.client.post("/v1/chat/completions", json={"messages": []},
+                                    headers=httpx.Headers(raw))
+    error = assert_envelope(r, 400, "invalid_user_id", "X-Hermes-User-Id")
+    assert fragment in error["message"]
+    assert fake.chat_requests() == []
+
+
+async def test_user_header_at_the_length_bound_is_accepted(keyed_api: Api, fake: FakeModel) -> None:
+    from hermes.testing.fake_model import Text
+
+    fake.enqueue(Text("ok"))
+    user = "u" * 256
+    r = await keyed_api.chat("hi", headers={"X-Hermes-User-Id": user, "X-Hermes-Session-Id": "s"})
+    assert r.status_code == 200
+    assert [m.content for m in keyed_api.runtime.store.get_messages(f"user:{user}", "s")] == ["hi", "ok"]

@@ -1,0 +1,39 @@
+"""The interactive `hermes chat` in a real pseudo-terminal (prompt_toolkit needs a tty)."""
+
+import json
+import os
+import sys
+
+import pexpect
+
+from hermes.testing.fake_model import FakeModel, Text
+from tests.conftest import run_cli
+
+
+def test_interactive_chat_streams_and_handles_commands(model_env: dict, fake: FakeModel) -> None:
+    fake.enqueue(Text("Hi there, streaming works", chunk_chars=3), Text("second session answer"))
+    child = pexpect.spawn(sys.executable, ["-m", "hermes", "chat", "--session", "tty-1"],
+                          env=dict(os.environ, TERM="xterm"), encoding="utf-8", timeout=20,
+                          dimensions=(40, 120))
+    try:
+        child.expect("for commands")
+        child.sendline("hello")
+        child.expect("streaming works")
+        child.sendline("/help")
+        child.expect("start a new session")
+        child.sendline("/bogus")
+        child.expect("Unknown command")
+        child.sendline("/new")
+        child.expect("New session")
+        child.sendline("again")
+        child.expect("second session answer")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert fake.chat_requests()[0].get("stream") is True
+    sessions = json.loads(run_cli("sessions", "list", "--json").stdout)
+    assert {s["id"] for s in sessions} >= {"tty-1"} and len(sessions) == 2
+    # the second session did not see the first one's history
+    assert [m["content"] for m in fake.chat_requests()[1]["messages"][1:]] == ["again"]

@@ -1,0 +1,127 @@
+import json
+from pathlib import Path
+
+from hermes.testing.fake_model import FakeModel, Text
+from tests.conftest import run_cli
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("hermes ")
+
+
+def test_one_shot_prints_only_the_answer(model_env: dict, fake: FakeModel) -> None:
+    fake.enqueue(Text("Hello from the model"))
+    result = run_cli("chat", "-q", "hi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Hello from the model\n"
+    assert fake.chat_requests()[0]["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+def test_named_session_is_continued(model_env: dict, fake: FakeModel) -> None:
+    fake.enqueue(Text("Nice to meet you, Alex"), Text("Go"))
+    assert run_cli("chat", "-q", "I'm Alex and I use Go", "--session", "s1").returncode == 0
+    assert run_cli("chat", "-q", "What language?", "--session", "s1").stdout == "Go\n"
+    second = [m["content"] for m in fake.chat_requests()[1]["messages"][1:]]
+    assert second == ["I'm Alex and I use Go", "Nice to meet you, Alex", "What language?"]
+
+
+def test_unconfigured_model_says_how_to_fix() -> None:
+    result = run_cli("chat", "-q", "hi")
+    assert result.returncode == 2
+    assert "OPENAI_BASE_URL" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_session_name_is_refused() -> None:
+    result = run_cli("chat", "-q", "hi", "--session", "bad name!")
+    assert result.returncode == 2 and "session name" in result.stderr
+
+
+def test_doctor_explains_missing_and_unreachable_endpoint(monkeypatch) -> None:
+    result = run_cli("doctor")
+    assert result.returncode == 1
+    lines = [line for line in result.stdout.splitlines() if "model endpoint" in line]
+    assert len(lines) == 1 and "OPENAI_BASE_URL" in lines[0]
+    assert "ok   store" in result.stdout
+    with FakeModel() as dead:
+        url = dead.base_url
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    result = run_cli("doctor")
+    lines = [line for line in result.stdout.splitlines() if "model endpoint" in line]
+    assert result.returncode == 1 and len(lines) == 1 and "not usable" in lines[0] and url in lines[0]
+
+
+def test_doctor_passes_with_a_live_endpoint(model_env: dict) -> None:
+    result = run_cli("doctor")
+    assert result.returncode == 0, result.stdout
+    assert "answers" in result.stdout
+
+
+def test_export_import_round_trip(tmp_path: Path, model_env: dict, fake: FakeModel) -> None:
+    fake.enqueue(Text("first answer"), Text("second answer"))
+    run_cli("chat", "-q", "question one", "--session", "a")
+    run_cli("chat", "-q", "question two", "--session", "b")
+    dump = tmp_path / "dump.jsonl"
+    assert run_cli("sessions", "export", str(dump)).returncode == 0
+    lines = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert [s["id"] for s in lines] == ["a", "b"]
+    assert [m["content"] for m in lines[0]["messages"]] == ["question one", "first answer"]
+
+    other = tmp_path / "other-home"
+    result = run_cli_with_home(other, "sessions", "import", str(dump))
+    assert "imported 2 session(s) (4 messages)" in result.stdout
+    again = run_cli_with_home(other, "sessions", "import", str(dump))
+    assert "imported 0 session(s)" in again.stdout and "skipped 2" in again.stdout
+    exported = run_cli_with_home(other, "sessions", "export").stdout.splitlines()
+    assert [json.loads(x)["messages"] for x in exported] == [s["messages"] for s in lines]
+
+
+def test_import_rejects_malformed_lines_with_numbers(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"id": "ok", "messages": [{"role": "user", "content": "hi"}]}\n'
+        "not json\n"
+        '{"id": "bad id!", "messages": []}\n'
+        '{"id": "x", "messages": [{"role": "wizard", "content": "hi"}]}\n'
+    )
+    result = run_cli("sessions", "import", str(bad))
+    assert result.returncode == 2
+    assert "line 2: not valid JSON" in result.stderr
+    assert "line 3: id:" in result.stderr
+    assert "line 4: messages.0.role" in result.stderr
+    assert "nothing was imported" in result.stderr
+    assert json.loads(run_cli("sessions", "list", "--json").stdout) == []
+
+
+def test_show_and_delete(model_env: dict, fake: FakeModel) -> None:
+    fake.enqueue(Text("pong"))
+    run_cli("chat", "-q", "ping", "--session", "x")
+    shown = run_cli("sessions", "show", "x")
+    assert "user: ping" in shown.stdout and "assistant: pong" in shown.stdout
+    missing = run_cli("sessions", "show", "nope")
+    assert missing.returncode == 1 and "no session 'nope'" in missing.stderr
+    assert run_cli("sessions", "delete", "x", "--yes").returncode == 0
+    assert json.loads(run_cli("sessions", "list", "--json").stdout) == []
+
+
+def run_cli_with_home(home: Path, *args: str):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HERMES_HOME=str(home))
+    return subprocess.run([sys.executable, "-m", "hermes", *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_setup_writes_config_and_private_env(home: Path, fake: FakeModel) -> None:
+    result = run_cli("setup", input=f"{fake.base_url}\nfake-model\nsk-test-123\ny\n")
+    assert result.returncode == 0, result.stderr
+    assert "the endpoint answers" in result.stdout
+    assert "sk-test-123" not in result.stdout
+    assert "base_url: " + fake.base_url in (home / "config.yaml").read_text()
+    env = (home / ".env").read_text()
+    assert "OPENAI_API_KEY=sk-test-123" in env and "HERMES_API_KEY=" in env
+    assert (home / ".env").stat().st_mode & 0o777 == 0o600
+    fake.enqueue(Text("configured"))
+    assert run_cli("chat", "-q", "hi").stdout == "configured\n"
+    assert fake.headers[-1].get("authorization") == "Bearer sk-test-123"

@@ -1,0 +1,113 @@
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from hermes.store.base import NewMessage, StoreError
+from hermes.store.migrations import MIGRATIONS, current_version
+from hermes.store.sqlite import SQLiteStore
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = SQLiteStore(tmp_path / "state.db")
+    yield s
+    s.close()
+
+
+def _fts_ids(store: SQLiteStore, word: str) -> list[int]:
+    rows = store.connection.execute(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (word,)
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_wal_and_schema_version(store: SQLiteStore) -> None:
+    health = store.health()
+    assert health["ok"] and health["journal_mode"] == "wal"
+    assert health["schema_version"] == MIGRATIONS[-1].version
+
+
+def test_migrates_an_old_schema_keeping_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = SQLiteStore(path, migrations=MIGRATIONS[:1])
+    assert current_version(old.connection) == 1
+    old.connection.execute(
+        "INSERT INTO sessions (scope, id, source, started_at, updated_at) VALUES ('default','s1','cli',1,1)"
+    )
+    old.connection.execute(
+        "INSERT INTO messages (scope, session_id, idx, role, content, timestamp) "
+        "VALUES ('default','s1',0,'user','remember the blue kettle',1)"
+    )
+    old.connection.execute("UPDATE sessions SET message_count = 1")
+    old.close()
+    new = SQLiteStore(path)
+    assert current_version(new.connection) == MIGRATIONS[-1].version
+    session = new.get_session("default", "s1")
+    assert session is not None and session.system_prompt is None
+    assert [m.content for m in new.get_messages("default", "s1")] == ["remember the blue kettle"]
+    assert new.search("default", "kettle")[0].session_id == "s1"
+    new.close()
+
+
+def test_fts_follows_insert_update_delete(store: SQLiteStore) -> None:
+    store.ensure_session("default", "s", source="cli")
+    [a, b] = store.append_messages(
+        "default", "s", [NewMessage("user", "the zebra sleeps"), NewMessage("assistant", "ok")]
+    )
+    assert _fts_ids(store, "zebra") == [a.id]
+    store.update_message_content("default", a.id, "the giraffe sleeps")
+    assert _fts_ids(store, "zebra") == [] and _fts_ids(store, "giraffe") == [a.id]
+    store.delete_message("default", a.id)
+    assert _fts_ids(store, "giraffe") == []
+    store.delete_session("default", "s")
+    assert store.count_messages() == 0 and _fts_ids(store, "ok") == []
+
+
+def test_search_is_confined_to_scope_and_stems(store: SQLiteStore) -> None:
+    for scope in ("default", "user:bob"):
+        store.ensure_session(scope, "chat-1", source="api")
+        store.append_messages(scope, "chat-1", [NewMessage("user", f"{scope} is running marathons")])
+    hits = store.search("user:bob", "run marathon")
+    assert [h.session_id for h in hits] == ["chat-1"]
+    assert "user:bob" in hits[0].snippet
+    assert store.search("user:carol", "marathon") == []
+
+
+def test_append_requires_session_and_is_all_or_nothing(store: SQLiteStore) -> None:
+    with pytest.raises(StoreError):
+        store.append_messages("default", "missing", [NewMessage("user", "x")])
+    store.ensure_session("default", "s", source="cli")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.append_messages("default", "s", [NewMessage("user", "fine"), NewMessage(None, "bad")])  # type: ignore[arg-type]
+    assert store.get_messages("default", "s") == []
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    stores = [SQLiteStore(path) for _ in range(4)]
+    stores[0].ensure_session("default", "s", source="cli")
+
+    def writer(s: SQLiteStore, n: int) -> None:
+        for i in range(50):
+            s.append_messages("default", "s", [NewMessage("user", f"w{n}-{i}")])
+
+    threads = [threading.Thread(target=writer, args=(s, n)) for n, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    messages = stores[0].get_messages("default", "s")
+    assert len(messages) == 200
+    assert [m.index for m in messages] == list(range(200))
+    for s in stores:
+        s.close()
+
+
+def test_locks_are_exclusive_until_released_or_expired(store: SQLiteStore) -> None:
+    assert store.acquire_lock("x", "a", 60)
+    assert not store.acquire_lock("x", "b", 60)
+    store.release_lock("x", "a")
+    assert store.acquire_lock("x", "b", 0.0)
+    assert store.acquire_lock("x", "a", 60)  # b's lease had already expired
