@@ -1,5 +1,6 @@
 import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,26 @@ def test_locks_are_exclusive_until_released_or_expired(store: SQLiteStore) -> No
     store.release_lock("x", "a")
     assert store.acquire_lock("x", "b", 0.0)
     assert store.acquire_lock("x", "a", 60)  # b's lease had already expired
+
+
+def test_processes_opening_a_fresh_database_at_once_all_succeed(tmp_path: Path) -> None:
+    """serve, cron and the CLI may create state.db together; none may fail with 'locked'."""
+    import multiprocessing
+
+    from tests.store_proc_helpers import open_after_barrier
+
+    ctx = multiprocessing.get_context("spawn")
+    for round_ in range(6):
+        path = str(tmp_path / f"round{round_}" / "state.db")
+        barrier, out = ctx.Barrier(4), ctx.Queue()
+        procs = [
+            ctx.Process(target=open_after_barrier, args=(path, barrier, out)) for _ in range(4)
+        ]
+        for proc in procs:
+            proc.start()
+        results = [out.get(timeout=60) for _ in procs]
+        for proc in procs:
+            proc.join(10)
+        assert results == ["ok"] * 4
+        with closing(sqlite3.connect(path)) as conn:
+            assert current_version(conn) == MIGRATIONS[-1].version

@@ -26,6 +26,12 @@ _MESSAGE_COLUMNS = (
     "tool_name, token_count"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
+_OPEN_TIMEOUT_S = 30.0
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def fts_query(text: str, *, max_terms: int = 32) -> str | None:
@@ -47,19 +53,42 @@ class SQLiteStore(CompactionStoreMixin):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists()
         try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=5.0
-            )
-            self._conn.execute("PRAGMA busy_timeout = 5000")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            migrate(self._conn, MIGRATIONS if migrations is None else migrations)
+            self._conn = self._connect(MIGRATIONS if migrations is None else migrations)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the state database: {exc}") from None
         if fresh:
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
+
+    def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:
+        """Open, switch to WAL and migrate, retrying while sibling processes do the same.
+
+        Several processes opening a fresh database at once (serve + cron + CLI) can get
+        SQLITE_BUSY straight away from the WAL switch or the schema check: SQLite skips the
+        busy handler there to avoid deadlock, so the wait has to happen here.
+        """
+        deadline = time.monotonic() + _OPEN_TIMEOUT_S
+        delay = 0.005
+        while True:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=5.0
+            )
+            try:
+                conn.execute("PRAGMA busy_timeout = 5000")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+                migrate(conn, migrations)
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if not _is_busy(exc) or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+            except BaseException:
+                conn.close()
+                raise
 
     # -- plumbing -------------------------------------------------------------------------
 
