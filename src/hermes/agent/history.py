@@ -25,6 +25,7 @@ from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError, ModelError
 from hermes.models.types import Usage
+from hermes.models.wire import freeze
 from hermes.store.base import MessageRecord, SessionRecord
 from hermes.store.sqlite import SQLiteStore
 
@@ -98,7 +99,7 @@ class CompressingHistory:
             rows = await asyncio.to_thread(
                 self.store.get_messages, session.scope, session.id, start=view.count
             )
-            view.tail.extend(r.to_openai() for r in rows)
+            view.tail.extend(freeze(r.to_openai()) for r in rows)
             view.tail_idx.extend(r.index for r in rows)
             view.count = session.message_count
         self._views[key] = view
@@ -112,7 +113,7 @@ class CompressingHistory:
         view = self._views.get((scope, session_id))
         if view is None or not records or records[0].index != view.count:
             return
-        view.tail.extend(r.to_openai() for r in records)
+        view.tail.extend(freeze(r.to_openai()) for r in records)
         view.tail_idx.extend(r.index for r in records)
         view.count += len(records)
 
@@ -192,11 +193,11 @@ class CompressingHistory:
         if compaction is None:
             rows = self.store.get_messages(session.scope, session.id)
         else:
-            view.head = [r.to_openai() for r in
+            view.head = [freeze(r.to_openai()) for r in
                          self.store.get_messages(session.scope, session.id, end=compaction.head_end)]
             view.summary = compaction.summary
             rows = self.store.get_messages(session.scope, session.id, start=compaction.upto_idx)
-        view.tail = [r.to_openai() for r in rows]
+        view.tail = [freeze(r.to_openai()) for r in rows]
         view.tail_idx = [r.index for r in rows]
         return view
 

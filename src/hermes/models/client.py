@@ -15,6 +15,7 @@ caller, so replaying would duplicate them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 
 import httpx
 import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes.models.errors import (
     ContextLengthExceededError,
@@ -33,6 +35,7 @@ from hermes.models.errors import (
     ModelUnavailableError,
 )
 from hermes.models.types import Completion, ToolCall, Usage
+from hermes.models.wire import encode_chat_body
 
 __all__ = ["ModelClient", "OpenAICompatClient"]
 
@@ -119,7 +122,9 @@ class OpenAICompatClient:
                 api_key=self._api_key,
                 timeout=timeout,
                 max_retries=max_retries,
-                http_client=http_client,  # the SDK accepts httpx.AsyncClient as well as httpx2
+                # aiohttp under the SDK: the same retries, timeouts and errors at about half
+                # the CPU per call of the default transport (bench/api.py).
+                http_client=http_client or openai.DefaultAioHttpClient(),
             )
 
     # ------------------------------------------------------------------ public API
@@ -141,24 +146,24 @@ class OpenAICompatClient:
             raise ModelNotConfiguredError(
                 "No model name is configured; set HERMES_MODEL or model.name in config.yaml."
             )
-        # messages and tools travel in extra_body, which the SDK sends as is: its per-key
-        # TypedDict transform changes nothing in a chat payload yet costs ~0.35 ms per message
-        # (0.2 s per call at 500 messages), which made long sessions CPU-bound.
-        body: dict[str, Any] = {"messages": messages}
-        if tools:
-            body["tools"] = tools
-        params: dict[str, Any] = {"model": model_name, "messages": [], "extra_body": body}
+        params: dict[str, Any] = {"model": model_name}
         if max_tokens is not None:
             # `max_tokens` rather than `max_completion_tokens`: it is what compatible servers accept.
             params["max_tokens"] = max_tokens
         if temperature is not None:
             params["temperature"] = temperature
+        if on_delta is not None:
+            params["stream"] = True
+            params["stream_options"] = {"include_usage": True}
+        # The SDK sends our pre-encoded body as is (see hermes.models.wire): its own per-key
+        # transform and re-encoding of every history message made long sessions CPU-bound.
+        body = encode_chat_body(params, messages, tools)
 
         try:
             if on_delta is None:
-                response = await sdk.chat.completions.create(**params)
-                return self._from_response(response, model_name)
-            return await self._stream(sdk, params, on_delta, model_name)
+                payload = await sdk.post("/chat/completions", content=body, cast_to=dict)
+                return _from_payload(payload, model_name)
+            return await self._stream(sdk, body, on_delta, model_name)
         except openai.OpenAIError as exc:
             raise self._classify(exc) from exc
 
@@ -195,12 +200,16 @@ class OpenAICompatClient:
     async def _stream(
         self,
         sdk: openai.AsyncOpenAI,
-        params: dict[str, Any],
+        body: bytes,
         on_delta: Callable[[str], None],
         model_name: str,
     ) -> Completion:
-        stream = await sdk.chat.completions.create(
-            **params, stream=True, stream_options={"include_usage": True}
+        stream = await sdk.post(
+            "/chat/completions",
+            content=body,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
         acc = _StreamAccumulator(model=model_name)
         # `async with` closes the response even if on_delta raises or we are cancelled.
@@ -211,39 +220,13 @@ class OpenAICompatClient:
                     on_delta(text)
         return acc.result()
 
-    @staticmethod
-    def _from_response(response: Any, model_name: str) -> Completion:
-        choices = getattr(response, "choices", None) or []
-        usage = _usage(getattr(response, "usage", None))
-        if not choices:
-            raise ModelUnavailableError(
-                "The model endpoint returned a completion with no choices (HTTP 200)."
-            )
-        choice = choices[0]
-        message = choice.message
-        calls: list[ToolCall] = []
-        for i, tc in enumerate(message.tool_calls or []):
-            fn = getattr(tc, "function", None)
-            if fn is None:  # non-function tool types (e.g. "custom") are not ours to run
-                continue
-            calls.append(
-                ToolCall(id=tc.id or f"call_{i}", name=fn.name, arguments=fn.arguments or "")
-            )
-        return Completion(
-            content=message.content,
-            tool_calls=calls,
-            finish_reason=choice.finish_reason,
-            usage=usage,
-            model=getattr(response, "model", None) or model_name,
-        )
-
     def _classify(self, exc: openai.OpenAIError) -> ModelError:
         """Map an SDK exception onto the typed errors the agent loop acts on."""
         where = f"The model endpoint at {self._display_url()}"
         attempts = _attempts(exc)
         tried = f" ({attempts} attempts)" if attempts > 1 else ""
 
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
             return ModelUnavailableError(
                 f"{where} did not answer within {self.timeout:g}s{tried}, so there is no status code."
             )
@@ -401,6 +384,50 @@ class _StreamAccumulator:
 # ---------------------------------------------------------------------- helpers
 
 
+def _from_payload(payload: Any, model_name: str) -> Completion:
+    """A non-streamed chat.completion (plain JSON) as a Completion; odd shapes are upstream errors."""
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise ModelUnavailableError(
+            "The model endpoint returned a completion with no choices (HTTP 200)."
+        )
+    calls: list[ToolCall] = []
+    for i, tc in enumerate(message.get("tool_calls") or []):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict):  # non-function tool types (e.g. "custom") are not ours to run
+            continue
+        arguments = fn.get("arguments") or ""
+        if not isinstance(arguments, str):  # a few servers send the object instead of its JSON
+            arguments = json.dumps(arguments)
+        calls.append(
+            ToolCall(id=tc.get("id") or f"call_{i}", name=str(fn.get("name") or ""),
+                     arguments=arguments)
+        )
+    content = message.get("content")
+    return Completion(
+        content=content if isinstance(content, str) or content is None else str(content),
+        tool_calls=calls,
+        finish_reason=choice.get("finish_reason"),
+        usage=_usage_from_json(payload.get("usage")),
+        model=payload.get("model") or model_name,
+    )
+
+
+def _usage_from_json(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    prompt = _int(raw.get("prompt_tokens"))
+    completion = _int(raw.get("completion_tokens"))
+    total = _int(raw.get("total_tokens")) or prompt + completion
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _usage(raw: Any) -> Usage | None:
     if raw is None:
         return None
@@ -408,6 +435,19 @@ def _usage(raw: Any) -> Usage | None:
     completion = getattr(raw, "completion_tokens", None) or 0
     total = getattr(raw, "total_tokens", None) or prompt + completion
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+def _refused(exc: BaseException) -> bool:
+    """True when a 'timeout' was really a failed connect (the aiohttp transport reports
+    refused connections as connect timeouts); the cause chain still holds the OSError."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _attempts(exc: openai.OpenAIError) -> int:

@@ -13,6 +13,8 @@ from typing import Any, get_type_hints
 
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
+from hermes.models.wire import FrozenMessage
+
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 50_000
@@ -106,16 +108,20 @@ class Tool:
         schema = _strip_titles(self.args_model.model_json_schema())
         schema.setdefault("properties", {})
         self.parameters: dict[str, Any] = schema
+        self._schema: FrozenMessage | None = None
 
     def schema(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        """The OpenAI function schema; built once and frozen so its JSON is encoded once."""
+        if self._schema is None:
+            self._schema = FrozenMessage(
+                type="function",
+                function={
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": self.parameters,
+                },
+            )
+        return self._schema
 
     async def invoke(self, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
         validated = self.args_model.model_validate(arguments)
