@@ -15,15 +15,16 @@ caller, so replaying would duplicate them.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-import openai
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from hermes.models.errors import (
     ContextLengthExceededError,
@@ -37,7 +38,20 @@ from hermes.models.errors import (
 from hermes.models.types import Completion, ToolCall, Usage
 from hermes.models.wire import encode_chat_body
 
+if TYPE_CHECKING:
+    import openai
+
 __all__ = ["ModelClient", "OpenAICompatClient"]
+
+
+def _openai() -> ModuleType:
+    """The openai SDK, imported on first use.
+
+    It is over half of Hermes' import time (~0.6 s on a small machine); `hermes serve` answers
+    /health without it and imports it in the background (`warm_up`), and CLI commands that
+    never call a model never pay for it.
+    """
+    return importlib.import_module("openai")
 
 # Local servers accept any bearer (or none); the SDK insists on a non-empty key.
 _PLACEHOLDER_API_KEY = "not-needed"
@@ -113,19 +127,10 @@ class OpenAICompatClient:
         # Kept only to scrub it out of error messages; never logged or formatted.
         self._api_key = api_key or _PLACEHOLDER_API_KEY
         self._owns_http_client = http_client is None
+        self._http_client = http_client
+        # Built on first use, and only when we have a URL: given None, the SDK would silently
+        # fall back to OPENAI_BASE_URL or api.openai.com, hiding a config mistake.
         self._sdk: openai.AsyncOpenAI | None = None
-        if base_url:
-            # Built eagerly only when we have a URL: given None, the SDK would silently
-            # fall back to OPENAI_BASE_URL or api.openai.com, hiding a config mistake.
-            self._sdk = openai.AsyncOpenAI(
-                base_url=base_url,
-                api_key=self._api_key,
-                timeout=timeout,
-                max_retries=max_retries,
-                # aiohttp under the SDK: the same retries, timeouts and errors at about half
-                # the CPU per call of the default transport (bench/api.py).
-                http_client=http_client or openai.DefaultAioHttpClient(),
-            )
 
     # ------------------------------------------------------------------ public API
 
@@ -164,7 +169,7 @@ class OpenAICompatClient:
                 payload = await sdk.post("/chat/completions", content=body, cast_to=dict)
                 return _from_payload(payload, model_name)
             return await self._stream(sdk, body, on_delta, model_name)
-        except openai.OpenAIError as exc:
+        except _openai().OpenAIError as exc:
             raise self._classify(exc) from exc
 
     async def list_models(self) -> list[dict]:
@@ -172,9 +177,16 @@ class OpenAICompatClient:
         sdk = self._require_sdk()
         try:
             page = await sdk.models.list()
-        except openai.OpenAIError as exc:
+        except _openai().OpenAIError as exc:
             raise self._classify(exc) from exc
         return [entry.to_dict(mode="json") for entry in page.data]
+
+    async def warm_up(self) -> None:
+        """Import the SDK off the event loop and build the client, so the first turn does not
+        wait for either. Does nothing more when no endpoint is configured."""
+        await asyncio.to_thread(_openai)
+        if self.base_url:
+            self._require_sdk()
 
     async def aclose(self) -> None:
         """Close our HTTP pool; a caller-supplied `http_client` stays open for its owner."""
@@ -191,9 +203,20 @@ class OpenAICompatClient:
 
     def _require_sdk(self) -> openai.AsyncOpenAI:
         if self._sdk is None:
-            raise ModelNotConfiguredError(
-                "No model endpoint is configured; set OPENAI_BASE_URL or model.base_url "
-                "in config.yaml (for example http://localhost:11434/v1)."
+            if not self.base_url:
+                raise ModelNotConfiguredError(
+                    "No model endpoint is configured; set OPENAI_BASE_URL or model.base_url "
+                    "in config.yaml (for example http://localhost:11434/v1)."
+                )
+            sdk = _openai()
+            self._sdk = sdk.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self._api_key,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                # aiohttp under the SDK: the same retries, timeouts and errors at about half
+                # the CPU per call of the default transport (bench/api.py).
+                http_client=self._http_client or sdk.DefaultAioHttpClient(),
             )
         return self._sdk
 
@@ -204,12 +227,13 @@ class OpenAICompatClient:
         on_delta: Callable[[str], None],
         model_name: str,
     ) -> Completion:
+        types = importlib.import_module("openai.types.chat")
         stream = await sdk.post(
             "/chat/completions",
             content=body,
-            cast_to=ChatCompletion,
+            cast_to=types.ChatCompletion,
             stream=True,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            stream_cls=_openai().AsyncStream[types.ChatCompletionChunk],
         )
         acc = _StreamAccumulator(model=model_name)
         # `async with` closes the response even if on_delta raises or we are cancelled.
@@ -222,6 +246,7 @@ class OpenAICompatClient:
 
     def _classify(self, exc: openai.OpenAIError) -> ModelError:
         """Map an SDK exception onto the typed errors the agent loop acts on."""
+        openai = _openai()
         where = f"The model endpoint at {self._display_url()}"
         attempts = _attempts(exc)
         tried = f" ({attempts} attempts)" if attempts > 1 else ""

@@ -67,6 +67,14 @@ def _part_services(runtime: Runtime) -> list[Service]:
     return services
 
 
+async def _warm_up_model(runtime: Runtime) -> None:
+    """Load the model client's SDK after /health is up rather than before (cold start)."""
+    try:
+        await runtime.model.warm_up()
+    except Exception:  # the first turn will build it again and report any real problem
+        log.exception("warming up the model client failed")
+
+
 def create_app(
     runtime: Runtime,
     *,
@@ -88,6 +96,8 @@ def create_app(
                 log.info("started %s", service.name)
                 if service.stop is not None:
                     stack.push_async_callback(_stopper(service))
+            warm_up = asyncio.create_task(_warm_up_model(runtime))
+            stack.callback(warm_up.cancel)
             yield
 
     app = FastAPI(
