@@ -3,9 +3,12 @@ import json
 
 import pytest
 
+from hermes.agent.locks import SessionBusyError, SessionLocks
 from hermes.agent.loop import TurnObserver, TurnRequest
 from hermes.models.errors import ModelUnavailableError
 from hermes.runtime import Runtime
+from hermes.store.base import Lease
+from hermes.store.sqlite import SQLiteStore
 from hermes.testing.fake_model import Error, FakeModel, Hang, Text, ToolCalls
 from hermes.tools.registry import ToolContext, ToolError, Toolset, tool
 
@@ -150,6 +153,8 @@ async def test_cancelled_turn_keeps_what_was_said(runtime: Runtime, fake: FakeMo
     stored = runtime.store.get_messages("default", "cut")
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
     assert stored[-1].content.startswith("part") and stored[-1].content.endswith("[interrupted]")
+    assert _leases(runtime.store) == []
+    assert runtime.store.get_session("default", "cut").system_prompt  # frozen with what was said
 
 
 async def test_stateless_turn_uses_body_history_and_is_recorded(runtime: Runtime, fake: FakeModel) -> None:
@@ -180,3 +185,75 @@ async def test_user_turn_numbers_count_stored_turns(runtime: Runtime, fake: Fake
                for i in range(3)]
     assert numbers == [1, 2, 3]
     assert runtime.store.get_session("default", "n").user_turns == 3
+
+
+def _leases(store: SQLiteStore) -> list[tuple[str, str]]:
+    return store.connection.execute("SELECT name, holder FROM locks").fetchall()
+
+
+def _count_writes(store: SQLiteStore) -> list[str]:
+    writes: list[str] = []
+    store.connection.set_trace_callback(
+        lambda sql: writes.append(sql) if sql.startswith("BEGIN") else None
+    )
+    return writes
+
+
+async def test_a_turn_costs_two_writes_and_leaves_the_session_free(runtime: Runtime, fake: FakeModel) -> None:
+    fake.default = Text("ok")
+    writes = _count_writes(runtime.store)
+    await runtime.agent.run_turn(TurnRequest("first", session_id="s1", source="api"))
+    assert len(writes) == 2  # lease + new session + its frozen prompt; messages + release
+    writes.clear()
+    result = await runtime.agent.run_turn(TurnRequest("second", session_id="s1", source="api"))
+    assert len(writes) == 2
+    writes.clear()
+    await runtime.agent.run_turn(TurnRequest("no session", source="api"))
+    assert len(writes) == 2
+    runtime.store.connection.set_trace_callback(None)
+    assert (result.source, result.message_count, result.user_turn_number) == ("api", 4, 2)
+    assert _leases(runtime.store) == []
+    other = SQLiteStore(runtime.store.path)  # another Hermes process may take the session now
+    try:
+        lease = Lease("session:default:s1", "other-process")
+        assert other.begin_turn("default", "s1", source="api", lease=lease, ttl_seconds=60) is not None
+    finally:
+        other.close()
+
+
+async def test_a_failed_model_call_releases_the_lease(runtime: Runtime, fake: FakeModel) -> None:
+    fake.enqueue(Error(503, "overloaded"), Text("better now"))
+    with pytest.raises(ModelUnavailableError):
+        await runtime.agent.run_turn(TurnRequest("hi", session_id="s1"))
+    assert _leases(runtime.store) == []
+    other = SQLiteStore(runtime.store.path)
+    try:
+        assert other.acquire_lock("session:default:s1", "other-process", 60)
+        other.release_lock("session:default:s1", "other-process")
+    finally:
+        other.close()
+    result = await runtime.agent.run_turn(TurnRequest("hi again", session_id="s1"))
+    assert result.content == "better now"
+    assert [m.content for m in runtime.store.get_messages("default", "s1")] == ["hi again", "better now"]
+
+
+async def test_a_session_held_by_another_process_waits_then_reports_busy(runtime: Runtime, fake: FakeModel) -> None:
+    fake.default = Text("ok")
+    other = SQLiteStore(runtime.store.path)
+    name = "session:default:held"
+    try:
+        assert other.acquire_lock(name, "other-process", 60)
+        runtime.agent.locks = SessionLocks(runtime.store, wait_seconds=0.2)
+        with pytest.raises(SessionBusyError):
+            await runtime.agent.run_turn(TurnRequest("hi", session_id="held"))
+        assert fake.chat_requests() == [] and runtime.store.get_messages("default", "held") == []
+        assert _leases(runtime.store) == [(name, "other-process")]
+        runtime.agent.locks = SessionLocks(runtime.store, wait_seconds=10)
+        turn = asyncio.create_task(runtime.agent.run_turn(TurnRequest("hi", session_id="held")))
+        await asyncio.sleep(0.2)
+        assert not turn.done()  # still polling for the lease
+        other.release_lock(name, "other-process")
+        assert (await asyncio.wait_for(turn, 5)).content == "ok"
+    finally:
+        other.close()
+    assert _leases(runtime.store) == []

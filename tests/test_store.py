@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.store.base import NewMessage, StoreError
+from hermes.store.base import Lease, NewMessage, StoreError
 from hermes.store.migrations import MIGRATIONS, current_version
 from hermes.store.sqlite import SQLiteStore
 
@@ -112,6 +112,56 @@ def test_locks_are_exclusive_until_released_or_expired(store: SQLiteStore) -> No
     store.release_lock("x", "a")
     assert store.acquire_lock("x", "b", 0.0)
     assert store.acquire_lock("x", "a", 60)  # b's lease had already expired
+
+
+def _lease_rows(store: SQLiteStore) -> list[tuple[str, str]]:
+    return store.connection.execute("SELECT name, holder FROM locks").fetchall()
+
+
+def test_begin_turn_takes_the_lease_and_creates_the_session_in_one_write(tmp_path: Path) -> None:
+    mine, theirs = SQLiteStore(tmp_path / "state.db"), SQLiteStore(tmp_path / "state.db")
+    writes: list[str] = []
+    mine.connection.set_trace_callback(lambda sql: writes.append(sql) if sql.startswith("BEGIN") else None)
+    session = mine.begin_turn("default", "s", source="api", lease=Lease("n", "a"), ttl_seconds=60)
+    assert session is not None and session.source == "api" and session.message_count == 0
+    assert writes == ["BEGIN IMMEDIATE"]
+    assert _lease_rows(mine) == [("n", "a")]
+    # another process is told "busy" and neither takes the lease nor touches the session
+    assert theirs.begin_turn("default", "s", source="cron", lease=Lease("n", "b"), ttl_seconds=60) is None
+    assert theirs.get_session("default", "s").source == "api"
+    again = mine.begin_turn("default", "s", source="cron", lease=Lease("n", "a"), ttl_seconds=60)
+    assert again is not None and again.source == "api"  # ours already; the session is kept
+    mine.close()
+    theirs.close()
+
+
+def test_append_releases_the_lease_in_its_own_transaction(tmp_path: Path) -> None:
+    mine, theirs = SQLiteStore(tmp_path / "state.db"), SQLiteStore(tmp_path / "state.db")
+    lease = Lease("session:default:s", "a")
+    assert mine.begin_turn("default", "s", source="api", lease=lease, ttl_seconds=60) is not None
+    writes: list[str] = []
+    mine.connection.set_trace_callback(lambda sql: writes.append(sql) if sql.startswith("BEGIN") else None)
+    records = mine.append_messages("default", "s", [NewMessage("user", "hi")],
+                                   system_prompt="frozen", release=lease)
+    assert [r.index for r in records] == [0] and writes == ["BEGIN IMMEDIATE"]
+    assert _lease_rows(mine) == []
+    taken = theirs.begin_turn("default", "s", source="api", lease=Lease(lease.name, "b"), ttl_seconds=60)
+    assert taken is not None and taken.system_prompt == "frozen" and taken.message_count == 1
+    # a system prompt is set once: a later one does not replace the frozen one
+    theirs.append_messages("default", "s", [NewMessage("user", "x")], system_prompt="other")
+    assert theirs.get_session("default", "s").system_prompt == "frozen"
+    mine.close()
+    theirs.close()
+
+
+def test_a_failed_append_keeps_the_lease(store: SQLiteStore) -> None:
+    lease = Lease("n", "a")
+    assert store.begin_turn("default", "s", source="api", lease=lease, ttl_seconds=60) is not None
+    with pytest.raises(sqlite3.IntegrityError):
+        store.append_messages("default", "s", [NewMessage(None, "bad")], release=lease)  # type: ignore[arg-type]
+    assert _lease_rows(store) == [("n", "a")]
+    store.append_messages("default", "s", [], release=lease)  # nothing to store still releases
+    assert _lease_rows(store) == []
 
 
 def test_processes_opening_a_fresh_database_at_once_all_succeed(tmp_path: Path) -> None:

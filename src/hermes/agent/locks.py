@@ -1,4 +1,9 @@
-"""One turn per session at a time: an in-process asyncio lock plus a cross-process store lease."""
+"""One turn per session at a time: an in-process asyncio lock plus a cross-process store lease.
+
+The lease is taken in the same store transaction that loads the session, and normally given
+up in the transaction that stores the turn (`HeldSession.lease` passed as `release=`), so a
+turn costs two writes; whatever path skips that (a failure, a cancel) is covered by `hold`.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +12,31 @@ import os
 import time
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TypeVar
 
-from hermes.store.base import Store
+from hermes.store.base import Lease, SessionRecord, Store
 
 LEASE_SECONDS = 900.0
 POLL_SECONDS = 0.05
 
+T = TypeVar("T")
+
 
 class SessionBusyError(Exception):
     """Another process held the session for longer than we were willing to wait."""
+
+
+@dataclass
+class HeldSession:
+    """A session held for one turn: the session as the lease found it, and the lease."""
+
+    session: SessionRecord
+    lease: Lease
+    released: bool = False
+    """Set once a store write gave the lease up; `hold` then has nothing left to release."""
 
 
 class SessionLocks:
@@ -39,22 +58,50 @@ class SessionLocks:
         return lock
 
     @asynccontextmanager
-    async def hold(self, scope: str, session_id: str) -> AsyncIterator[None]:
+    async def hold(self, scope: str, session_id: str, *, source: str) -> AsyncIterator[HeldSession]:
+        """Hold the session (created as `source` if new); the lease is released on exit
+        unless the body already gave it up in its final write."""
         key = (scope, session_id)
         lock = self._lock_for(key)
         async with lock:
-            name = f"session:{scope}:{session_id}"
-            await self._acquire_lease(name)
+            lease = Lease(f"session:{scope}:{session_id}", self._holder)
+            held = HeldSession(await self._begin(scope, session_id, source, lease), lease)
             try:
-                yield
+                yield held
             finally:
-                await asyncio.to_thread(self._store.release_lock, name, self._holder)
+                if not held.released:
+                    await asyncio.to_thread(self._store.release_lock, lease.name, lease.holder)
 
-    async def _acquire_lease(self, name: str) -> None:
+    async def _begin(self, scope: str, session_id: str, source: str, lease: Lease) -> SessionRecord:
         deadline = time.monotonic() + self._wait_seconds
-        while not await asyncio.to_thread(
-            self._store.acquire_lock, name, self._holder, LEASE_SECONDS
-        ):
+        while True:
+            session = await self._try_begin(scope, session_id, source, lease)
+            if session is not None:
+                return session
             if time.monotonic() > deadline:
-                raise SessionBusyError(f"{name} is busy in another Hermes process")
+                raise SessionBusyError(f"{lease.name} is busy in another Hermes process")
             await asyncio.sleep(POLL_SECONDS)
+
+    async def _try_begin(
+        self, scope: str, session_id: str, source: str, lease: Lease
+    ) -> SessionRecord | None:
+        try:
+            return await run_settled(lambda: self._store.begin_turn(
+                scope, session_id, source=source, lease=lease, ttl_seconds=LEASE_SECONDS
+            ))
+        except asyncio.CancelledError:
+            # the attempt may have taken the lease: give it back, or other processes would
+            # find the session busy for LEASE_SECONDS (no other turn of ours holds it now)
+            await asyncio.to_thread(self._store.release_lock, lease.name, lease.holder)
+            raise
+
+
+async def run_settled(call: Callable[[], T]) -> T:
+    """Run a blocking store call in a worker thread; a cancel waits for the call to finish
+    before propagating, so cleanup knows whether it took or gave up a lease."""
+    attempt = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(attempt)
+    except asyncio.CancelledError:
+        await asyncio.gather(attempt, return_exceptions=True)
+        raise

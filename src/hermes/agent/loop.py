@@ -14,7 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from hermes.agent.context import PromptBlock, build_system_prompt
-from hermes.agent.locks import SessionLocks
+from hermes.agent.locks import HeldSession, SessionLocks, run_settled
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
 from hermes.config.settings import Settings
@@ -67,6 +67,10 @@ class TurnResult:
     iterations: int
     finish_reason: str
     user_turn_number: int = 0
+    source: str = ""
+    """The session's source (who created it), for after-turn hooks that skip some."""
+    message_count: int = 0
+    """Messages stored in the session after this turn: hooks read the tail without a lookup."""
 
 
 AfterTurnHook = Callable[[TurnResult, "Agent"], Awaitable[None]]
@@ -78,9 +82,11 @@ class _Turn:
 
     state: CallState
     new: list[NewMessage]
+    held: HeldSession
     partial: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    user_turns_before: int = 0
+    new_system_prompt: str | None = None
+    """Built for a session that had none; stored (frozen) with the turn's messages."""
 
 
 def _add_usage(a: Usage, b: Usage | None) -> Usage:
@@ -132,8 +138,8 @@ class Agent:
         observer = observer or TurnObserver()
         stateless = req.session_id is None
         session_id = req.session_id or f"{req.source}-{uuid.uuid4().hex[:16]}"
-        async with self.locks.hold(req.scope, session_id):
-            result = await self._run_locked(req, session_id, stateless, observer)
+        async with self.locks.hold(req.scope, session_id, source=req.source) as held:
+            result = await self._run_locked(req, held, stateless, observer)
         for hook in self.after_turn:
             self._spawn(hook(result, self))
         return result
@@ -160,41 +166,38 @@ class Agent:
     # -- steps ----------------------------------------------------------------------------
 
     async def _run_locked(
-        self, req: TurnRequest, session_id: str, stateless: bool, observer: TurnObserver
+        self, req: TurnRequest, held: HeldSession, stateless: bool, observer: TurnObserver
     ) -> TurnResult:
         toolset = req.toolset if req.toolset is not None else self.toolset
-        turn = await self._build_context(req, session_id, stateless, toolset)
+        session = held.session
+        turn = await self._build_context(req, held, stateless, toolset)
         try:
             content, finish, iterations = await self._tool_loop(req, turn, toolset, observer)
         except asyncio.CancelledError:
-            await asyncio.shield(self._persist_interrupted(req, session_id, turn))
+            await asyncio.shield(self._persist_interrupted(req, turn))
             raise
-        stored = await self._persist(req.scope, session_id, turn)
-        user_turns = turn.user_turns_before + 1
+        stored = await self._persist(req.scope, turn)
         return TurnResult(
-            session_id=session_id,
+            session_id=session.id,
             scope=req.scope,
             content=content,
             stored=stored,
             usage=turn.usage,
             iterations=iterations,
             finish_reason=finish,
-            user_turn_number=user_turns,
+            user_turn_number=session.user_turns + 1,
+            source=session.source,
+            message_count=stored[-1].index + 1 if stored else session.message_count,
         )
 
     async def _build_context(
-        self, req: TurnRequest, session_id: str, stateless: bool, toolset: Toolset
+        self, req: TurnRequest, held: HeldSession, stateless: bool, toolset: Toolset
     ) -> _Turn:
-        session = await asyncio.to_thread(
-            self.store.ensure_session, req.scope, session_id, source=req.source
-        )
-        system_prompt = session.system_prompt
+        session = held.session
+        system_prompt = new_system_prompt = session.system_prompt
         if system_prompt is None:
-            system_prompt = await asyncio.to_thread(
+            system_prompt = new_system_prompt = await asyncio.to_thread(
                 self.system_prompt_for, req.scope, toolset, req.source
-            )
-            await asyncio.to_thread(
-                self.store.set_system_prompt, req.scope, session_id, system_prompt
             )
         system = [{"role": "system", "content": system_prompt}]
         if req.system_extra:
@@ -206,7 +209,7 @@ class Agent:
         user = {"role": "user", "content": req.user_message}
         state = CallState(
             scope=req.scope,
-            session_id=session_id,
+            session_id=session.id,
             system=system,
             history=history,
             turn=[user],
@@ -219,7 +222,7 @@ class Agent:
             state.anchor_tokens = session.last_prompt_tokens
             state.anchor_len = len(system) + len(history) - 1
         new = [NewMessage(role="user", content=req.user_message, token_count=estimate_text_tokens(req.user_message))]
-        return _Turn(state=state, new=new, user_turns_before=session.user_turns)
+        return _Turn(state=state, new=new, held=held, new_system_prompt=new_system_prompt)
 
     async def _call_model(
         self, turn: _Turn, observer: TurnObserver, *, tools: bool
@@ -322,28 +325,42 @@ class Agent:
 
     # -- persistence ----------------------------------------------------------------------
 
-    async def _persist(self, scope: str, session_id: str, turn: _Turn) -> list[MessageRecord]:
-        records = await asyncio.to_thread(
+    async def _persist(self, scope: str, turn: _Turn) -> list[MessageRecord]:
+        """Store the turn, its usage and a new system prompt, and give up the session lease,
+        all in one write."""
+        session_id = turn.state.session_id
+        records = await run_settled(
             functools.partial(
                 self.store.append_messages, scope, session_id, turn.new,
                 prompt_tokens=turn.usage.prompt_tokens,
                 completion_tokens=turn.usage.completion_tokens,
                 last_prompt_tokens=turn.state.anchor_tokens,
+                system_prompt=turn.new_system_prompt,
+                release=turn.held.lease,
             )
         )
+        turn.held.released = True
         note = getattr(self.policy, "note_persisted", None)
         if note is not None and not turn.state.stateless:
             note(scope, session_id, records)
         return records
 
-    async def _persist_interrupted(self, req: TurnRequest, session_id: str, turn: _Turn) -> None:
-        """Keep what was said before a cancel: the user turn, finished steps, partial text."""
+    async def _persist_interrupted(self, req: TurnRequest, turn: _Turn) -> None:
+        """Keep what was said before a cancel: the user turn, finished steps, partial text.
+
+        The lease is left to `SessionLocks.hold`: a second cancel may abandon this write
+        midway, and it must not give up a lease the session's next turn has taken since.
+        """
+        session_id = turn.state.session_id
         new = list(turn.new)
         partial = "".join(turn.partial)
         if partial:
             new.append(NewMessage(role="assistant", content=partial + " [interrupted]"))
         try:
-            await asyncio.to_thread(self.store.append_messages, req.scope, session_id, new)
+            await asyncio.to_thread(functools.partial(
+                self.store.append_messages, req.scope, session_id, new,
+                system_prompt=turn.new_system_prompt,
+            ))
         except Exception:
             log.exception("could not store the interrupted turn of session %s", session_id)
 

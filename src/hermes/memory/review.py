@@ -146,6 +146,22 @@ def _recent_turns(records: list[Any], turns: int) -> list[dict[str, Any]]:
     return [r.to_openai() for r in records[start:]]
 
 
+async def _tail(agent: Agent, scope: str, session_id: str, end: int, turns: int) -> list[Any]:
+    """The stored messages before index `end` that hold its last `turns` user turns, read
+    backwards in widening steps: a long session must not cost a read of its whole history."""
+    step = 4 * turns  # a user message and its answer, with room for some tool traffic
+    start = end
+    records: list[Any] = []
+    while start > 0 and sum(r.role == "user" for r in records) < turns:
+        lower = max(0, start - step)
+        older = await asyncio.to_thread(
+            agent.store.get_messages, scope, session_id, start=lower, end=start
+        )
+        records = older + records
+        start, step = lower, step * 2
+    return records
+
+
 def review_hook(settings: Settings) -> AfterTurnHook:
     """The after-turn hook: every `review_interval` user turns, one background memory pass."""
 
@@ -153,11 +169,13 @@ def review_hook(settings: Settings) -> AfterTurnHook:
         interval = settings.memory.review_interval
         if not settings.memory.enabled or interval <= 0 or result.user_turn_number % interval:
             return
-        session = await asyncio.to_thread(agent.store.get_session, result.scope, result.session_id)
-        if session is None or session.source in SKIPPED_SOURCES:
+        if result.source in SKIPPED_SOURCES:
             return
-        records = await asyncio.to_thread(agent.store.get_messages, result.scope, result.session_id)
+        records = await _tail(agent, result.scope, result.session_id, result.message_count,
+                              interval)
         messages = _recent_turns(records, interval)
+        if not messages:
+            return
         await _guarded(agent, result.scope, result.session_id, messages, REVIEW_PROMPT,
                        "memory review")
 

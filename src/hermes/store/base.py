@@ -67,6 +67,14 @@ class MessageRecord:
         return msg
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A named cross-process lease and who holds it (one agent turn on one session)."""
+
+    name: str
+    holder: str
+
+
 @dataclass(slots=True)
 class SearchHit:
     session_id: str
@@ -93,6 +101,13 @@ class Store(Protocol):
         started_at: float | None = None,
     ) -> SessionRecord: ...
 
+    def begin_turn(
+        self, scope: str, session_id: str, *, source: str, lease: Lease, ttl_seconds: float
+    ) -> SessionRecord | None:
+        """Take `lease` and ensure the session in one transaction; None while someone else's
+        lease is live (the caller polls). Saves a turn a round trip and a write."""
+        ...
+
     def get_session(self, scope: str, session_id: str) -> SessionRecord | None: ...
 
     def list_sessions(
@@ -114,7 +129,12 @@ class Store(Protocol):
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
         last_prompt_tokens: int | None = None,
-    ) -> list[MessageRecord]: ...
+        system_prompt: str | None = None,
+        release: Lease | None = None,
+    ) -> list[MessageRecord]:
+        """Append all or none; in the same transaction set the session's system prompt if it
+        has none yet and give up `release`, so a turn ends in one write."""
+        ...
 
     def get_messages(
         self, scope: str, session_id: str, *, start: int = 0, end: int | None = None

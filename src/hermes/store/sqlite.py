@@ -13,7 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hermes.store.base import MessageRecord, NewMessage, SearchHit, SessionRecord, StoreError
+from hermes.store.base import (
+    Lease,
+    MessageRecord,
+    NewMessage,
+    SearchHit,
+    SessionRecord,
+    StoreError,
+)
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.migrations import MIGRATIONS, Migration, current_version, migrate
 
@@ -153,18 +160,44 @@ class SQLiteStore(CompactionStoreMixin):
         existing = self.get_session(scope, session_id)
         if existing is not None:  # the common case costs a read, not a write transaction
             return existing
-        now = time.time()
         with self._write() as conn:
+            return self._ensure_session_in(
+                conn, scope, session_id, source=source, title=title,
+                parent_session_id=parent_session_id, started_at=started_at,
+            )
+
+    def _ensure_session_in(
+        self,
+        conn: sqlite3.Connection,
+        scope: str,
+        session_id: str,
+        *,
+        source: str,
+        title: str | None = None,
+        parent_session_id: str | None = None,
+        started_at: float | None = None,
+    ) -> SessionRecord:
+        """The session row, created first if missing; the caller's transaction is open."""
+        select = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = ? AND id = ?"
+        row = conn.execute(select, (scope, session_id)).fetchone()
+        if row is None:
+            now = time.time()
             conn.execute(
-                "INSERT OR IGNORE INTO sessions (scope, id, source, title, parent_session_id, "
+                "INSERT INTO sessions (scope, id, source, title, parent_session_id, "
                 "started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (scope, session_id, source, title, parent_session_id, started_at or now, now),
             )
-            row = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = ? AND id = ?",
-                (scope, session_id),
-            ).fetchone()
+            row = conn.execute(select, (scope, session_id)).fetchone()
         return self._session(row)
+
+    def begin_turn(
+        self, scope: str, session_id: str, *, source: str, lease: Lease, ttl_seconds: float
+    ) -> SessionRecord | None:
+        """Take the turn's lease and ensure its session in one write; None when busy."""
+        with self._write() as conn:
+            if not self._take_lease(conn, lease.name, lease.holder, ttl_seconds):
+                return None
+            return self._ensure_session_in(conn, scope, session_id, source=source)
 
     def get_session(self, scope: str, session_id: str) -> SessionRecord | None:
         rows = self._read(
@@ -226,9 +259,17 @@ class SQLiteStore(CompactionStoreMixin):
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
         last_prompt_tokens: int | None = None,
+        system_prompt: str | None = None,
+        release: Lease | None = None,
     ) -> list[MessageRecord]:
-        """Store messages at the end of a session (and the turn's token counts), all or none."""
+        """Store messages at the end of a session (and the turn's token counts), all or none.
+
+        `system_prompt` is kept only if the session has none yet; `release` is given up in
+        the same transaction, so a turn's end costs one write, and a failed append keeps it.
+        """
         if not messages:
+            if release is not None:
+                self.release_lock(release.name, release.holder)
             return []
         now = time.time()
         records: list[MessageRecord] = []
@@ -282,11 +323,14 @@ class SQLiteStore(CompactionStoreMixin):
                 "user_turns = user_turns + ?, "
                 "updated_at = MAX(updated_at, ?), input_tokens = input_tokens + ?, "
                 "output_tokens = output_tokens + ?, "
-                "last_prompt_tokens = COALESCE(?, last_prompt_tokens) WHERE scope = ? AND id = ?",
+                "last_prompt_tokens = COALESCE(?, last_prompt_tokens), "
+                "system_prompt = COALESCE(system_prompt, ?) WHERE scope = ? AND id = ?",
                 (len(messages), sum(m.role == "user" for m in messages), max(last_ts, now),
                  prompt_tokens, completion_tokens,
-                 last_prompt_tokens, scope, session_id),
+                 last_prompt_tokens, system_prompt, scope, session_id),
             )
+            if release is not None:
+                self._drop_lease(conn, release.name, release.holder)
         return records
 
     def update_message_content(self, scope: str, message_id: int, content: str | None) -> None:
@@ -367,22 +411,30 @@ class SQLiteStore(CompactionStoreMixin):
 
     def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
         """Take a named lease if free or expired (or already ours); never blocks."""
-        now = time.time()
         with self._write() as conn:
-            row = conn.execute("SELECT holder, expires_at FROM locks WHERE name = ?", (name,)).fetchone()
-            if row is not None and row[0] != holder and row[1] > now:
-                return False
-            conn.execute(
-                "INSERT INTO locks (name, holder, expires_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
-                "expires_at = excluded.expires_at",
-                (name, holder, now + ttl_seconds),
-            )
-        return True
+            return self._take_lease(conn, name, holder, ttl_seconds)
 
     def release_lock(self, name: str, holder: str) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM locks WHERE name = ? AND holder = ?", (name, holder))
+            self._drop_lease(conn, name, holder)
+
+    @staticmethod
+    def _take_lease(conn: sqlite3.Connection, name: str, holder: str, ttl_seconds: float) -> bool:
+        now = time.time()
+        row = conn.execute("SELECT holder, expires_at FROM locks WHERE name = ?", (name,)).fetchone()
+        if row is not None and row[0] != holder and row[1] > now:
+            return False
+        conn.execute(
+            "INSERT INTO locks (name, holder, expires_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+            "expires_at = excluded.expires_at",
+            (name, holder, now + ttl_seconds),
+        )
+        return True
+
+    @staticmethod
+    def _drop_lease(conn: sqlite3.Connection, name: str, holder: str) -> None:
+        conn.execute("DELETE FROM locks WHERE name = ? AND holder = ?", (name, holder))
 
     # -- health ---------------------------------------------------------------------------
 
