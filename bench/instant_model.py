@@ -31,6 +31,7 @@ class InstantModel:
     """Start with `await model.start()`; `base_url` is then the OpenAI base URL (…/v1)."""
 
     host: str = "127.0.0.1"
+    port: int = 0
     own_seconds: dict[str, float] = field(default_factory=dict)
     """Time spent per request, keyed by the content of the request's last message."""
     first_body: dict[str, Any] | None = None
@@ -39,7 +40,7 @@ class InstantModel:
 
     async def start(self) -> InstantModel:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Protocol(self), self.host, 0)
+        self._server = await loop.create_server(lambda: _Protocol(self), self.host, self.port)
         return self
 
     async def stop(self) -> None:

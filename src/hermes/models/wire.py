@@ -77,7 +77,11 @@ def encode_chat_body(
     """
     head = _dumps(params)
     parts = [head[:-1], "," if len(head) > 2 else "", '"messages":[']
-    parts.append(",".join([_fragment(m) for m in messages]))
+    # the hot loop of a long session: a cached fragment is one attribute read
+    parts.append(",".join([
+        m._json if type(m) is FrozenMessage and m._json is not None else _fragment(m)
+        for m in messages
+    ]))
     parts.append("]")
     tool_parts = [_fragment(t) for t in tools] if tools else []
     if tool_parts:
