@@ -10,6 +10,7 @@ and a request body becomes a join of cached fragments plus the few fresh message
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -66,6 +67,71 @@ def _fragment(message: Mapping[str, Any]) -> str:
     return message.json() if isinstance(message, FrozenMessage) else _dumps(message)
 
 
+class _RunCache:
+    """The joined JSON of recent runs of frozen messages, so a history that grew by two
+    messages since the last call is extended, not re-encoded (~0.7 ms at 2,500 messages).
+
+    A cached run is reused only when the new list holds equal messages at those positions
+    (`==` on lists checks identity first, so the check is a fast C loop); correctness does not
+    depend on who built the lists. Bounded: sessions beyond `size` active ones start over.
+    """
+
+    MIN_RUN = 32
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._runs: OrderedDict[int, tuple[list[Mapping[str, Any]], str]] = OrderedDict()
+
+    def join_run(self, messages: Sequence[Mapping[str, Any]], start: int) -> tuple[str, int]:
+        """JSON of the run of frozen messages beginning at `start`, and where the run ends."""
+        key = id(messages[start])
+        cached = self._runs.get(key)
+        known: list[Mapping[str, Any]] = []
+        text = ""
+        if cached is not None:
+            end = start + len(cached[0])
+            if end <= len(messages) and messages[start:end] == cached[0]:
+                known, text = cached
+        end = start + len(known)
+        while end < len(messages) and type(messages[end]) is FrozenMessage:
+            end += 1
+        if end - start > len(known):
+            rest = _join(messages[start + len(known):end])
+            text = f"{text},{rest}" if text else rest
+        if end - start >= self.MIN_RUN:
+            # holding the run keeps messages[start] alive, so its id cannot be reused
+            self._runs[key] = (list(messages[start:end]), text)
+            self._runs.move_to_end(key)
+            while len(self._runs) > self.size:
+                self._runs.popitem(last=False)
+        return text, end
+
+
+def _join(messages: Sequence[Mapping[str, Any]]) -> str:
+    # a cached fragment is one attribute read
+    return ",".join([
+        m._json if type(m) is FrozenMessage and m._json is not None else _fragment(m)
+        for m in messages
+    ])
+
+
+_runs = _RunCache()
+
+
+def _join_messages(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Plain messages are encoded; each run of frozen ones goes through the run cache."""
+    pieces: list[str] = []
+    i = 0
+    while i < len(messages):
+        if type(messages[i]) is FrozenMessage:
+            text, i = _runs.join_run(messages, i)
+            pieces.append(text)
+        else:
+            pieces.append(_fragment(messages[i]))
+            i += 1
+    return ",".join(pieces)
+
+
 def encode_chat_body(
     params: dict[str, Any],
     messages: Sequence[Mapping[str, Any]],
@@ -76,13 +142,7 @@ def encode_chat_body(
     Frozen messages and tool schemas contribute their cached JSON; plain dicts are encoded now.
     """
     head = _dumps(params)
-    parts = [head[:-1], "," if len(head) > 2 else "", '"messages":[']
-    # the hot loop of a long session: a cached fragment is one attribute read
-    parts.append(",".join([
-        m._json if type(m) is FrozenMessage and m._json is not None else _fragment(m)
-        for m in messages
-    ]))
-    parts.append("]")
+    parts = [head[:-1], "," if len(head) > 2 else "", '"messages":[', _join_messages(messages), "]"]
     tool_parts = [_fragment(t) for t in tools] if tools else []
     if tool_parts:
         parts.append(',"tools":[')

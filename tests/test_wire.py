@@ -1,0 +1,49 @@
+"""The chat request body: cached JSON of frozen messages must never change what is sent."""
+
+import json
+
+import pytest
+
+from hermes.models.wire import FrozenMessage, encode_chat_body, freeze
+
+
+def _sent(body: bytes) -> dict:
+    return json.loads(body)
+
+
+def test_body_is_the_plain_json_of_params_messages_and_tools() -> None:
+    messages = [{"role": "system", "content": "s"}, freeze({"role": "user", "content": "héllo \ud800"})]
+    tools = [freeze({"type": "function", "function": {"name": "f", "parameters": {}}})]
+    body = encode_chat_body({"model": "m", "stream": True}, messages, tools)
+    assert _sent(body) == {"model": "m", "stream": True, "messages": messages, "tools": tools}
+    assert body.isascii()  # lone surrogates and non-ASCII travel as escapes
+
+
+def test_growing_history_reuses_the_cache_and_stays_exact() -> None:
+    history = [freeze({"role": "user", "content": f"turn {i}"}) for i in range(100)]
+    for i in range(5):
+        history.append(freeze({"role": "assistant", "content": f"answer {i}"}))
+        messages = [{"role": "system", "content": "s"}, *history, {"role": "user", "content": "now"}]
+        assert _sent(encode_chat_body({"model": "m"}, messages))["messages"] == messages
+
+
+def test_a_changed_or_shorter_history_is_encoded_afresh() -> None:
+    history = [freeze({"role": "user", "content": f"turn {i}"}) for i in range(100)]
+    encode_chat_body({"model": "m"}, history)
+    changed = list(history)
+    changed[50] = freeze({"role": "user", "content": "CHANGED"})
+    assert _sent(encode_chat_body({"model": "m"}, changed))["messages"] == changed
+    assert _sent(encode_chat_body({"model": "m"}, history[:40]))["messages"] == history[:40]
+    summary = {"role": "user", "content": "summary"}
+    spliced = [*history[:3], summary, *history[60:]]
+    assert _sent(encode_chat_body({"model": "m"}, spliced))["messages"] == spliced
+
+
+def test_frozen_messages_refuse_changes() -> None:
+    message = freeze({"role": "user", "content": "x"})
+    for change in (lambda: message.__setitem__("content", "y"), lambda: message.pop("role"),
+                   lambda: message.update(content="y"), message.clear):
+        with pytest.raises(TypeError):
+            change()
+    assert message == {"role": "user", "content": "x"}
+    assert isinstance(freeze(message), FrozenMessage) and freeze(message) is message
