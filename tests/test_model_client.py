@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
+from email.utils import formatdate
 
 import pytest
 
+import hermes
 from hermes.models.client import ModelClient, OpenAICompatClient
 from hermes.models.errors import (
     ContextLengthExceededError,
@@ -16,6 +19,7 @@ from hermes.models.errors import (
     ModelRateLimitError,
     ModelUnavailableError,
 )
+from hermes.models.retry import retry_delay, should_retry_status
 from hermes.models.types import ToolCall, Usage
 from hermes.testing.fake_model import (
     ContextLengthError,
@@ -168,7 +172,6 @@ async def test_retries_5xx_then_succeeds(fake: FakeModel, client: OpenAICompatCl
 
     assert result.content == "finally"
     assert len(fake.chat_requests()) == 3
-    assert [h["x-stainless-retry-count"] for h in fake.headers] == ["0", "1", "2"]
     fake.assert_complete()
 
 
@@ -415,3 +418,95 @@ def test_fake_unconsumed_script_fails_assert_complete() -> None:
         fake.enqueue(Text("never asked for"))
         with pytest.raises(AssertionError, match="never requested"):
             fake.assert_complete()
+
+
+# ---------------------------------------------------------------------- retry policy
+
+
+async def test_retry_after_seconds_header_is_honoured(fake: FakeModel) -> None:
+    fake.enqueue(Raw(429, '{"error": {"message": "slow down"}}', headers={"retry-after": "0.3"}),
+                 Text("after the wait"))
+    client = OpenAICompatClient(base_url=fake.base_url, api_key=None, model="m", max_retries=1)
+    try:
+        started = time.monotonic()
+        result = await client.complete(USER)
+        waited = time.monotonic() - started
+    finally:
+        await client.aclose()
+
+    assert result.content == "after the wait"
+    assert waited >= 0.3
+    fake.assert_complete()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+async def test_should_retry_header_overrides_the_status(
+    fake: FakeModel, client: OpenAICompatClient, stream: bool
+) -> None:
+    retry_400 = {"x-should-retry": "true", "retry-after-ms": "1"}
+    fake.enqueue(Raw(400, '{"error": {"message": "try again"}}', headers=retry_400), Text("ok"))
+
+    result = await client.complete(USER, on_delta=(lambda _: None) if stream else None)
+
+    assert result.content == "ok"
+    assert len(fake.chat_requests()) == 2
+
+
+async def test_exhausted_retries_say_how_many_attempts(fake: FakeModel) -> None:
+    fake.enqueue(*[Error(503, "overloaded", retry_after_ms=1)] * 3)
+    client = OpenAICompatClient(base_url=fake.base_url, api_key=None, model="m", max_retries=2)
+    try:
+        with pytest.raises(ModelUnavailableError) as info:
+            await client.complete(USER, on_delta=lambda _: None)
+    finally:
+        await client.aclose()
+
+    assert "HTTP 503 (3 attempts)" in str(info.value) and "overloaded" in str(info.value)
+    fake.assert_complete()
+
+
+async def test_context_phrase_outside_the_message_is_recognised(
+    fake: FakeModel, client: OpenAICompatClient
+) -> None:
+    body = '{"error": {"message": "invalid request", "type": "context_length_exceeded"}}'
+    fake.enqueue(Raw(400, body))
+
+    with pytest.raises(ContextLengthExceededError):
+        await client.complete(USER)
+    assert len(fake.chat_requests()) == 1
+
+
+async def test_success_status_with_a_body_that_is_not_json(
+    fake: FakeModel, client: OpenAICompatClient
+) -> None:
+    fake.enqueue(Raw(200, "<html>captive portal</html>", "text/html"))
+
+    with pytest.raises(ModelUnavailableError, match="not JSON"):
+        await client.complete(USER)
+
+
+async def test_both_paths_send_the_same_identifying_headers(
+    fake: FakeModel, client: OpenAICompatClient
+) -> None:
+    fake.enqueue(Text("plain"), Text("streamed"))
+
+    await client.complete(USER)
+    await client.complete(USER, on_delta=lambda _: None)
+
+    plain, streamed = fake.headers
+    for headers in (plain, streamed):
+        assert headers["user-agent"] == f"hermes/{hermes.__version__}"
+        assert headers["authorization"] == "Bearer not-needed"
+        assert headers["content-type"] == "application/json"
+
+
+def test_retry_delay_follows_the_server_then_backs_off() -> None:
+    assert retry_delay(0, {"retry-after-ms": "250"}) == 0.25
+    assert retry_delay(3, {"retry-after": "2"}) == 2.0
+    in_five = formatdate(time.time() + 5, usegmt=True)
+    assert 3.5 <= retry_delay(0, {"retry-after": in_five}) <= 5.0
+    for taken, ceiling in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0)]:
+        delay = retry_delay(taken, {"retry-after": "3600"})  # over a minute: ignored
+        assert 0.75 * ceiling <= delay <= ceiling
+    assert should_retry_status(429, {}) and should_retry_status(502, {})
+    assert not should_retry_status(400, {}) and not should_retry_status(503, {"x-should-retry": "false"})

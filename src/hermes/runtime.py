@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from hermes.agent.history import CompressingHistory
 from hermes.agent.loop import Agent
 from hermes.config.settings import Settings
@@ -37,9 +35,7 @@ def open_store(settings: Settings) -> SQLiteStore:
     return SQLiteStore(settings.home / "state.db")
 
 
-def make_model_client(
-    settings: Settings, *, model: str | None = None, http_client: httpx.AsyncClient | None = None
-) -> OpenAICompatClient:
+def make_model_client(settings: Settings, *, model: str | None = None) -> OpenAICompatClient:
     api_key = settings.model.api_key.get_secret_value() if settings.model.api_key else None
     return OpenAICompatClient(
         base_url=settings.model.base_url,
@@ -47,14 +43,13 @@ def make_model_client(
         model=model or settings.model.name,
         timeout=settings.model.timeout,
         max_retries=settings.model.max_retries,
-        http_client=http_client,
     )
 
 
-def build_runtime(settings: Settings, *, http_client: httpx.AsyncClient | None = None) -> Runtime:
+def build_runtime(settings: Settings) -> Runtime:
     """Open everything an entry point needs; call `aclose()` when done."""
     store = open_store(settings)
-    model = make_model_client(settings, http_client=http_client)
+    model = make_model_client(settings)
     services: dict[str, Any] = {"settings": settings, "store": store}
     policy = CompressingHistory(settings=settings, store=store, model=model)
     agent = Agent(

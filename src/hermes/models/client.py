@@ -6,11 +6,18 @@ and the typed errors from `hermes.models.errors`, never SDK types, so the agent
 loop can decide what to do (retry later, compress the context, tell the user)
 without knowing which server answered.
 
-Retries (429, 408/409, 5xx, timeouts, connection errors, exponential backoff with
-jitter, honouring `retry-after` / `retry-after-ms`) are delegated to the openai
-SDK's own `max_retries`. A stream that breaks after the first byte is not retried
-by the SDK, and deliberately not by us either: deltas have already reached the
-caller, so replaying would duplicate them.
+Two paths, one behaviour:
+
+* streamed completions and `GET /models` go through the openai SDK (its SSE parsing,
+  chunk types and error types);
+* non-streamed completions, the server's hot path (every API turn, memory review, summaries,
+  cron), are one aiohttp POST of the pre-encoded body and one `json.loads`. The SDK's
+  per-request machinery (option models, URL and header rebuilding, the httpx layers over
+  aiohttp) cost more CPU than everything else in a turn put together (bench/api.py).
+
+Both paths share one retry policy (`hermes.models.retry`), one classification of failures
+into typed errors, and the same request headers. A stream that breaks after the first byte
+is not retried: deltas have already reached the caller, so replaying would duplicate them.
 """
 
 from __future__ import annotations
@@ -19,13 +26,15 @@ import asyncio
 import importlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import httpx
+import aiohttp
+from yarl import URL
 
+from hermes import __version__
 from hermes.models.errors import (
     ContextLengthExceededError,
     ModelAuthError,
@@ -35,6 +44,7 @@ from hermes.models.errors import (
     ModelRateLimitError,
     ModelUnavailableError,
 )
+from hermes.models.retry import retry_delay, should_retry_status
 from hermes.models.types import Completion, ToolCall, Usage
 from hermes.models.wire import encode_chat_body
 
@@ -43,18 +53,22 @@ if TYPE_CHECKING:
 
 __all__ = ["ModelClient", "OpenAICompatClient"]
 
+T = TypeVar("T")
+
 
 def _openai() -> ModuleType:
     """The openai SDK, imported on first use.
 
     It is over half of Hermes' import time (~0.6 s on a small machine); `hermes serve` answers
     /health without it and imports it in the background (`warm_up`), and CLI commands that
-    never call a model never pay for it.
+    never stream never pay for it.
     """
     return importlib.import_module("openai")
 
 # Local servers accept any bearer (or none); the SDK insists on a non-empty key.
 _PLACEHOLDER_API_KEY = "not-needed"
+
+_USER_AGENT = f"hermes/{__version__}"
 
 # Phrases providers use when the prompt does not fit the window. Matched lower-cased.
 _CONTEXT_PHRASES: tuple[str, ...] = (
@@ -107,8 +121,42 @@ class ModelClient(Protocol):
         ...
 
 
+class _AttemptFailed(Exception):
+    """One request that did not produce an answer, reduced to what classification needs.
+
+    `kind` is "status" (an HTTP error status), "timeout", "connect" or "stream" (an error
+    event inside a 200 stream); `body` is the error JSON (outer or unwrapped) or raw text.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: Any = None,
+        message: str = "",
+        code: str | None = None,
+    ) -> None:
+        super().__init__(kind, status)
+        self.kind = kind
+        self.status = status
+        self.headers: Mapping[str, str] = headers or {}
+        self.body = body
+        self.message = message
+        self.code = code
+
+    @property
+    def retryable(self) -> bool:
+        if self.kind in ("timeout", "connect"):
+            return True
+        if self.kind == "status" and self.status is not None:
+            return should_retry_status(self.status, self.headers)
+        return False
+
+
 class OpenAICompatClient:
-    """`ModelClient` over `openai.AsyncOpenAI`, pointed at any compatible base URL."""
+    """`ModelClient` for any OpenAI-compatible base URL (aiohttp + the openai SDK for streams)."""
 
     def __init__(
         self,
@@ -118,18 +166,23 @@ class OpenAICompatClient:
         model: str | None,
         timeout: float = 120.0,
         max_retries: int = 3,
-        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.timeout = timeout
         self.max_retries = max_retries
-        # Kept only to scrub it out of error messages; never logged or formatted.
+        # Kept to authenticate and to scrub it out of error messages; never logged or formatted.
         self._api_key = api_key or _PLACEHOLDER_API_KEY
-        self._owns_http_client = http_client is None
-        self._http_client = http_client
-        # Built on first use, and only when we have a URL: given None, the SDK would silently
-        # fall back to OPENAI_BASE_URL or api.openai.com, hiding a config mistake.
+        self._headers = {
+            "Authorization": f"Bearer {self._api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": _USER_AGENT,
+        }
+        # Both built on first use, and only when we have a URL: given None, the SDK would
+        # silently fall back to OPENAI_BASE_URL or api.openai.com, hiding a config mistake.
+        self._http: aiohttp.ClientSession | None = None
+        self._completions_url: URL | None = None
         self._sdk: openai.AsyncOpenAI | None = None
 
     # ------------------------------------------------------------------ public API
@@ -145,7 +198,7 @@ class OpenAICompatClient:
         temperature: float | None = None,
     ) -> Completion:
         """One chat completion, normalised; raises only `ModelError` subclasses for upstream failures."""
-        sdk = self._require_sdk()
+        self._require_endpoint()
         model_name = model or self.model
         if not model_name:
             raise ModelNotConfiguredError(
@@ -160,38 +213,43 @@ class OpenAICompatClient:
         if on_delta is not None:
             params["stream"] = True
             params["stream_options"] = {"include_usage": True}
-        # The SDK sends our pre-encoded body as is (see hermes.models.wire): its own per-key
-        # transform and re-encoding of every history message made long sessions CPU-bound.
+        # Encoded once from cached per-message JSON (see hermes.models.wire) and sent as is.
         body = encode_chat_body(params, messages, tools)
 
-        try:
-            if on_delta is None:
-                payload = await sdk.post("/chat/completions", content=body, cast_to=dict)
-                return _from_payload(payload, model_name)
-            return await self._stream(sdk, body, on_delta, model_name)
-        except _openai().OpenAIError as exc:
-            raise self._classify(exc) from exc
+        if on_delta is None:
+            payload = await self._retrying(lambda: self._post_once(body))
+            return _from_payload(payload, model_name)
+        return await self._stream(body, on_delta, model_name)
 
     async def list_models(self) -> list[dict]:
         """Raw model entries as the server sent them, so callers can read e.g. `context_length`."""
         sdk = self._require_sdk()
-        try:
-            page = await sdk.models.list()
-        except _openai().OpenAIError as exc:
-            raise self._classify(exc) from exc
+
+        async def once() -> Any:
+            try:
+                return await sdk.models.list()
+            except _openai().OpenAIError as exc:
+                raise _failure_from_sdk(exc) from exc
+
+        page = await self._retrying(once)
         return [entry.to_dict(mode="json") for entry in page.data]
 
     async def warm_up(self) -> None:
-        """Import the SDK off the event loop and build the client, so the first turn does not
-        wait for either. Does nothing more when no endpoint is configured."""
+        """Import the SDK off the event loop and open the HTTP pool, so the first turn waits
+        for neither. Does nothing more when no endpoint is configured."""
         await asyncio.to_thread(_openai)
         if self.base_url:
             self._require_sdk()
+            self._require_http()
 
     async def aclose(self) -> None:
-        """Close our HTTP pool; a caller-supplied `http_client` stays open for its owner."""
-        if self._sdk is not None and self._owns_http_client:
+        """Close both HTTP pools."""
+        if self._sdk is not None:
             await self._sdk.close()
+            self._sdk = None
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
     async def __aenter__(self) -> OpenAICompatClient:
         return self
@@ -199,119 +257,173 @@ class OpenAICompatClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ requests
+
+    def _require_endpoint(self) -> str:
+        if not self.base_url:
+            raise ModelNotConfiguredError(
+                "No model endpoint is configured; set OPENAI_BASE_URL or model.base_url "
+                "in config.yaml (for example http://localhost:11434/v1)."
+            )
+        return self.base_url
+
+    def _require_http(self) -> aiohttp.ClientSession:
+        if self._http is None:
+            base = self._require_endpoint()
+            self._completions_url = URL(base.rstrip("/") + "/chat/completions")
+            self._http = aiohttp.ClientSession(
+                # Like the SDK: connect and each read may take `timeout`, not the whole call.
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.timeout, sock_read=self.timeout
+                ),
+                trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as the SDK honours them
+            )
+        return self._http
 
     def _require_sdk(self) -> openai.AsyncOpenAI:
         if self._sdk is None:
-            if not self.base_url:
-                raise ModelNotConfiguredError(
-                    "No model endpoint is configured; set OPENAI_BASE_URL or model.base_url "
-                    "in config.yaml (for example http://localhost:11434/v1)."
-                )
+            base = self._require_endpoint()
             sdk = _openai()
             self._sdk = sdk.AsyncOpenAI(
-                base_url=self.base_url,
+                base_url=base,
                 api_key=self._api_key,
                 timeout=self.timeout,
-                max_retries=self.max_retries,
-                # aiohttp under the SDK: the same retries, timeouts and errors at about half
-                # the CPU per call of the default transport (bench/api.py).
-                http_client=self._http_client or sdk.DefaultAioHttpClient(),
+                max_retries=0,  # `_retrying` applies the one retry policy to both paths
+                default_headers={"User-Agent": _USER_AGENT},
+                http_client=sdk.DefaultAioHttpClient(),
             )
         return self._sdk
 
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run `attempt` until it succeeds, fails for good, or the retries run out."""
+        retries_taken = 0
+        while True:
+            try:
+                return await attempt()
+            except _AttemptFailed as failure:
+                if not failure.retryable or retries_taken >= self.max_retries:
+                    raise self._error(failure, attempts=retries_taken + 1) from None
+                await asyncio.sleep(retry_delay(retries_taken, failure.headers))
+                retries_taken += 1
+
+    async def _post_once(self, body: bytes) -> Any:
+        """One non-streamed request: the decoded JSON answer, or `_AttemptFailed`."""
+        http = self._require_http()
+        try:
+            async with http.post(self._completions_url, data=body, headers=self._headers) as resp:
+                raw = await resp.read()
+                status, headers = resp.status, resp.headers
+        except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise _AttemptFailed("timeout") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise _AttemptFailed("connect") from exc
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            decoded: Any = json.loads(text)
+        except ValueError:
+            decoded = None
+        if status >= 400:
+            raise _AttemptFailed("status", status=status, headers=headers,
+                                 body=decoded if decoded is not None else text)
+        if decoded is None:
+            raise ModelUnavailableError(
+                f"The model endpoint at {self._display_url()} answered HTTP {status} with a body "
+                "that is not JSON."
+            )
+        return decoded
+
     async def _stream(
-        self,
-        sdk: openai.AsyncOpenAI,
-        body: bytes,
-        on_delta: Callable[[str], None],
-        model_name: str,
+        self, body: bytes, on_delta: Callable[[str], None], model_name: str
     ) -> Completion:
+        sdk = self._require_sdk()
+        openai = _openai()
         types = importlib.import_module("openai.types.chat")
-        stream = await sdk.post(
-            "/chat/completions",
-            content=body,
-            cast_to=types.ChatCompletion,
-            stream=True,
-            stream_cls=_openai().AsyncStream[types.ChatCompletionChunk],
-        )
+
+        async def open_stream() -> Any:
+            try:
+                return await sdk.post(
+                    "/chat/completions",
+                    content=body,
+                    cast_to=types.ChatCompletion,
+                    stream=True,
+                    stream_cls=openai.AsyncStream[types.ChatCompletionChunk],
+                )
+            except openai.OpenAIError as exc:
+                raise _failure_from_sdk(exc) from exc
+
+        stream = await self._retrying(open_stream)
         acc = _StreamAccumulator(model=model_name)
-        # `async with` closes the response even if on_delta raises or we are cancelled.
-        async with stream:
-            async for chunk in stream:
-                text = acc.add(chunk)
-                if text:
-                    on_delta(text)
+        try:
+            # `async with` closes the response even if on_delta raises or we are cancelled.
+            async with stream:
+                async for chunk in stream:
+                    text = acc.add(chunk)
+                    if text:
+                        on_delta(text)
+        except openai.OpenAIError as exc:
+            raise self._error(_failure_from_sdk(exc), attempts=1) from exc
         return acc.result()
 
-    def _classify(self, exc: openai.OpenAIError) -> ModelError:
-        """Map an SDK exception onto the typed errors the agent loop acts on."""
-        openai = _openai()
+    # ------------------------------------------------------------------ errors
+
+    def _error(self, failure: _AttemptFailed, *, attempts: int) -> ModelError:
+        """The typed error the agent loop acts on, with a message that names the upstream problem."""
         where = f"The model endpoint at {self._display_url()}"
-        attempts = _attempts(exc)
         tried = f" ({attempts} attempts)" if attempts > 1 else ""
 
-        if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
+        if failure.kind == "timeout":
             return ModelUnavailableError(
                 f"{where} did not answer within {self.timeout:g}s{tried}, so there is no status code."
             )
-        if isinstance(exc, openai.APIConnectionError):
+        if failure.kind == "connect":
             return ModelUnavailableError(
                 f"{where} could not be reached{tried}: connection failed, so there is no status code."
             )
-
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            detail = self._upstream_detail(exc)
-            if status in (401, 403):
-                return ModelAuthError(
-                    f"{where} rejected the API key with HTTP {status}{detail}.", status_code=status
-                )
-            if status == 429:
-                return ModelRateLimitError(
-                    f"{where} kept rate-limiting the request with HTTP 429{tried}{detail}.",
-                    status_code=status,
-                )
-            if 400 <= status < 500 and _is_context_error(exc):
-                return ContextLengthExceededError(
-                    f"{where} said the prompt does not fit the context window, HTTP {status}{detail}.",
-                    limit=_context_limit(exc),
-                    status_code=status,
-                )
-            if 400 <= status < 500:
-                return ModelBadRequestError(
-                    f"{where} refused the request with HTTP {status}{detail}.", status_code=status
-                )
-            return ModelUnavailableError(
-                f"{where} failed with HTTP {status}{tried}{detail}.", status_code=status
-            )
-
-        if isinstance(exc, openai.APIError):
+        detail = self._upstream_detail(failure)
+        if failure.kind == "stream" or failure.status is None:
             # An `error` event inside an otherwise-200 stream: there is no status code to go on.
-            detail = self._upstream_detail(exc)
-            if _is_context_error(exc):
+            if _is_context_error(failure):
                 return ContextLengthExceededError(
                     f"{where} said mid-stream that the prompt does not fit the context window"
                     f" (HTTP 200){detail}.",
-                    limit=_context_limit(exc),
+                    limit=_context_limit(failure),
                     status_code=None,
                 )
-            return ModelUnavailableError(
-                f"{where} reported an error mid-stream (HTTP 200){detail}."
-            )
+            return ModelUnavailableError(f"{where} reported an error mid-stream (HTTP 200){detail}.")
 
-        return ModelError(f"The model client failed: {self._scrub(str(exc))}.")
+        status = failure.status
+        if status in (401, 403):
+            return ModelAuthError(
+                f"{where} rejected the API key with HTTP {status}{detail}.", status_code=status
+            )
+        if status == 429:
+            return ModelRateLimitError(
+                f"{where} kept rate-limiting the request with HTTP 429{tried}{detail}.",
+                status_code=status,
+            )
+        if 400 <= status < 500 and _is_context_error(failure):
+            return ContextLengthExceededError(
+                f"{where} said the prompt does not fit the context window, HTTP {status}{detail}.",
+                limit=_context_limit(failure),
+                status_code=status,
+            )
+        if 400 <= status < 500:
+            return ModelBadRequestError(
+                f"{where} refused the request with HTTP {status}{detail}.", status_code=status
+            )
+        return ModelUnavailableError(
+            f"{where} failed with HTTP {status}{tried}{detail}.", status_code=status
+        )
 
     def _display_url(self) -> str:
         """The base URL without any user:password@ part."""
         return re.sub(r"//[^/@]*@", "//", self.base_url or "(not configured)")
 
-    def _upstream_detail(self, exc: openai.APIError) -> str:
+    def _upstream_detail(self, failure: _AttemptFailed) -> str:
         """': <upstream message>' trimmed to one clause, or '' when the server said nothing."""
-        message = _error_field(exc, "message") or ""
-        if not message:
-            raw = exc.body if isinstance(exc.body, str) else ""
-            message = raw
+        message = _error_field(failure.body, "message") or ""
+        if not message and isinstance(failure.body, str):
+            message = failure.body
         message = self._scrub(" ".join(message.split())).rstrip(".")
         if not message:
             return ""
@@ -462,6 +574,21 @@ def _usage(raw: Any) -> Usage | None:
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
 
 
+def _failure_from_sdk(exc: openai.OpenAIError) -> _AttemptFailed:
+    """An SDK exception as the same `_AttemptFailed` the aiohttp path raises."""
+    openai = _openai()
+    if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
+        return _AttemptFailed("timeout")
+    if isinstance(exc, openai.APIConnectionError):
+        return _AttemptFailed("connect")
+    if isinstance(exc, openai.APIStatusError):
+        return _AttemptFailed("status", status=exc.status_code, headers=exc.response.headers,
+                              body=exc.body, message=exc.message, code=exc.code)
+    if isinstance(exc, openai.APIError):
+        return _AttemptFailed("stream", body=exc.body, message=exc.message, code=exc.code)
+    return _AttemptFailed("connect", message=str(exc))
+
+
 def _refused(exc: BaseException) -> bool:
     """True when a 'timeout' was really a failed connect (the aiohttp transport reports
     refused connections as connect timeouts); the cause chain still holds the OSError."""
@@ -475,18 +602,8 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-def _attempts(exc: openai.OpenAIError) -> int:
-    """How many requests the SDK made, read from the retry-count header it stamps on each one."""
-    request = getattr(exc, "request", None)
-    try:
-        return int(request.headers.get("x-stainless-retry-count", "0")) + 1  # type: ignore[union-attr]
-    except (AttributeError, ValueError):
-        return 1
-
-
-def _error_field(exc: openai.APIError, name: str) -> str | None:
-    """A field of the upstream error object, whether the SDK unwrapped `{"error": ...}` or not."""
-    body = exc.body
+def _error_field(body: Any, name: str) -> str | None:
+    """A field of the upstream error object, whether `{"error": ...}` was unwrapped or not."""
     if isinstance(body, dict):
         inner = body.get("error")
         if isinstance(inner, dict) and name in inner:
@@ -497,28 +614,31 @@ def _error_field(exc: openai.APIError, name: str) -> str | None:
     return None
 
 
-def _error_text(exc: openai.APIError) -> str:
-    parts = [exc.message or "", _error_field(exc, "message") or "", _error_field(exc, "type") or ""]
-    if isinstance(exc.body, str):
-        parts.append(exc.body)
+def _error_text(failure: _AttemptFailed) -> str:
+    parts = [failure.message, _error_field(failure.body, "message") or "",
+             _error_field(failure.body, "type") or ""]
+    if isinstance(failure.body, str):
+        parts.append(failure.body)
+    elif failure.body is not None:
+        parts.append(json.dumps(failure.body, ensure_ascii=False))
     return " ".join(parts).lower()
 
 
-def _is_context_error(exc: openai.APIError) -> bool:
-    code = (exc.code or _error_field(exc, "code") or "").lower()
+def _is_context_error(failure: _AttemptFailed) -> bool:
+    code = (failure.code or _error_field(failure.body, "code") or "").lower()
     if code == "context_length_exceeded":
         return True
-    text = _error_text(exc)
+    text = _error_text(failure)
     return "exceed_context_size" in text or any(p in text for p in _CONTEXT_PHRASES)
 
 
-def _context_limit(exc: openai.APIError) -> int | None:
+def _context_limit(failure: _AttemptFailed) -> int | None:
     """The window size the provider named, if it named one."""
     # llama.cpp puts it in the body rather than the message.
-    n_ctx = _error_field(exc, "n_ctx")
+    n_ctx = _error_field(failure.body, "n_ctx")
     if n_ctx and n_ctx.isdigit():
         return int(n_ctx)
-    text = " ".join([_error_field(exc, "message") or "", exc.message or ""])
+    text = " ".join([_error_field(failure.body, "message") or "", failure.message])
     for pattern in _LIMIT_PATTERNS:
         match = pattern.search(text)
         if match:
