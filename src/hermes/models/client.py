@@ -313,7 +313,7 @@ class OpenAICompatClient:
             async with http.post(self._completions_url, data=body, headers=self._headers) as resp:
                 raw = await resp.read()
                 status, headers = resp.status, resp.headers
-        except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
             raise _AttemptFailed("timeout") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise _AttemptFailed("connect") from exc
