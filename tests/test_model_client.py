@@ -510,3 +510,21 @@ def test_retry_delay_follows_the_server_then_backs_off() -> None:
         assert 0.75 * ceiling <= delay <= ceiling
     assert should_retry_status(429, {}) and should_retry_status(502, {})
     assert not should_retry_status(400, {}) and not should_retry_status(503, {"x-should-retry": "false"})
+
+
+async def test_plain_completions_honour_the_proxy_environment(
+    fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP_PROXY is used (the fake doubles as a forwarding proxy: it sees the absolute URL)."""
+    target = "http://model.invalid:9/v1"
+    monkeypatch.setenv("HTTP_PROXY", fake.base_url.removesuffix("/v1"))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    fake.enqueue(Text("via the proxy"))
+    client = OpenAICompatClient(base_url=target, api_key=None, model="m", max_retries=0)
+    try:
+        assert (await client.complete(USER)).content == "via the proxy"
+    finally:
+        await client.aclose()
+    assert fake.records[-1].path == "/v1/chat/completions"
+    assert fake.headers[-1]["host"] == "model.invalid:9"

@@ -26,6 +26,7 @@ import asyncio
 import importlib
 import json
 import re
+import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -183,6 +184,7 @@ class OpenAICompatClient:
         # silently fall back to OPENAI_BASE_URL or api.openai.com, hiding a config mistake.
         self._http: aiohttp.ClientSession | None = None
         self._completions_url: URL | None = None
+        self._proxy: str | None = None
         self._sdk: openai.AsyncOpenAI | None = None
 
     # ------------------------------------------------------------------ public API
@@ -271,12 +273,12 @@ class OpenAICompatClient:
         if self._http is None:
             base = self._require_endpoint()
             self._completions_url = URL(base.rstrip("/") + "/chat/completions")
+            self._proxy = _env_proxy(self._completions_url)
             self._http = aiohttp.ClientSession(
                 # Like the SDK: connect and each read may take `timeout`, not the whole call.
                 timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=self.timeout, sock_read=self.timeout
                 ),
-                trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as the SDK honours them
             )
         return self._http
 
@@ -310,7 +312,8 @@ class OpenAICompatClient:
         """One non-streamed request: the decoded JSON answer, or `_AttemptFailed`."""
         http = self._require_http()
         try:
-            async with http.post(self._completions_url, data=body, headers=self._headers) as resp:
+            async with http.post(self._completions_url, data=body, headers=self._headers,
+                                 proxy=self._proxy) as resp:
                 raw = await resp.read()
                 status, headers = resp.status, resp.headers
         except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
@@ -572,6 +575,14 @@ def _usage(raw: Any) -> Usage | None:
     completion = getattr(raw, "completion_tokens", None) or 0
     total = getattr(raw, "total_tokens", None) or prompt + completion
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+def _env_proxy(url: URL) -> str | None:
+    """The proxy HTTP(S)_PROXY / NO_PROXY give for `url`, as the SDK would use: looked up once,
+    because aiohttp's own `trust_env` re-reads the environment on every request."""
+    if url.host and urllib.request.proxy_bypass(url.host):
+        return None
+    return urllib.request.getproxies().get(url.scheme)
 
 
 def _failure_from_sdk(exc: openai.OpenAIError) -> _AttemptFailed:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
+from urllib.parse import urlsplit
 
 __all__ = [
     "ContextLengthError",
@@ -543,7 +544,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _record(self, body: dict) -> RecordedRequest:
         record = RecordedRequest(
             method=self.command,
-            path=self.path.split("?", 1)[0],
+            # Absolute-form targets ("http://host/v1/...") are what clients send to a proxy.
+            path=urlsplit(self.path).path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
         )
