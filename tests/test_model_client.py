@@ -486,8 +486,10 @@ async def test_success_status_with_a_body_that_is_not_json(
 
 
 async def test_both_paths_send_the_same_identifying_headers(
-    fake: FakeModel, client: OpenAICompatClient
+    fake: FakeModel, client: OpenAICompatClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-the-environment")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-from-the-environment")
     fake.enqueue(Text("plain"), Text("streamed"))
 
     await client.complete(USER)
@@ -498,6 +500,7 @@ async def test_both_paths_send_the_same_identifying_headers(
         assert headers["user-agent"] == f"hermes/{hermes.__version__}"
         assert headers["authorization"] == "Bearer not-needed"
         assert headers["content-type"] == "application/json"
+        assert "openai-organization" not in headers and "openai-project" not in headers
 
 
 def test_retry_delay_follows_the_server_then_backs_off() -> None:

@@ -291,7 +291,11 @@ class OpenAICompatClient:
                 api_key=self._api_key,
                 timeout=self.timeout,
                 max_retries=0,  # `_retrying` applies the one retry policy to both paths
-                default_headers={"User-Agent": _USER_AGENT},
+                # The same headers as the aiohttp path: our User-Agent, and none of the
+                # organisation/project headers the SDK would add from OPENAI_ORG_ID /
+                # OPENAI_PROJECT_ID, settings Hermes does not have.
+                default_headers={"User-Agent": _USER_AGENT, "OpenAI-Organization": sdk.Omit(),
+                                 "OpenAI-Project": sdk.Omit()},
                 http_client=sdk.DefaultAioHttpClient(),
             )
         return self._sdk
