@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -531,3 +532,30 @@ async def test_plain_completions_honour_the_proxy_environment(
         await client.aclose()
     assert fake.records[-1].path == "/v1/chat/completions"
     assert fake.headers[-1]["host"] == "model.invalid:9"
+
+
+async def test_a_stream_that_breaks_off_says_so() -> None:
+    """Upstream sends one chunk, then drops the connection: a typed error naming what happened."""
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "partial "}, "finish_reason": None}]}
+
+    async def breaks_off(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                     b"Content-Length: 100000\r\n\r\ndata: " + json.dumps(chunk).encode() + b"\n\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.transport.abort()
+
+    server = await asyncio.start_server(breaks_off, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = OpenAICompatClient(base_url=f"http://127.0.0.1:{port}/v1", api_key=None, model="m",
+                                max_retries=3)
+    pieces: list[str] = []
+    try:
+        with pytest.raises(ModelUnavailableError, match="stopped mid-answer: the connection broke"):
+            await client.complete(USER, on_delta=pieces.append)
+    finally:
+        await client.aclose()
+        server.close()
+    assert pieces == ["partial "]  # what arrived was passed on, and nothing was replayed

@@ -368,7 +368,15 @@ class OpenAICompatClient:
                     if text:
                         on_delta(text)
         except openai.OpenAIError as exc:
-            raise self._error(_failure_from_sdk(exc), attempts=1) from exc
+            failure = _failure_from_sdk(exc)
+            if failure.kind in ("connect", "timeout"):
+                how = ("the connection broke" if failure.kind == "connect"
+                       else f"nothing came for {self.timeout:g}s")
+                raise ModelUnavailableError(
+                    f"The model endpoint at {self._display_url()} stopped mid-answer: {how} "
+                    "after the stream had started."
+                ) from exc
+            raise self._error(failure, attempts=1) from exc
         return acc.result()
 
     # ------------------------------------------------------------------ errors
