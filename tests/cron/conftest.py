@@ -71,6 +71,7 @@ class Webhook:
     def __init__(self) -> None:
         self.statuses: list[int] = []
         self.bodies: list[dict[str, Any]] = []
+        self.hosts: list[str] = []
         self.attempts = 0
         self._lock = threading.Lock()
         hook = self
@@ -84,6 +85,7 @@ class Webhook:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with hook._lock:
                     hook.attempts += 1
+                    hook.hosts.append(self.headers.get("host", ""))
                     status = hook.statuses.pop(0) if hook.statuses else 200
                     if status == 200:
                         hook.bodies.append(body)
@@ -103,7 +105,9 @@ class Webhook:
 
 
 @pytest.fixture
-def webhook() -> Iterator[Webhook]:
+def webhook(settings: Settings) -> Iterator[Webhook]:
+    """A receiver on loopback, so the settings allow private webhook destinations."""
+    settings.cron.webhook_allow_private = True
     hook = Webhook()
     try:
         yield hook

@@ -190,6 +190,38 @@ async def test_webhook_client_errors_are_not_retried(
     assert "HTTP 404" in read_jobs(settings.home)[0]["last_delivery_error"]
 
 
+async def test_private_webhook_destinations_are_refused_by_default(
+    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, settings: Settings,
+) -> None:
+    receiver = Webhook()  # on loopback; the settings keep the default (public destinations only)
+    try:
+        fake.default = Text("secret report")
+        create_job(store, schedule="every 1h", prompt="x", name="ssrf", deliver=receiver.url)
+        clock.advance(hours=1)
+        [result] = await scheduler.tick()
+    finally:
+        receiver.close()
+    assert result.status == "ok"
+    assert receiver.attempts == 0
+    [saved] = read_jobs(settings.home)
+    assert saved["last_status"] == "delivery_failed"
+    assert "127.0.0.1, a loopback address" in saved["last_delivery_error"]
+    assert "cron.webhook_allow_private" in saved["last_delivery_error"]
+
+
+async def test_allowed_private_webhook_is_called_by_address_with_its_host_name(
+    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, webhook: Webhook,
+    settings: Settings,
+) -> None:
+    fake.default = Text("report")
+    by_name = webhook.url.replace("127.0.0.1", "localhost")
+    create_job(store, schedule="every 1h", prompt="x", name="named", deliver=by_name)
+    clock.advance(hours=1)
+    await scheduler.tick()
+    assert [b["content"] for b in webhook.bodies] == ["report"]
+    assert webhook.hosts == [by_name.split("/")[2]]  # "localhost:<port>", as the URL said
+
+
 async def test_gateway_targets_fail_clearly_until_the_gateway_exists(
     store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, settings: Settings
 ) -> None:

@@ -68,6 +68,8 @@ class CronSettings(_Section):
     max_parallel: int = Field(default=4, ge=1)
     inactivity_timeout: float = Field(default=600.0, ge=0)
     output_retention: int = Field(default=50, ge=0)
+    # Webhook deliveries may reach loopback / private / link-local addresses (off: SSRF guard).
+    webhook_allow_private: bool = False
 
 
 class Settings(_Section):

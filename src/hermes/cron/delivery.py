@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from hermes.cron.destinations import DestinationRefused, PinnedDestination, pin_destination
 from hermes.cron.runner import RunResult
 from hermes.cron.store import Job
 
@@ -65,16 +66,25 @@ async def post_webhook(
     url: str,
     payload: dict[str, Any],
     *,
+    allow_private: bool = False,
     retry_delays: Sequence[float] = RETRY_DELAYS,
 ) -> str | None:
-    """POST with retries on network errors, 429 and 5xx; returns an error sentence or None."""
+    """POST with retries on network errors, 429 and 5xx; returns an error sentence or None.
+
+    The URL's host is resolved and checked first (`hermes.cron.destinations`); a refused
+    destination is reported, not retried, and never contacted."""
+    try:
+        target = await pin_destination(url, allow_private=allow_private)
+    except DestinationRefused as exc:
+        log.warning("webhook %s refused: %s", url, exc)
+        return f"webhook {url} refused: {exc}"
     problem, attempts = "no attempt was made", 0
     for delay in (0.0, *retry_delays):
         if delay:
             await asyncio.sleep(delay)
         attempts += 1
         try:
-            response = await client.post(url, json=payload, timeout=WEBHOOK_TIMEOUT)
+            response = await _post_pinned(client, target, payload)
         except httpx.HTTPError as exc:
             problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             log.warning("webhook %s attempt %d failed: %s", url, attempts, problem)
@@ -88,11 +98,26 @@ async def post_webhook(
     return f"webhook {url} failed after {attempts} attempt(s): {problem}"
 
 
+async def _post_pinned(
+    client: httpx.AsyncClient, target: PinnedDestination, payload: dict[str, Any]
+) -> httpx.Response:
+    """POST to the first of the checked addresses that accepts a connection."""
+    for url in target.urls[:-1]:
+        try:
+            return await client.post(url, json=payload, timeout=WEBHOOK_TIMEOUT,
+                                     **target.request_options())  # type: ignore[arg-type]
+        except httpx.ConnectError:
+            continue
+    return await client.post(target.urls[-1], json=payload, timeout=WEBHOOK_TIMEOUT,
+                             **target.request_options())  # type: ignore[arg-type]
+
+
 async def deliver(
     job: Job,
     result: RunResult,
     *,
     http_client: httpx.AsyncClient | None = None,
+    allow_private: bool = False,
     retry_delays: Sequence[float] = RETRY_DELAYS,
 ) -> DeliveryReport:
     """Send the run's message to every target of `job['deliver']` (comma-separated)."""
@@ -112,7 +137,7 @@ async def deliver(
         for target in remote:
             if target.startswith(("http://", "https://")):
                 error = await post_webhook(client, target, webhook_payload(job, result, content),
-                                           retry_delays=retry_delays)
+                                           allow_private=allow_private, retry_delays=retry_delays)
             else:
                 error = GATEWAY_NOT_BUILT.format(target=target)
             if error:

@@ -325,6 +325,7 @@ class Scheduler:
                     self.agent, scope, job, started=self.clock(), tz=self.tz
                 )
                 report = await deliver(job, result, http_client=self.http_client,
+                                       allow_private=self.settings.cron.webhook_allow_private,
                                        retry_delays=self.retry_delays)
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_off(scope, job, claim, None, None))
