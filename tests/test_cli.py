@@ -49,6 +49,7 @@ def test_doctor_explains_missing_and_unreachable_endpoint(monkeypatch) -> None:
     result = run_cli("doctor")
     lines = [line for line in result.stdout.splitlines() if "model endpoint" in line]
     assert result.returncode == 1 and len(lines) == 1 and "not usable" in lines[0] and url in lines[0]
+    assert "could not be reached (2 attempts)" in lines[0]  # a check retries once, no long back-off
 
 
 def test_doctor_passes_with_a_live_endpoint(model_env: dict) -> None:

@@ -22,6 +22,7 @@ async def _check_model(settings: Settings) -> bool:
         return _line(False, "model endpoint",
                      "not set; export OPENAI_BASE_URL=http://host:port/v1 or set model.base_url in config.yaml")
     client = make_model_client(settings)
+    client.max_retries = min(client.max_retries, 1)  # a check: one retry, not the full back-off
     try:
         models = await client.list_models()
     except ModelError as exc:
