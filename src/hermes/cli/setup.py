@@ -70,6 +70,7 @@ def setup(
     except ConfigError as exc:
         fail(str(exc), 2)
     client = make_model_client(settings)
+    client.max_retries = min(client.max_retries, 1)  # a check: one retry, not the full back-off
 
     async def check() -> str:
         try:
