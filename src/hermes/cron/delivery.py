@@ -102,14 +102,15 @@ async def _post_pinned(
     client: httpx.AsyncClient, target: PinnedDestination, payload: dict[str, Any]
 ) -> httpx.Response:
     """POST to the first of the checked addresses that accepts a connection."""
-    for url in target.urls[:-1]:
+    refused: httpx.ConnectError | None = None
+    for url in target.urls:  # never empty: pin_destination refuses a host without addresses
         try:
             return await client.post(url, json=payload, timeout=WEBHOOK_TIMEOUT,
                                      **target.request_options())  # type: ignore[arg-type]
-        except httpx.ConnectError:
-            continue
-    return await client.post(target.urls[-1], json=payload, timeout=WEBHOOK_TIMEOUT,
-                             **target.request_options())  # type: ignore[arg-type]
+        except httpx.ConnectError as exc:
+            refused = exc
+    assert refused is not None
+    raise refused
 
 
 async def deliver(
