@@ -62,23 +62,34 @@ async def hermes_serve(
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], str, float]]:
     """Start `hermes serve`; yields (process, base URL, seconds from spawn to first healthy /health)."""
     port = free_port()
-    env = {**os.environ, "HERMES_HOME": str(home), "OPENAI_BASE_URL": model_url,
-           "HERMES_MODEL": "fake-model", "PYTHONPATH": str(ROOT / "src")}
+    env = {
+        **os.environ,
+        "HERMES_HOME": str(home),
+        "OPENAI_BASE_URL": model_url,
+        "HERMES_MODEL": "fake-model",
+        "PYTHONPATH": str(ROOT / "src"),
+    }
     env.pop("HERMES_API_KEY", None)
     base = f"http://127.0.0.1:{port}"
     log_path = home.parent / f"{home.name}-serve.log"
     log = log_path.open("ab")
     started = time.perf_counter()
     # Popen only forks; the wait happens in _wait_healthy without blocking the loop
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "serve", "--port", str(port)],  # noqa: ASYNC220
-                            env=env, stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(  # noqa: ASYNC220
+        [sys.executable, "-m", "hermes", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     try:
         cold = await _wait_healthy(proc, base, started, http)
         yield proc, base, cold
     except BaseException:
         log.flush()
-        print(f"server log ({log_path}):\n" + log_path.read_text(errors="replace")[-4000:],
-              file=sys.stderr)
+        print(
+            f"server log ({log_path}):\n" + log_path.read_text(errors="replace")[-4000:],
+            file=sys.stderr,
+        )
         raise
     finally:
         log.close()
@@ -90,8 +101,9 @@ async def hermes_serve(
             proc.wait()
 
 
-async def _wait_healthy(proc: subprocess.Popen[bytes], base: str, started: float,
-                        http: aiohttp.ClientSession) -> float:
+async def _wait_healthy(
+    proc: subprocess.Popen[bytes], base: str, started: float, http: aiohttp.ClientSession
+) -> float:
     deadline = started + 30
     while time.perf_counter() < deadline:
         if proc.poll() is not None:
@@ -118,15 +130,19 @@ def rss_mb(pid: int) -> tuple[float, float]:
 
 
 def body(content: str) -> bytes:
-    return json.dumps({"model": "hermes", "messages": [{"role": "user", "content": content}]}).encode()
+    return json.dumps(
+        {"model": "hermes", "messages": [{"role": "user", "content": content}]}
+    ).encode()
 
 
 async def one_turn(http: aiohttp.ClientSession, base: str, session: str, content: str) -> float:
     """Client-observed latency of one non-streaming turn, in seconds."""
     started = time.perf_counter()
-    async with http.post(f"{base}/v1/chat/completions", data=body(content),
-                         headers={"X-Hermes-Session-Id": session,
-                                  "Content-Type": "application/json"}) as r:
+    async with http.post(
+        f"{base}/v1/chat/completions",
+        data=body(content),
+        headers={"X-Hermes-Session-Id": session, "Content-Type": "application/json"},
+    ) as r:
         text = await r.read()
     latency = time.perf_counter() - started
     if r.status != 200:
@@ -134,8 +150,14 @@ async def one_turn(http: aiohttp.ClientSession, base: str, session: str, content
     return latency
 
 
-async def sequential(http: aiohttp.ClientSession, base: str, model: InstantModel, fresh: int,
-                     long_turns: int, windows: list[tuple[int, int]]) -> dict[str, list[float]]:
+async def sequential(
+    http: aiohttp.ClientSession,
+    base: str,
+    model: InstantModel,
+    fresh: int,
+    long_turns: int,
+    windows: list[tuple[int, int]],
+) -> dict[str, list[float]]:
     async def overhead(session: str, content: str) -> float:
         latency = await one_turn(http, base, session, content)
         return latency - model.take(content)
@@ -146,15 +168,17 @@ async def sequential(http: aiohttp.ClientSession, base: str, model: InstantModel
     out["turn 1"] = [await overhead(f"fresh-{i}", f"hello {i}") for i in range(fresh)]
     per_turn: dict[int, float] = {}
     for n in range(1, long_turns + 1):
-        per_turn[n] = await overhead("long", f"turn {n}: a short message about the todo app, "
-                                             f"decision {n % 7}")
+        per_turn[n] = await overhead(
+            "long", f"turn {n}: a short message about the todo app, decision {n % 7}"
+        )
     for first, last in windows:
         out[f"turn {first}"] = [per_turn[n] for n in range(first, last + 1)]
     return out
 
 
-async def concurrent(http: aiohttp.ClientSession, base: str, sessions: int, turns_each: int,
-                     tag: str) -> tuple[float, float, int]:
+async def concurrent(
+    http: aiohttp.ClientSession, base: str, sessions: int, turns_each: int, tag: str
+) -> tuple[float, float, int]:
     """(turns per second, p99 latency, turns) with `sessions` clients in parallel."""
     latencies: list[float] = []
 
@@ -179,8 +203,9 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
     return pick(0.50), pick(0.95), pick(0.99)
 
 
-async def first_request_tokens(http: aiohttp.ClientSession, base: str,
-                               model: InstantModel) -> tuple[int, int, int]:
+async def first_request_tokens(
+    http: aiohttp.ClientSession, base: str, model: InstantModel
+) -> tuple[int, int, int]:
     """(tokens, system chars, tool-schema chars) of the first upstream request of the server."""
     await one_turn(http, base, "probe", "first request probe")
     request = model.first_body or {}
@@ -195,22 +220,34 @@ async def measure(args: argparse.Namespace) -> dict:
     conc_turns = {8: 20, 32: 6} if args.quick else {8: 100, 32: 40}
     model = await InstantModel().start()
     connector = aiohttp.TCPConnector(limit=64)
-    async with aiohttp.ClientSession(connector=connector,
-                                     timeout=aiohttp.ClientTimeout(total=60)) as http:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=60)
+    ) as http:
         with tempfile.TemporaryDirectory() as tmp:
             colds = []
             for i in range(3):
-                async with hermes_serve(Path(tmp) / f"cold-{i}", model.base_url, http) as (_, _, cold):
+                async with hermes_serve(Path(tmp) / f"cold-{i}", model.base_url, http) as (
+                    _,
+                    _,
+                    cold,
+                ):
                     colds.append(cold)
             async with hermes_serve(Path(tmp) / "home", model.base_url, http) as (proc, base, _):
                 tokens = await first_request_tokens(http, base, model)
-                conc = {n: await concurrent(http, base, n, t, f"c{n}")
-                        for n, t in conc_turns.items()}
+                conc = {
+                    n: await concurrent(http, base, n, t, f"c{n}") for n, t in conc_turns.items()
+                }
                 seq = await sequential(http, base, model, fresh, long_turns, windows)
                 rss = rss_mb(proc.pid)
     await model.stop()
-    return {"colds": colds, "tokens": tokens, "conc": conc, "seq": seq, "rss": rss,
-            "last_window": windows[-1][0]}
+    return {
+        "colds": colds,
+        "tokens": tokens,
+        "conc": conc,
+        "seq": seq,
+        "rss": rss,
+        "last_window": windows[-1][0],
+    }
 
 
 # ---------------------------------------------------------------------- report
@@ -240,25 +277,53 @@ def main() -> None:
     for name, samples in result["seq"].items():
         p50, p95, p99 = percentiles(samples)
         target = "p50 ≤ 3, p99 ≤ 15" if name == f"turn {result['last_window']}" else "—"
-        rows.append((f"overhead {name} (ms p50/p95/p99, n={len(samples)})",
-                     f"{ms(p50)} / {ms(p95)} / {ms(p99)}", target, original.get(name, "≈180 p50")))
+        rows.append(
+            (
+                f"overhead {name} (ms p50/p95/p99, n={len(samples)})",
+                f"{ms(p50)} / {ms(p95)} / {ms(p99)}",
+                target,
+                original.get(name, "≈180 p50"),
+            )
+        )
     for n, (tps, p99, count) in result["conc"].items():
         target = "≥ 300 turns/s" if n == 32 else "—"
-        rows.append((f"{n} concurrent sessions (turns/s, p99 ms, n={count})",
-                     f"{tps:.0f} turns/s, p99 {ms(p99)}", target, "≈9.5 turns/s"))
+        rows.append(
+            (
+                f"{n} concurrent sessions (turns/s, p99 ms, n={count})",
+                f"{tps:.0f} turns/s, p99 {ms(p99)}",
+                target,
+                "≈9.5 turns/s",
+            )
+        )
     rss, peak = result["rss"]
-    rows.append(("server RSS after the run (MB, peak)", f"{rss:.0f} (peak {peak:.0f})", "≤ 150",
-                 "≈200"))
+    rows.append(
+        ("server RSS after the run (MB, peak)", f"{rss:.0f} (peak {peak:.0f})", "≤ 150", "≈200")
+    )
     colds = result["colds"]
-    rows.append(("cold start to first /health (s, median of 3)",
-                 f"{statistics.median(colds):.2f} ({', '.join(f'{c:.2f}' for c in colds)})",
-                 "≤ 1.5", "—"))
+    rows.append(
+        (
+            "cold start to first /health (s, median of 3)",
+            f"{statistics.median(colds):.2f} ({', '.join(f'{c:.2f}' for c in colds)})",
+            "≤ 1.5",
+            "—",
+        )
+    )
     tokens, sys_chars, tool_chars = result["tokens"]
-    rows.append(("first upstream request (tokens; system + tool chars)",
-                 f"{tokens} ({sys_chars} + {tool_chars})", "≤ 4,000", "≈12,900 (45,700 tool chars)"))
-    widths = [max(len(r[i]) for r in [("figure", "Hermes", "target", "original"), *rows])
-              for i in range(4)]
-    line = " | ".join(h.ljust(w) for h, w in zip(("figure", "Hermes", "target", "original"), widths, strict=True))
+    rows.append(
+        (
+            "first upstream request (tokens; system + tool chars)",
+            f"{tokens} ({sys_chars} + {tool_chars})",
+            "≤ 4,000",
+            "≈12,900 (45,700 tool chars)",
+        )
+    )
+    widths = [
+        max(len(r[i]) for r in [("figure", "Hermes", "target", "original"), *rows])
+        for i in range(4)
+    ]
+    line = " | ".join(
+        h.ljust(w) for h, w in zip(("figure", "Hermes", "target", "original"), widths, strict=True)
+    )
     print(line)
     print("-|-".join("-" * w for w in widths))
     for r in rows:

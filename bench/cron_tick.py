@@ -39,10 +39,17 @@ def make_jobs(count: int, now: datetime, store: JobStore) -> list[dict]:
     for i in range(count):
         schedule = parse_schedule(SCHEDULES[i % len(SCHEDULES)], now=now, tz=UTC)
         upcoming = first_run(schedule, now=now, tz=UTC) + timedelta(minutes=i % 600)
-        jobs.append({**template, "id": new_job_id(), "name": f"job {i}",
-                     "prompt": f"Do task number {i} and report back briefly.",
-                     "schedule": schedule, "schedule_display": schedule["display"],
-                     "next_run_at": to_iso(upcoming, UTC)})
+        jobs.append(
+            {
+                **template,
+                "id": new_job_id(),
+                "name": f"job {i}",
+                "prompt": f"Do task number {i} and report back briefly.",
+                "schedule": schedule,
+                "schedule_display": schedule["display"],
+                "next_run_at": to_iso(upcoming, UTC),
+            }
+        )
     return jobs
 
 
@@ -92,8 +99,15 @@ async def run(count: int, rounds: int) -> list[tuple[str, int, int, list[float]]
 
         def touch() -> None:
             path.touch()  # a new mtime, as after an edit
-        rows.append(("changed (file edited since last tick)", count, 1,
-                     await measure(warm, now, max(3, rounds // 4), before=touch)))
+
+        rows.append(
+            (
+                "changed (file edited since last tick)",
+                count,
+                1,
+                await measure(warm, now, max(3, rounds // 4), before=touch),
+            )
+        )
         due_times = []
         for n in range(max(3, rounds // 4)):
             jobs[n]["next_run_at"] = to_iso(now - timedelta(minutes=1), UTC)
@@ -109,7 +123,7 @@ async def run(count: int, rounds: int) -> list[tuple[str, int, int, list[float]]
         write_scope(home, DEFAULT_SCOPE, [], now)
         per = count // 100
         for n in range(100):
-            write_scope(home, f"user:u{n}", jobs[n * per:(n + 1) * per], now)
+            write_scope(home, f"user:u{n}", jobs[n * per : (n + 1) * per], now)
         spread = Scheduler(runtime.agent, clock=lambda: now)
         await spread.tick(now)
         rows.append(("warm, 100 user scopes", count, 101, await measure(spread, now, rounds)))
@@ -124,12 +138,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     rows = asyncio.run(run(args.jobs, args.rounds))
-    print(f"{'scenario':<42} {'jobs':>6} {'files':>5} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
+    print(
+        f"{'scenario':<42} {'jobs':>6} {'files':>5} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}"
+    )
     for name, jobs, files, times in rows:
         ordered = sorted(times)
         p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
-        print(f"{name:<42} {jobs:>6} {files:>5} {statistics.median(times):>10.2f} "
-              f"{p95:>8.2f} {max(times):>8.2f}")
+        print(
+            f"{name:<42} {jobs:>6} {files:>5} {statistics.median(times):>10.2f} "
+            f"{p95:>8.2f} {max(times):>8.2f}"
+        )
     print("target: one tick with 10,000 jobs, none due, under 50 ms")
 
 

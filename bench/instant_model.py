@@ -20,8 +20,9 @@ import httptools
 _ANSWER = {
     "object": "chat.completion",
     "model": "fake-model",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                 "finish_reason": "stop"}],
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+    ],
 }
 _MODELS = json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
@@ -62,10 +63,18 @@ class InstantModel:
         if self.first_body is None:
             self.first_body = request
         prompt = size // 4
-        return json.dumps({
-            **_ANSWER, "id": f"chatcmpl-{self.requests}", "created": int(time.time()),
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1},
-        }).encode()
+        return json.dumps(
+            {
+                **_ANSWER,
+                "id": f"chatcmpl-{self.requests}",
+                "created": int(time.time()),
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": 1,
+                    "total_tokens": prompt + 1,
+                },
+            }
+        ).encode()
 
 
 class _Protocol(asyncio.Protocol):
@@ -105,7 +114,9 @@ class _Protocol(asyncio.Protocol):
             payload = _MODELS.encode()
         self.transport.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-            + str(len(payload)).encode() + b"\r\n\r\n" + payload
+            + str(len(payload)).encode()
+            + b"\r\n\r\n"
+            + payload
         )
         if request is not None:
             tag = str((request.get("messages") or [{}])[-1].get("content"))

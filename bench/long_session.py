@@ -40,8 +40,16 @@ FACTS = [
     ("The invoice API key rotates every 45 days.", "invoice key rotation days"),
     ("My favourite editor theme is Solarized Dark.", "editor theme Solarized"),
 ]
-TOPICS = ["the Go todo app", "database indexes", "CI pipelines", "a birthday party",
-          "hiking routes", "the quarterly budget", "API pagination", "unit tests"]
+TOPICS = [
+    "the Go todo app",
+    "database indexes",
+    "CI pipelines",
+    "a birthday party",
+    "hiking routes",
+    "the quarterly budget",
+    "API pagination",
+    "unit tests",
+]
 
 
 def free_port() -> int:
@@ -54,27 +62,46 @@ def user_message(turn: int, rng: random.Random) -> str:
     if 1 <= turn <= 50 and turn % 6 == 1 and (turn // 6) < len(FACTS):
         return f"By the way: {FACTS[turn // 6][0]} Anyway, back to work."
     topic = rng.choice(TOPICS)
-    words = " ".join(rng.choice(["details", "options", "tradeoffs", "steps", "ideas", "risks",
-                                 "examples", "numbers"]) for _ in range(rng.randint(40, 110)))
+    words = " ".join(
+        rng.choice(
+            ["details", "options", "tradeoffs", "steps", "ideas", "risks", "examples", "numbers"]
+        )
+        for _ in range(rng.randint(40, 110))
+    )
     return f"Turn {turn}: let's talk about {topic}. Some notes: {words}"
 
 
 def fake_responder(rng: random.Random):
     def respond(req: dict[str, Any]):
         if req["messages"][0].get("content") == SUMMARIZER_INSTRUCTIONS:
-            body = "\n".join(f"{h}\n- point {rng.randint(1, 999)}" for h in (
-                "## Goal", "## Constraints & Preferences", "## Progress", "### Done",
-                "### In Progress", "### Blocked", "## Key Decisions", "## Resolved Questions",
-                "## Relevant Files", "## Critical Context", "## Next Steps"))
+            body = "\n".join(
+                f"{h}\n- point {rng.randint(1, 999)}"
+                for h in (
+                    "## Goal",
+                    "## Constraints & Preferences",
+                    "## Progress",
+                    "### Done",
+                    "### In Progress",
+                    "### Blocked",
+                    "## Key Decisions",
+                    "## Resolved Questions",
+                    "## Relevant Files",
+                    "## Critical Context",
+                    "## Next Steps",
+                )
+            )
             return Text(body + "\n" + "summary detail " * 60)
         return Text("Here is my answer. " + "content " * rng.randint(30, 90))
+
     return respond
 
 
 def wait_health(base: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"hermes serve exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            raise SystemExit(
+                f"hermes serve exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+            )
         try:
             if httpx.get(base + "/health", timeout=0.5).status_code == 200:
                 return
@@ -98,11 +125,19 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="hermes-bench-long-"))
     with FakeModel(context_length=args.window, default=fake_responder(rng)) as fake:
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-        env.update(HERMES_HOME=str(home), OPENAI_BASE_URL=fake.base_url, HERMES_MODEL="fake-model",
-                   HERMES_CONTEXT_LENGTH=str(args.window))
+        env.update(
+            HERMES_HOME=str(home),
+            OPENAI_BASE_URL=fake.base_url,
+            HERMES_MODEL="fake-model",
+            HERMES_CONTEXT_LENGTH=str(args.window),
+        )
         port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "hermes", "serve", "--port", str(port)],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hermes", "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             wait_health(base, proc, time.monotonic() + 20)
@@ -112,14 +147,20 @@ def main() -> None:
             with httpx.Client(base_url=base, timeout=60) as client:
                 for turn in range(1, args.turns + 1):
                     msg = user_message(turn, rng)
-                    r = client.post("/v1/chat/completions",
-                                    headers={"X-Hermes-Session-Id": "bench-long"},
-                                    json={"model": "hermes", "messages": [{"role": "user", "content": msg}]})
+                    r = client.post(
+                        "/v1/chat/completions",
+                        headers={"X-Hermes-Session-Id": "bench-long"},
+                        json={"model": "hermes", "messages": [{"role": "user", "content": msg}]},
+                    )
                     r.raise_for_status()
                     reply = r.json()["choices"][0]["message"]["content"]
-                    transcript_tokens += estimate_messages_tokens([{"role": "user", "content": msg}])
+                    transcript_tokens += estimate_messages_tokens(
+                        [{"role": "user", "content": msg}]
+                    )
                     naive_total += transcript_tokens  # full transcript (plus system) every turn
-                    transcript_tokens += estimate_messages_tokens([{"role": "assistant", "content": reply}])
+                    transcript_tokens += estimate_messages_tokens(
+                        [{"role": "assistant", "content": reply}]
+                    )
             elapsed = time.monotonic() - started
         finally:
             proc.terminate()
@@ -127,45 +168,94 @@ def main() -> None:
         requests = fake.chat_requests()
     summaries = [r for r in requests if r["messages"][0].get("content") == SUMMARIZER_INSTRUCTIONS]
     memory_calls = [r for r in requests if r["messages"][0].get("content") == MEMORY_SYSTEM]
-    mains = [r for r in requests if r["messages"][0].get("content") not in (SUMMARIZER_INSTRUCTIONS, MEMORY_SYSTEM)]
-    sizes = [estimate_messages_tokens(r["messages"]) + estimate_tools_tokens(r.get("tools") or []) for r in mains]
+    mains = [
+        r
+        for r in requests
+        if r["messages"][0].get("content") not in (SUMMARIZER_INSTRUCTIONS, MEMORY_SYSTEM)
+    ]
+    sizes = [
+        estimate_messages_tokens(r["messages"]) + estimate_tools_tokens(r.get("tools") or [])
+        for r in mains
+    ]
     system_tokens = estimate_messages_tokens(mains[0]["messages"][:1])
     naive_total += system_tokens * len(mains)
-    sent_total = sum(sizes) + sum(estimate_messages_tokens(r["messages"]) + estimate_tools_tokens(r.get("tools") or [])
-                                  for r in summaries + memory_calls)
+    sent_total = sum(sizes) + sum(
+        estimate_messages_tokens(r["messages"]) + estimate_tools_tokens(r.get("tools") or [])
+        for r in summaries + memory_calls
+    )
 
     env_cli = dict(env)
-    shown = json.loads(subprocess.run([sys.executable, "-m", "hermes", "sessions", "show", "bench-long", "--json"],
-                                      env=env_cli, capture_output=True, text=True, check=True).stdout)
+    shown = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "hermes", "sessions", "show", "bench-long", "--json"],
+            env=env_cli,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     compressions = len(shown["compressions"])
-    first_comp = next((i for i, r in enumerate(mains)
-                       if any(SUMMARY_PREFIX in str(m.get("content")) for m in r["messages"])), len(mains))
+    first_comp = next(
+        (
+            i
+            for i, r in enumerate(mains)
+            if any(SUMMARY_PREFIX in str(m.get("content")) for m in r["messages"])
+        ),
+        len(mains),
+    )
     found = 0
     for sentence, query in FACTS:
-        out = subprocess.run([sys.executable, "-m", "hermes", "sessions", "search", query, "--limit", "5", "--json"],
-                             env=env_cli, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "hermes", "sessions", "search", query, "--limit", "5", "--json"],
+            env=env_cli,
+            capture_output=True,
+            text=True,
+        )
         hits = json.loads(out.stdout).get("hits", []) if out.returncode == 0 else []
-        planted = [m["index"] for m in shown["messages"] if m["role"] == "user" and sentence in (m["content"] or "")]
+        planted = [
+            m["index"]
+            for m in shown["messages"]
+            if m["role"] == "user" and sentence in (m["content"] or "")
+        ]
         if any(h["session_id"] == "bench-long" and h["message_index"] in planted for h in hits):
             found += 1
 
     after = sizes[first_comp:]
-    blocks = [after[i:i + 100] for i in range(0, len(after), 100)]
+    blocks = [after[i : i + 100] for i in range(0, len(after), 100)]
     rows = [
         ("turns", f"{args.turns}", f"{elapsed:.1f}s wall"),
         ("context window", f"{args.window}", ""),
-        ("prompt tokens / turn: max", f"{max(sizes)}", "target < window" + (" ✓" if max(sizes) < args.window else " ✗")),
+        (
+            "prompt tokens / turn: max",
+            f"{max(sizes)}",
+            "target < window" + (" ✓" if max(sizes) < args.window else " ✗"),
+        ),
         ("prompt tokens / turn: p95", f"{pct(sizes, 0.95):.0f}", ""),
         ("prompt tokens / turn: mean", f"{statistics.mean(sizes):.0f}", ""),
-        ("mean per 100-turn block after 1st compression",
-         " ".join(f"{statistics.mean(b):.0f}" for b in blocks), f"first compression at turn {first_comp + 1}"),
+        (
+            "mean per 100-turn block after 1st compression",
+            " ".join(f"{statistics.mean(b):.0f}" for b in blocks),
+            f"first compression at turn {first_comp + 1}",
+        ),
         ("compressions", f"{compressions}", ""),
         ("summary calls", f"{len(summaries)}", ""),
-        ("memory calls (review + pre-compression flush)", f"{len(memory_calls)}", "counted in the total"),
+        (
+            "memory calls (review + pre-compression flush)",
+            f"{len(memory_calls)}",
+            "counted in the total",
+        ),
         ("total tokens sent (all calls)", f"{sent_total:,}", ""),
         ("naive total (full transcript each turn)", f"{naive_total:,}", ""),
-        ("sent / naive", f"{100 * sent_total / naive_total:.1f}%", "target < 10%" + (" ✓" if sent_total < 0.1 * naive_total else " ✗")),
-        ("facts from turns 1–50 found at the end", f"{found}/{len(FACTS)}", "via hermes sessions search, top 5"),
+        (
+            "sent / naive",
+            f"{100 * sent_total / naive_total:.1f}%",
+            "target < 10%" + (" ✓" if sent_total < 0.1 * naive_total else " ✗"),
+        ),
+        (
+            "facts from turns 1–50 found at the end",
+            f"{found}/{len(FACTS)}",
+            "via hermes sessions search, top 5",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{'metric':<{width}}  {'value':>14}  note")

@@ -45,8 +45,14 @@ Hits = list[tuple[str, int]]
 
 def hermes(home: Path, *args: str, stdin: str | None = None) -> str:
     env = {**os.environ, "HERMES_HOME": str(home)}
-    done = subprocess.run([sys.executable, "-m", "hermes", *args], env=env, input=stdin,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "hermes", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"hermes {' '.join(args)} failed:\n{done.stderr}")
     return done.stdout
@@ -72,8 +78,10 @@ def run_cli_search(home: Path, data: Path, questions: list[dict]) -> tuple[list[
         by_user.setdefault(q["persona"], []).append(i)
     for user, idxs in by_user.items():
         batch = data / f"{user}.queries.jsonl"
-        batch.write_text("".join(json.dumps({"query": questions[i]["query"], "limit": 10}) + "\n"
-                                 for i in idxs), encoding="utf-8")
+        batch.write_text(
+            "".join(json.dumps({"query": questions[i]["query"], "limit": 10}) + "\n" for i in idxs),
+            encoding="utf-8",
+        )
         out = hermes(home, "sessions", "search", "--batch", str(batch), "--json", "--user", user)
         for i, line in zip(idxs, out.splitlines(), strict=True):
             doc = json.loads(line)
@@ -83,7 +91,9 @@ def run_cli_search(home: Path, data: Path, questions: list[dict]) -> tuple[list[
     return [results[i] for i in range(len(questions))], took
 
 
-def timed(questions: list[dict], search: Callable[[str, str], Hits]) -> tuple[list[Hits], list[float]]:
+def timed(
+    questions: list[dict], search: Callable[[str, str], Hits]
+) -> tuple[list[Hits], list[float]]:
     hits, took = [], []
     for q in questions:
         started = time.perf_counter()
@@ -101,7 +111,8 @@ def build_plain(db: Path, data: Path, personas: list[str]) -> sqlite3.Connection
     conn.executescript(
         "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
         "CREATE TABLE msg (id INTEGER PRIMARY KEY, scope TEXT, session_id TEXT, idx INTEGER);"
-        "CREATE VIRTUAL TABLE msg_fts USING fts5(content);")
+        "CREATE VIRTUAL TABLE msg_fts USING fts5(content);"
+    )
     rowid = 0
     for user in personas:
         rows, texts = [], []
@@ -126,7 +137,8 @@ def plain_search(conn: sqlite3.Connection) -> Callable[[str, str], Hits]:
         rows = conn.execute(
             "SELECT m.session_id, m.idx FROM msg_fts JOIN msg m ON m.id = msg_fts.rowid "
             "WHERE msg_fts MATCH ? AND m.scope = ? ORDER BY bm25(msg_fts) LIMIT 10",
-            (match, scope)).fetchall()
+            (match, scope),
+        ).fetchall()
         return [(r[0], r[1]) for r in rows]
 
     return search
@@ -163,8 +175,10 @@ ABLATIONS: list[tuple[str, RankConfig]] = [
 def score(questions: list[dict], hits: list[Hits]) -> dict[int, float]:
     out = {}
     for k in (1, 5, 10):
-        found = sum(bool({tuple(e) for e in q["evidence"]} & set(h[:k]))
-                    for q, h in zip(questions, hits, strict=True))
+        found = sum(
+            bool({tuple(e) for e in q["evidence"]} & set(h[:k]))
+            for q, h in zip(questions, hits, strict=True)
+        )
         out[k] = found / len(questions)
     return out
 
@@ -173,8 +187,10 @@ def row(scale: str, method: str, questions: list[dict], hits: list[Hits], took: 
     r = score(questions, hits)
     took = sorted(took)
     p95 = took[min(len(took) - 1, int(0.95 * len(took)))]
-    return (f"| {scale:>5} | {method:<38} | {r[1]:.3f} | {r[5]:.3f} | {r[10]:.3f} | "
-            f"{statistics.median(took):8.1f} | {p95:8.1f} |")
+    return (
+        f"| {scale:>5} | {method:<38} | {r[1]:.3f} | {r[5]:.3f} | {r[10]:.3f} | "
+        f"{statistics.median(took):8.1f} | {p95:8.1f} |"
+    )
 
 
 def by_kind(questions: list[dict], hits: list[Hits]) -> str:
@@ -184,30 +200,48 @@ def by_kind(questions: list[dict], hits: list[Hits]) -> str:
     return ", ".join(f"{k} {sum(v) / len(v):.2f} (n={len(v)})" for k, v in sorted(kinds.items()))
 
 
-def run_scale(label: str, root: Path, personas: int, per_persona: int, extra: int, seed: int,
-              ablations: bool) -> list[str]:
+def run_scale(
+    label: str, root: Path, personas: int, per_persona: int, extra: int, seed: int, ablations: bool
+) -> list[str]:
     data, home = root / "data", root / "home"
     started = time.perf_counter()
-    write_dataset(data, personas=personas, per_persona=per_persona, extra_per_persona=extra,
-                  seed=seed)
+    write_dataset(
+        data, personas=personas, per_persona=per_persona, extra_per_persona=extra, seed=seed
+    )
     users = [f"p{i:02d}" for i in range(personas)]
     questions = load_questions(data)
     gen_s = time.perf_counter() - started
     import_s = import_all(data, home, users)
     store = SQLiteStore(home / "state.db")
     total = store.count_messages()
-    print(f"[{label}] {total:,} messages, {len(questions)} questions; generated in {gen_s:.0f}s, "
-          f"imported via CLI in {import_s:.0f}s ({total / import_s:,.0f} msg/s)", file=sys.stderr, flush=True)
+    print(
+        f"[{label}] {total:,} messages, {len(questions)} questions; generated in {gen_s:.0f}s, "
+        f"imported via CLI in {import_s:.0f}s ({total / import_s:,.0f} msg/s)",
+        file=sys.stderr,
+        flush=True,
+    )
     lines = []
     hits, took = run_cli_search(home, data, questions)
     lines.append(row(label, "hermes sessions search (CLI)", questions, hits, took))
     kinds = by_kind(questions, hits)
     plain = build_plain(root / "plain.db", data, users)
-    lines.append(row(label, "plain FTS5 (1 msg/row, no stemming)", questions,
-                     *timed(questions, plain_search(plain))))
+    lines.append(
+        row(
+            label,
+            "plain FTS5 (1 msg/row, no stemming)",
+            questions,
+            *timed(questions, plain_search(plain)),
+        )
+    )
     plain.close()
-    lines.append(row(label, "FTS5 porter, 1 msg/row (store.search)", questions,
-                     *timed(questions, store_search(store))))
+    lines.append(
+        row(
+            label,
+            "FTS5 porter, 1 msg/row (store.search)",
+            questions,
+            *timed(questions, store_search(store)),
+        )
+    )
     if ablations:
         for name, config in ABLATIONS:
             lines.append(row(label, name, questions, *timed(questions, ranked(store, config))))
@@ -226,16 +260,19 @@ def main() -> None:
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="hermes-recall-"))
     work.mkdir(parents=True, exist_ok=True)
-    header = ["| scale | method                                 |  R@1  |  R@5  | R@10  | med ms   | p95 ms   |",
-              "|------:|----------------------------------------|------:|------:|------:|---------:|---------:|"]
+    header = [
+        "| scale | method                                 |  R@1  |  R@5  | R@10  | med ms   | p95 ms   |",
+        "|------:|----------------------------------------|------:|------:|------:|---------:|---------:|",
+    ]
     lines = []
     try:
         per = 10_000 // args.personas
         lines += run_scale("10k", work / "10k", args.personas, per, 0, args.seed, ablations=True)
         if not args.skip_1m:
             extra = 1_000_000 // args.personas - per
-            lines += run_scale("1M", work / "1m", args.personas, per, extra, args.seed,
-                               ablations=True)
+            lines += run_scale(
+                "1M", work / "1m", args.personas, per, extra, args.seed, ablations=True
+            )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -24,260 +24,585 @@ from pathlib import Path
 # and update statements (said in a later session; only the newest counts as evidence).
 
 FACTS: list[dict] = [
-    {"key": "pet", "values": ["Biscuit", "Pepper", "Waffles", "Juniper", "Otis", "Mochi"],
-     "say": ["We just adopted a beagle puppy and named him {v}, he's chewing everything.",
-             "Our new rescue pup is called {v} and he already owns the couch."],
-     "spread": ("Big news at home, a new four-legged family member arrived on Saturday!",
-                "Congratulations, that's exciting! What did you decide to call the little one?",
-                "{v}. The kids picked it after a long debate."),
-     "ask": ["What is my dog's name?", "What did we name the puppy?"]},
-    {"key": "city", "values": ["Denver", "Porto", "Austin", "Leipzig", "Halifax", "Kyoto"],
-     "say": ["I relocated to {v} in March for the new role, still unpacking boxes.",
-             "Moving to {v} was the best decision, the neighbourhood is lovely."],
-     "update": ["Plot twist: we're moving again, signed a lease in {v} yesterday."],
-     "ask": ["Which city do I live in now?", "Where did I move to?"]},
-    {"key": "job", "values": ["Atlassian", "Siemens", "a small robotics startup", "the city library",
-                              "Moderna", "a regional bank"],
-     "say": ["I accepted an offer as a data engineer at {v}, starting in two weeks.",
-             "First week at {v} went well, my team is friendly."],
-     "update": ["I handed in my notice, next month I'm joining {v} instead."],
-     "ask": ["Where do I work?", "Which company did I join?"]},
-    {"key": "sister", "values": ["Clara", "Ines", "Maya", "Rosalind", "Tess", "Yuki"],
-     "say": ["My younger sister {v} is visiting this weekend, any ideas for a day out?"],
-     "spread": ("My sibling is flying in on Friday and I want to plan something nice.",
-                "Lovely! Tell me a bit about them so I can suggest something.",
-                "Her name is {v}, she loves museums and spicy food."),
-     "ask": ["What is my sister's name?", "Who is my sister?"]},
-    {"key": "allergy", "values": ["peanuts", "shellfish", "sesame", "kiwi", "walnuts", "eggs"],
-     "say": ["Please keep {v} out of any recipe, I'm seriously allergic.",
-             "I react badly to {v}, so recipes without them please.",
-             "My {v} allergy flared up again after the work dinner."],
-     "ask": ["What food allergy do I have?", "Which ingredient must my recipes avoid?"]},
-    {"key": "car", "values": ["Subaru Outback", "Tesla Model 3", "Mazda CX-5", "Volvo V60",
-                              "Honda Civic", "Ford Maverick"],
-     "say": ["I finally picked up my {v} from the dealer, it drives like a dream.",
-             "Traded in the old hatchback for a {v}."],
-     "update": ["Sold the car, I'm driving a {v} now."],
-     "ask": ["What car do I drive?", "Which vehicle did I buy?"]},
-    {"key": "marathon", "values": ["Berlin", "Chicago", "Boston", "Tokyo", "London", "Valencia"],
-     "say": ["Training plan check: the {v} marathon is in eleven weeks and my long runs are at 28 km.",
-             "I signed up for the {v} marathon this autumn!"],
-     "ask": ["Which marathon am I running?", "What race am I training for?"]},
-    {"key": "instrument", "values": ["cello", "banjo", "piano", "trumpet", "ukulele", "violin"],
-     "say": ["Two months into {v} lessons and my fingers finally cooperate.",
-             "I've been practising the {v} every evening after dinner.",
-             "Learning an instrument as an adult is humbling, the {v} especially."],
-     "ask": ["What instrument am I learning?", "Which instrument do I play?"]},
-    {"key": "book", "values": ["The Overstory", "Middlemarch", "Project Hail Mary", "Piranesi",
-                               "Dune", "The Name of the Wind"],
-     "say": ["I'm halfway through {v} and can't put it down.",
-             "Started reading {v} on the train, it's gripping.",
-             "The book club picked {v} this month, I'm loving it."],
-     "ask": ["Which book am I reading at the moment?", "What novel did I start?"]},
-    {"key": "trip", "values": ["Lisbon", "Iceland", "Vietnam", "the Dolomites", "Patagonia", "Crete"],
-     "say": ["We booked two weeks in {v} for August, flights are sorted."],
-     "spread": ("Finally locked in our summer holiday after months of arguing!",
-                "Nice, where are you heading?",
-                "{v}! Two weeks, leaving the first of August."),
-     "update": ["Change of plans for the summer: we cancelled and are going to {v} instead."],
-     "ask": ["Where am I going on vacation?", "What is the destination of my summer trip?"]},
-    {"key": "diet", "values": ["vegetarian", "vegan", "pescatarian", "keto", "gluten-free", "low-FODMAP"],
-     "say": ["Since January I've been eating {v}, and honestly I feel better.",
-             "Switching to a {v} diet was hard the first month, now it's easy."],
-     "ask": ["What diet do I follow?", "What kind of eating plan am I on?"]},
-    {"key": "coffee", "values": ["flat white", "cortado", "oat latte", "double espresso",
-                                 "cold brew", "cappuccino"],
-     "say": ["My usual order at the café is a {v}, every single morning.",
-             "I can't start a workday without coffee, and it has to be a {v}."],
-     "ask": ["How do I take my coffee?", "What is my usual coffee order?"]},
-    {"key": "team", "values": ["Liverpool", "the Green Bay Packers", "Boca Juniors", "the Seattle Sounders",
-                               "Celtic", "the Chicago Cubs"],
-     "say": ["I've supported {v} since I was seven, my dad took me to my first match.",
-             "Huge game for {v} on Sunday, I'm a nervous wreck."],
-     "ask": ["Which team do I support?", "What team do I root for?"]},
-    {"key": "partner", "values": ["Daniel", "Priya", "Marco", "Sofia", "Hannah", "Kenji"],
-     "say": ["My husband {v} is planning the anniversary dinner, so I'm off the hook."],
-     "spread": ("It's our tenth wedding anniversary next week and I have no gift yet.",
-                "Ten years, congratulations! What does your spouse enjoy?",
-                "{v} is into woodworking and old jazz records."),
-     "ask": ["What is my spouse's name?", "Who am I married to?"]},
-    {"key": "degree", "values": ["marine biology", "economics", "mechanical engineering", "art history",
-                                 "linguistics", "nursing"],
-     "say": ["Back when I studied {v} at university I never thought I'd end up here.",
-             "My degree is in {v}, though I barely use it now."],
-     "ask": ["What did I study in college?", "What is my degree in?"]},
-    {"key": "language", "values": ["Portuguese", "Japanese", "Italian", "Korean", "Dutch", "Turkish"],
-     "say": ["I'm practising my {v} on an app for twenty minutes a day before work."],
-     "ask": ["Which language am I learning?", "What language do I practise every day?"]},
-    {"key": "renovation", "values": ["kitchen", "bathroom", "attic", "basement", "garden shed", "hallway"],
-     "say": ["We're tearing out the old {v} this month, contractors start Monday.",
-             "Renovating the {v} is taking forever, the tiles arrived broken."],
-     "ask": ["Which room are we renovating?", "What part of the house is being remodelled?"]},
-    {"key": "podcast", "values": ["Hardcore History", "99% Invisible", "Radiolab", "Reply All",
-                                  "Planet Money", "Song Exploder"],
-     "assistant": ("Can you suggest something to listen to on my commute?",
-                   "For the commute I'd recommend the podcast {v}: episodes are well researched "
-                   "and about the right length."),
-     "ask": ["What podcast did you recommend to me?", "Which show did you suggest I listen to?"]},
-    {"key": "plant", "values": ["fiddle-leaf fig", "monstera", "peace lily", "snake plant",
-                                "rubber plant", "calathea"],
-     "say": ["The {v} on my windowsill keeps dropping leaves, what am I doing wrong?"],
-     "ask": ["Which houseplant was losing leaves?", "What plant was I worried about?"]},
-    {"key": "commute", "values": ["25 minutes", "40 minutes", "an hour", "15 minutes", "50 minutes",
-                                  "35 minutes"],
-     "say": ["I cycle to the office, it takes about {v} each way.",
-             "My commute is {v} by bike, which I secretly enjoy."],
-     "ask": ["How long is my commute?", "How long does my ride to work take?"]},
-    {"key": "phone", "values": ["Pixel 8", "iPhone 15", "Galaxy S24", "Fairphone 5", "OnePlus 12", "Nothing Phone"],
-     "say": ["Switched to a {v} last month and the battery is so much better.",
-             "My new phone is a {v}, the camera is ridiculous."],
-     "update": ["Dropped my phone in the lake, so I replaced it with a {v}."],
-     "ask": ["What phone do I use?", "Which smartphone do I have now?"]},
-    {"key": "restaurant", "values": ["Nopa", "Chez Panisse", "Dishoom", "Lilia", "Zuni Café", "Noma"],
-     "assistant": ("Any tips for a birthday dinner spot that does great vegetables?",
-                   "{v} is a strong pick: seasonal menu, lively room, book a week ahead."),
-     "ask": ["Which restaurant did you recommend for the birthday dinner?",
-             "What place did you suggest for dinner?"]},
+    {
+        "key": "pet",
+        "values": ["Biscuit", "Pepper", "Waffles", "Juniper", "Otis", "Mochi"],
+        "say": [
+            "We just adopted a beagle puppy and named him {v}, he's chewing everything.",
+            "Our new rescue pup is called {v} and he already owns the couch.",
+        ],
+        "spread": (
+            "Big news at home, a new four-legged family member arrived on Saturday!",
+            "Congratulations, that's exciting! What did you decide to call the little one?",
+            "{v}. The kids picked it after a long debate.",
+        ),
+        "ask": ["What is my dog's name?", "What did we name the puppy?"],
+    },
+    {
+        "key": "city",
+        "values": ["Denver", "Porto", "Austin", "Leipzig", "Halifax", "Kyoto"],
+        "say": [
+            "I relocated to {v} in March for the new role, still unpacking boxes.",
+            "Moving to {v} was the best decision, the neighbourhood is lovely.",
+        ],
+        "update": ["Plot twist: we're moving again, signed a lease in {v} yesterday."],
+        "ask": ["Which city do I live in now?", "Where did I move to?"],
+    },
+    {
+        "key": "job",
+        "values": [
+            "Atlassian",
+            "Siemens",
+            "a small robotics startup",
+            "the city library",
+            "Moderna",
+            "a regional bank",
+        ],
+        "say": [
+            "I accepted an offer as a data engineer at {v}, starting in two weeks.",
+            "First week at {v} went well, my team is friendly.",
+        ],
+        "update": ["I handed in my notice, next month I'm joining {v} instead."],
+        "ask": ["Where do I work?", "Which company did I join?"],
+    },
+    {
+        "key": "sister",
+        "values": ["Clara", "Ines", "Maya", "Rosalind", "Tess", "Yuki"],
+        "say": ["My younger sister {v} is visiting this weekend, any ideas for a day out?"],
+        "spread": (
+            "My sibling is flying in on Friday and I want to plan something nice.",
+            "Lovely! Tell me a bit about them so I can suggest something.",
+            "Her name is {v}, she loves museums and spicy food.",
+        ),
+        "ask": ["What is my sister's name?", "Who is my sister?"],
+    },
+    {
+        "key": "allergy",
+        "values": ["peanuts", "shellfish", "sesame", "kiwi", "walnuts", "eggs"],
+        "say": [
+            "Please keep {v} out of any recipe, I'm seriously allergic.",
+            "I react badly to {v}, so recipes without them please.",
+            "My {v} allergy flared up again after the work dinner.",
+        ],
+        "ask": ["What food allergy do I have?", "Which ingredient must my recipes avoid?"],
+    },
+    {
+        "key": "car",
+        "values": [
+            "Subaru Outback",
+            "Tesla Model 3",
+            "Mazda CX-5",
+            "Volvo V60",
+            "Honda Civic",
+            "Ford Maverick",
+        ],
+        "say": [
+            "I finally picked up my {v} from the dealer, it drives like a dream.",
+            "Traded in the old hatchback for a {v}.",
+        ],
+        "update": ["Sold the car, I'm driving a {v} now."],
+        "ask": ["What car do I drive?", "Which vehicle did I buy?"],
+    },
+    {
+        "key": "marathon",
+        "values": ["Berlin", "Chicago", "Boston", "Tokyo", "London", "Valencia"],
+        "say": [
+            "Training plan check: the {v} marathon is in eleven weeks and my long runs are at 28 km.",
+            "I signed up for the {v} marathon this autumn!",
+        ],
+        "ask": ["Which marathon am I running?", "What race am I training for?"],
+    },
+    {
+        "key": "instrument",
+        "values": ["cello", "banjo", "piano", "trumpet", "ukulele", "violin"],
+        "say": [
+            "Two months into {v} lessons and my fingers finally cooperate.",
+            "I've been practising the {v} every evening after dinner.",
+            "Learning an instrument as an adult is humbling, the {v} especially.",
+        ],
+        "ask": ["What instrument am I learning?", "Which instrument do I play?"],
+    },
+    {
+        "key": "book",
+        "values": [
+            "The Overstory",
+            "Middlemarch",
+            "Project Hail Mary",
+            "Piranesi",
+            "Dune",
+            "The Name of the Wind",
+        ],
+        "say": [
+            "I'm halfway through {v} and can't put it down.",
+            "Started reading {v} on the train, it's gripping.",
+            "The book club picked {v} this month, I'm loving it.",
+        ],
+        "ask": ["Which book am I reading at the moment?", "What novel did I start?"],
+    },
+    {
+        "key": "trip",
+        "values": ["Lisbon", "Iceland", "Vietnam", "the Dolomites", "Patagonia", "Crete"],
+        "say": ["We booked two weeks in {v} for August, flights are sorted."],
+        "spread": (
+            "Finally locked in our summer holiday after months of arguing!",
+            "Nice, where are you heading?",
+            "{v}! Two weeks, leaving the first of August.",
+        ),
+        "update": ["Change of plans for the summer: we cancelled and are going to {v} instead."],
+        "ask": ["Where am I going on vacation?", "What is the destination of my summer trip?"],
+    },
+    {
+        "key": "diet",
+        "values": ["vegetarian", "vegan", "pescatarian", "keto", "gluten-free", "low-FODMAP"],
+        "say": [
+            "Since January I've been eating {v}, and honestly I feel better.",
+            "Switching to a {v} diet was hard the first month, now it's easy.",
+        ],
+        "ask": ["What diet do I follow?", "What kind of eating plan am I on?"],
+    },
+    {
+        "key": "coffee",
+        "values": [
+            "flat white",
+            "cortado",
+            "oat latte",
+            "double espresso",
+            "cold brew",
+            "cappuccino",
+        ],
+        "say": [
+            "My usual order at the café is a {v}, every single morning.",
+            "I can't start a workday without coffee, and it has to be a {v}.",
+        ],
+        "ask": ["How do I take my coffee?", "What is my usual coffee order?"],
+    },
+    {
+        "key": "team",
+        "values": [
+            "Liverpool",
+            "the Green Bay Packers",
+            "Boca Juniors",
+            "the Seattle Sounders",
+            "Celtic",
+            "the Chicago Cubs",
+        ],
+        "say": [
+            "I've supported {v} since I was seven, my dad took me to my first match.",
+            "Huge game for {v} on Sunday, I'm a nervous wreck.",
+        ],
+        "ask": ["Which team do I support?", "What team do I root for?"],
+    },
+    {
+        "key": "partner",
+        "values": ["Daniel", "Priya", "Marco", "Sofia", "Hannah", "Kenji"],
+        "say": ["My husband {v} is planning the anniversary dinner, so I'm off the hook."],
+        "spread": (
+            "It's our tenth wedding anniversary next week and I have no gift yet.",
+            "Ten years, congratulations! What does your spouse enjoy?",
+            "{v} is into woodworking and old jazz records.",
+        ),
+        "ask": ["What is my spouse's name?", "Who am I married to?"],
+    },
+    {
+        "key": "degree",
+        "values": [
+            "marine biology",
+            "economics",
+            "mechanical engineering",
+            "art history",
+            "linguistics",
+            "nursing",
+        ],
+        "say": [
+            "Back when I studied {v} at university I never thought I'd end up here.",
+            "My degree is in {v}, though I barely use it now.",
+        ],
+        "ask": ["What did I study in college?", "What is my degree in?"],
+    },
+    {
+        "key": "language",
+        "values": ["Portuguese", "Japanese", "Italian", "Korean", "Dutch", "Turkish"],
+        "say": ["I'm practising my {v} on an app for twenty minutes a day before work."],
+        "ask": ["Which language am I learning?", "What language do I practise every day?"],
+    },
+    {
+        "key": "renovation",
+        "values": ["kitchen", "bathroom", "attic", "basement", "garden shed", "hallway"],
+        "say": [
+            "We're tearing out the old {v} this month, contractors start Monday.",
+            "Renovating the {v} is taking forever, the tiles arrived broken.",
+        ],
+        "ask": ["Which room are we renovating?", "What part of the house is being remodelled?"],
+    },
+    {
+        "key": "podcast",
+        "values": [
+            "Hardcore History",
+            "99% Invisible",
+            "Radiolab",
+            "Reply All",
+            "Planet Money",
+            "Song Exploder",
+        ],
+        "assistant": (
+            "Can you suggest something to listen to on my commute?",
+            "For the commute I'd recommend the podcast {v}: episodes are well researched "
+            "and about the right length.",
+        ),
+        "ask": ["What podcast did you recommend to me?", "Which show did you suggest I listen to?"],
+    },
+    {
+        "key": "plant",
+        "values": [
+            "fiddle-leaf fig",
+            "monstera",
+            "peace lily",
+            "snake plant",
+            "rubber plant",
+            "calathea",
+        ],
+        "say": ["The {v} on my windowsill keeps dropping leaves, what am I doing wrong?"],
+        "ask": ["Which houseplant was losing leaves?", "What plant was I worried about?"],
+    },
+    {
+        "key": "commute",
+        "values": ["25 minutes", "40 minutes", "an hour", "15 minutes", "50 minutes", "35 minutes"],
+        "say": [
+            "I cycle to the office, it takes about {v} each way.",
+            "My commute is {v} by bike, which I secretly enjoy.",
+        ],
+        "ask": ["How long is my commute?", "How long does my ride to work take?"],
+    },
+    {
+        "key": "phone",
+        "values": [
+            "Pixel 8",
+            "iPhone 15",
+            "Galaxy S24",
+            "Fairphone 5",
+            "OnePlus 12",
+            "Nothing Phone",
+        ],
+        "say": [
+            "Switched to a {v} last month and the battery is so much better.",
+            "My new phone is a {v}, the camera is ridiculous.",
+        ],
+        "update": ["Dropped my phone in the lake, so I replaced it with a {v}."],
+        "ask": ["What phone do I use?", "Which smartphone do I have now?"],
+    },
+    {
+        "key": "restaurant",
+        "values": ["Nopa", "Chez Panisse", "Dishoom", "Lilia", "Zuni Café", "Noma"],
+        "assistant": (
+            "Any tips for a birthday dinner spot that does great vegetables?",
+            "{v} is a strong pick: seasonal menu, lively room, book a week ahead.",
+        ),
+        "ask": [
+            "Which restaurant did you recommend for the birthday dinner?",
+            "What place did you suggest for dinner?",
+        ],
+    },
 ]
 
 # ----------------------------------------------------------------------------- filler
 
 TOPICS: dict[str, dict[str, list[str]]] = {
     "cooking": {
-        "ask": ["How do I make a {a} {b} without it going soggy?", "What can I cook with leftover {b}?",
-                "Is it okay to freeze {b}?", "My friend is allergic to {b}, what can I use instead?"],
+        "ask": [
+            "How do I make a {a} {b} without it going soggy?",
+            "What can I cook with leftover {b}?",
+            "Is it okay to freeze {b}?",
+            "My friend is allergic to {b}, what can I use instead?",
+        ],
         "a": ["crispy", "quick", "spicy", "creamy", "vegan", "one-pan", "weeknight"],
-        "b": ["rice", "chicken", "tofu", "pasta", "lentils", "salmon", "eggs", "peanut sauce",
-              "sesame noodles", "coffee cake", "kiwi salad", "mushrooms"],
+        "b": [
+            "rice",
+            "chicken",
+            "tofu",
+            "pasta",
+            "lentils",
+            "salmon",
+            "eggs",
+            "peanut sauce",
+            "sesame noodles",
+            "coffee cake",
+            "kiwi salad",
+            "mushrooms",
+        ],
     },
     "travel": {
-        "ask": ["What should I pack for a week in {b}?", "Is {b} expensive for a vacation?",
-                "Best way to get around {b} without a car?", "My sister wants to move to {b}, thoughts?"],
+        "ask": [
+            "What should I pack for a week in {b}?",
+            "Is {b} expensive for a vacation?",
+            "Best way to get around {b} without a car?",
+            "My sister wants to move to {b}, thoughts?",
+        ],
         "a": ["cheap", "scenic", "quiet", "family"],
-        "b": ["Lisbon", "Kyoto", "Denver", "Iceland", "Crete", "Austin", "Berlin", "Chicago",
-              "Patagonia", "Halifax", "Valencia", "Tokyo"],
+        "b": [
+            "Lisbon",
+            "Kyoto",
+            "Denver",
+            "Iceland",
+            "Crete",
+            "Austin",
+            "Berlin",
+            "Chicago",
+            "Patagonia",
+            "Halifax",
+            "Valencia",
+            "Tokyo",
+        ],
     },
     "fitness": {
-        "ask": ["How many rest days should I take when training for a {a} race?",
-                "Is {b} good for building endurance?", "What should I eat before a long {b} session?"],
+        "ask": [
+            "How many rest days should I take when training for a {a} race?",
+            "Is {b} good for building endurance?",
+            "What should I eat before a long {b} session?",
+        ],
         "a": ["10k", "half marathon", "marathon", "trail"],
         "b": ["running", "cycling", "swimming", "rowing", "yoga", "the gym", "interval training"],
     },
     "tech": {
-        "ask": ["My {b} battery drains fast, any fixes?", "Should I upgrade my {b}?",
-                "How do I back up photos from my {b}?", "Which {a} apps help with learning a language?"],
+        "ask": [
+            "My {b} battery drains fast, any fixes?",
+            "Should I upgrade my {b}?",
+            "How do I back up photos from my {b}?",
+            "Which {a} apps help with learning a language?",
+        ],
         "a": ["free", "offline", "popular", "privacy-friendly"],
         "b": ["phone", "laptop", "iPhone", "Pixel", "tablet", "smartwatch", "router"],
     },
     "home": {
-        "ask": ["How long does a {b} renovation usually take?", "What paint works for a {a} {b}?",
-                "My {b} plant keeps dying, too much water?", "How do I stop a {b} draft?"],
+        "ask": [
+            "How long does a {b} renovation usually take?",
+            "What paint works for a {a} {b}?",
+            "My {b} plant keeps dying, too much water?",
+            "How do I stop a {b} draft?",
+        ],
         "a": ["damp", "small", "north-facing", "old"],
-        "b": ["kitchen", "bathroom", "attic", "basement", "hallway", "garden", "monstera", "peace lily"],
+        "b": [
+            "kitchen",
+            "bathroom",
+            "attic",
+            "basement",
+            "hallway",
+            "garden",
+            "monstera",
+            "peace lily",
+        ],
     },
     "pets": {
-        "ask": ["How often should I walk a {b}?", "What are good names for a {a} dog?",
-                "Is it normal for a {b} to chew furniture?", "My neighbour's {b} barks all night, advice?"],
+        "ask": [
+            "How often should I walk a {b}?",
+            "What are good names for a {a} dog?",
+            "Is it normal for a {b} to chew furniture?",
+            "My neighbour's {b} barks all night, advice?",
+        ],
         "a": ["small", "playful", "rescue", "senior"],
         "b": ["beagle", "puppy", "terrier", "cat", "retriever", "dog"],
     },
     "work": {
-        "ask": ["How do I prepare for a {a} interview?", "Is it rude to leave a job after {b}?",
-                "How do I ask my manager about a {a} promotion?", "Tips for a long {b} commute?"],
+        "ask": [
+            "How do I prepare for a {a} interview?",
+            "Is it rude to leave a job after {b}?",
+            "How do I ask my manager about a {a} promotion?",
+            "Tips for a long {b} commute?",
+        ],
         "a": ["technical", "remote", "final-round", "internal"],
         "b": ["six months", "a year", "two weeks", "an hour", "train", "bike"],
     },
     "money": {
-        "ask": ["Should I pay off my {b} or invest?", "How much should I save for a {a} trip?",
-                "Is leasing a {b} a bad idea?", "How do I budget for a {a} wedding anniversary?"],
+        "ask": [
+            "Should I pay off my {b} or invest?",
+            "How much should I save for a {a} trip?",
+            "Is leasing a {b} a bad idea?",
+            "How do I budget for a {a} wedding anniversary?",
+        ],
         "a": ["summer", "big", "modest", "tenth"],
         "b": ["car loan", "student debt", "credit card", "car", "mortgage"],
     },
     "culture": {
-        "ask": ["Can you recommend a {a} book like {b}?", "What's a good {a} podcast about history?",
-                "Which {b} album should I start with?", "Is the {a} series worth reading?"],
+        "ask": [
+            "Can you recommend a {a} book like {b}?",
+            "What's a good {a} podcast about history?",
+            "Which {b} album should I start with?",
+            "Is the {a} series worth reading?",
+        ],
         "a": ["gripping", "funny", "short", "classic", "science fiction"],
         "b": ["Dune", "Middlemarch", "jazz", "Radiolab", "Piranesi", "cello", "piano"],
     },
     "sport": {
-        "ask": ["Who won the {b} match last night?", "How do I get tickets for {b}?",
-                "Why do people support {b} so passionately?"],
+        "ask": [
+            "Who won the {b} match last night?",
+            "How do I get tickets for {b}?",
+            "Why do people support {b} so passionately?",
+        ],
         "a": ["home", "away"],
         "b": ["Liverpool", "Celtic", "the Cubs", "Boca Juniors", "the Packers", "the Sounders"],
     },
 }
 
 TIPS: dict[str, list[str]] = {
-    "cooking": ["Roast the {b} hot and fast so the edges crisp up.",
-                "A splash of acid at the end wakes up any {b} dish.",
-                "Most recipes with {b} freeze well for about three months.",
-                "If anyone at the table has an allergy, check every sauce label twice."],
-    "travel": ["In {b} the trains are the easiest way to get around.",
-               "Book flights to {b} about two months ahead for the best fares.",
-               "Pack layers: the weather in {b} changes quickly.",
-               "A city pass often pays for itself if you visit three museums."],
-    "fitness": ["Build your long runs slowly, about ten percent more distance per week.",
-                "{b} twice a week complements running nicely.",
-                "Eat something light with carbs about two hours before {b}.",
-                "Rest days are when the training actually turns into fitness."],
-    "tech": ["Turn off background refresh to save battery on your {b}.",
-             "Most {b} backups can run automatically overnight on wifi.",
-             "Language apps work best with a daily streak of ten to twenty minutes.",
-             "Check whether your {b} still gets security updates before upgrading."],
-    "home": ["A {b} renovation usually runs two to four weeks past the estimate.",
-             "Let the soil dry out between waterings; most houseplants hate wet feet.",
-             "Seal gaps around the {b} windows with foam tape before winter.",
-             "Get three quotes from contractors before you commit."],
-    "pets": ["Most dogs need at least two walks a day, more for a young {b}.",
-             "Puppies chew because they are teething; give them something allowed to chew.",
-             "Short names with two syllables are easiest for a dog to learn.",
-             "Crate training helps a new {b} settle in at night."],
-    "work": ["Practise the interview out loud, ideally with a friend.",
-             "Leaving a job after {b} is fine if you explain it calmly.",
-             "Bring concrete examples of your work to the promotion conversation.",
-             "A long commute by {b} is easier with podcasts or audiobooks."],
-    "money": ["Pay off high-interest debt like a {b} before investing.",
-              "A simple budget splits needs, wants and savings.",
-              "Put a little aside every month for the trip instead of one big payment.",
-              "Leasing a {b} makes sense only if you change vehicles often."],
-    "culture": ["If you liked {b}, try something by the same publisher or label.",
-                "The best history podcasts mix primary sources with good storytelling.",
-                "Start a new author with their most recommended novel.",
-                "Listening to a whole album in order is a different experience."],
-    "sport": ["Tickets for {b} home games sell out fast; join the members list.",
-              "Supporting a team is mostly about community and family memories.",
-              "The away end is usually cheaper and louder.",
-              "Watching the match at a local pub with other fans is half the fun."],
+    "cooking": [
+        "Roast the {b} hot and fast so the edges crisp up.",
+        "A splash of acid at the end wakes up any {b} dish.",
+        "Most recipes with {b} freeze well for about three months.",
+        "If anyone at the table has an allergy, check every sauce label twice.",
+    ],
+    "travel": [
+        "In {b} the trains are the easiest way to get around.",
+        "Book flights to {b} about two months ahead for the best fares.",
+        "Pack layers: the weather in {b} changes quickly.",
+        "A city pass often pays for itself if you visit three museums.",
+    ],
+    "fitness": [
+        "Build your long runs slowly, about ten percent more distance per week.",
+        "{b} twice a week complements running nicely.",
+        "Eat something light with carbs about two hours before {b}.",
+        "Rest days are when the training actually turns into fitness.",
+    ],
+    "tech": [
+        "Turn off background refresh to save battery on your {b}.",
+        "Most {b} backups can run automatically overnight on wifi.",
+        "Language apps work best with a daily streak of ten to twenty minutes.",
+        "Check whether your {b} still gets security updates before upgrading.",
+    ],
+    "home": [
+        "A {b} renovation usually runs two to four weeks past the estimate.",
+        "Let the soil dry out between waterings; most houseplants hate wet feet.",
+        "Seal gaps around the {b} windows with foam tape before winter.",
+        "Get three quotes from contractors before you commit.",
+    ],
+    "pets": [
+        "Most dogs need at least two walks a day, more for a young {b}.",
+        "Puppies chew because they are teething; give them something allowed to chew.",
+        "Short names with two syllables are easiest for a dog to learn.",
+        "Crate training helps a new {b} settle in at night.",
+    ],
+    "work": [
+        "Practise the interview out loud, ideally with a friend.",
+        "Leaving a job after {b} is fine if you explain it calmly.",
+        "Bring concrete examples of your work to the promotion conversation.",
+        "A long commute by {b} is easier with podcasts or audiobooks.",
+    ],
+    "money": [
+        "Pay off high-interest debt like a {b} before investing.",
+        "A simple budget splits needs, wants and savings.",
+        "Put a little aside every month for the trip instead of one big payment.",
+        "Leasing a {b} makes sense only if you change vehicles often.",
+    ],
+    "culture": [
+        "If you liked {b}, try something by the same publisher or label.",
+        "The best history podcasts mix primary sources with good storytelling.",
+        "Start a new author with their most recommended novel.",
+        "Listening to a whole album in order is a different experience.",
+    ],
+    "sport": [
+        "Tickets for {b} home games sell out fast; join the members list.",
+        "Supporting a team is mostly about community and family memories.",
+        "The away end is usually cheaper and louder.",
+        "Watching the match at a local pub with other fans is half the fun.",
+    ],
 }
 
 # Everyday topics that do not aim at the planted facts: most of a big history is like this.
 # Slots combine freely, so even 100k messages rarely repeat a sentence word for word.
 GENERIC: dict[str, dict[str, list[str]]] = {
-    "code": {"ask": ["How do I {v} a {n} in {x}?", "Why does my {x} {n} fail to {v}?",
-                     "What is the cleanest way to {v} {n} objects in {x}?"],
-             "v": ["parse", "serialize", "sort", "cache", "validate", "stream", "merge", "profile",
-                   "refactor", "mock", "retry", "paginate"],
-             "n": ["JSON", "CSV", "date", "query", "socket", "thread", "regex", "config", "template",
-                   "migration", "websocket", "queue", "iterator", "decorator"],
-             "x": ["Python", "Rust", "Go", "TypeScript", "Kotlin", "SQL", "Bash", "Elixir"]},
-    "history": {"ask": ["What caused the {n} of the {x}?", "Who led the {x} during the {n}?",
-                        "How did the {x} {v} after the {n}?"],
-                "v": ["recover", "expand", "collapse", "trade", "modernise", "rebuild"],
-                "n": ["decline", "rise", "reform", "famine", "schism", "treaty", "revolt", "census"],
-                "x": ["Byzantine Empire", "Hanseatic League", "Ming dynasty", "Aztec state",
-                      "Ottoman navy", "Venetian republic", "Mughal court", "Inca road network"]},
-    "science": {"ask": ["Why does {n} {v} at low {x}?", "How do scientists measure {n} in {x}?",
-                        "Can {n} really {v} without {x}?"],
-                "v": ["condense", "oscillate", "decay", "diffuse", "crystallise", "ionise"],
-                "n": ["helium", "plankton", "granite", "neutrinos", "enzymes", "magma", "ozone",
-                      "graphene", "lichen", "quasars"],
-                "x": ["pressure", "temperature", "gravity", "salinity", "altitude", "light"]},
-    "writing": {"ask": ["How do I make the {n} of my {x} more {v}?",
-                        "Can you tighten this {x} {n} and keep it {v}?"],
-                "v": ["vivid", "concise", "formal", "playful", "persuasive", "neutral"],
-                "n": ["opening", "ending", "dialogue", "summary", "outline", "pacing", "title"],
-                "x": ["essay", "cover letter", "short story", "grant proposal", "newsletter",
-                      "speech", "blog post"]},
+    "code": {
+        "ask": [
+            "How do I {v} a {n} in {x}?",
+            "Why does my {x} {n} fail to {v}?",
+            "What is the cleanest way to {v} {n} objects in {x}?",
+        ],
+        "v": [
+            "parse",
+            "serialize",
+            "sort",
+            "cache",
+            "validate",
+            "stream",
+            "merge",
+            "profile",
+            "refactor",
+            "mock",
+            "retry",
+            "paginate",
+        ],
+        "n": [
+            "JSON",
+            "CSV",
+            "date",
+            "query",
+            "socket",
+            "thread",
+            "regex",
+            "config",
+            "template",
+            "migration",
+            "websocket",
+            "queue",
+            "iterator",
+            "decorator",
+        ],
+        "x": ["Python", "Rust", "Go", "TypeScript", "Kotlin", "SQL", "Bash", "Elixir"],
+    },
+    "history": {
+        "ask": [
+            "What caused the {n} of the {x}?",
+            "Who led the {x} during the {n}?",
+            "How did the {x} {v} after the {n}?",
+        ],
+        "v": ["recover", "expand", "collapse", "trade", "modernise", "rebuild"],
+        "n": ["decline", "rise", "reform", "famine", "schism", "treaty", "revolt", "census"],
+        "x": [
+            "Byzantine Empire",
+            "Hanseatic League",
+            "Ming dynasty",
+            "Aztec state",
+            "Ottoman navy",
+            "Venetian republic",
+            "Mughal court",
+            "Inca road network",
+        ],
+    },
+    "science": {
+        "ask": [
+            "Why does {n} {v} at low {x}?",
+            "How do scientists measure {n} in {x}?",
+            "Can {n} really {v} without {x}?",
+        ],
+        "v": ["condense", "oscillate", "decay", "diffuse", "crystallise", "ionise"],
+        "n": [
+            "helium",
+            "plankton",
+            "granite",
+            "neutrinos",
+            "enzymes",
+            "magma",
+            "ozone",
+            "graphene",
+            "lichen",
+            "quasars",
+        ],
+        "x": ["pressure", "temperature", "gravity", "salinity", "altitude", "light"],
+    },
+    "writing": {
+        "ask": [
+            "How do I make the {n} of my {x} more {v}?",
+            "Can you tighten this {x} {n} and keep it {v}?",
+        ],
+        "v": ["vivid", "concise", "formal", "playful", "persuasive", "neutral"],
+        "n": ["opening", "ending", "dialogue", "summary", "outline", "pacing", "title"],
+        "x": [
+            "essay",
+            "cover letter",
+            "short story",
+            "grant proposal",
+            "newsletter",
+            "speech",
+            "blog post",
+        ],
+    },
 }
 GENERIC_ANSWERS = [
     "Start with the {n} and check each step against a small {x} example.",
@@ -309,8 +634,14 @@ ANSWER_SENTENCES = [
     "Write down what you actually enjoy about it; that tells you what to keep.",
 ]
 
-ACKS = ["Thanks, that helps!", "Good point, I'll try that.", "Makes sense.", "Got it, cheers.",
-        "Interesting, I didn't know that.", "Okay, what else should I keep in mind?"]
+ACKS = [
+    "Thanks, that helps!",
+    "Good point, I'll try that.",
+    "Makes sense.",
+    "Got it, cheers.",
+    "Interesting, I didn't know that.",
+    "Okay, what else should I keep in mind?",
+]
 
 REACTIONS = {
     "pet": "Congratulations on the new puppy! Dogs settle in faster with a routine.",
@@ -363,7 +694,9 @@ class Generator:
         rng, bank = self.rng, GENERIC[topic]
 
         def fill(t: str) -> str:
-            return t.format(v=rng.choice(bank["v"]), n=rng.choice(bank["n"]), x=rng.choice(bank["x"]))
+            return t.format(
+                v=rng.choice(bank["v"]), n=rng.choice(bank["n"]), x=rng.choice(bank["x"])
+            )
 
         answer = [fill(t) for t in rng.sample(GENERIC_ANSWERS, rng.randint(2, 4))]
         return fill(rng.choice(bank["ask"])), " ".join(answer)
@@ -391,8 +724,13 @@ class Generator:
         self._session_no += 1
         for i, m in enumerate(messages):
             m["timestamp"] = start + 30 * i
-        return {"id": f"{user}-{self.prefix}{self._session_no:06d}", "started_at": start, "messages": messages,
-                "title": None, "source": "import"}
+        return {
+            "id": f"{user}-{self.prefix}{self._session_no:06d}",
+            "started_at": start,
+            "messages": messages,
+            "title": None,
+            "source": "import",
+        }
 
     # -- planted facts -------------------------------------------------------------------
 
@@ -401,20 +739,45 @@ class Generator:
         rng = self.rng
         if update:
             text = rng.choice(fact["update"]).format(v=value)
-            return [{"role": "user", "content": text},
-                    {"role": "assistant", "content": self._reaction(fact)}], 0, "updated"
+            return (
+                [
+                    {"role": "user", "content": text},
+                    {"role": "assistant", "content": self._reaction(fact)},
+                ],
+                0,
+                "updated",
+            )
         if "assistant" in fact:
             ask, rec = fact["assistant"]
-            return [{"role": "user", "content": ask},
-                    {"role": "assistant", "content": rec.format(v=value)}], 1, "assistant"
+            return (
+                [
+                    {"role": "user", "content": ask},
+                    {"role": "assistant", "content": rec.format(v=value)},
+                ],
+                1,
+                "assistant",
+            )
         if "spread" in fact and rng.random() < 0.5:
             opener, follow, answer = fact["spread"]
-            return [{"role": "user", "content": opener}, {"role": "assistant", "content": follow},
+            return (
+                [
+                    {"role": "user", "content": opener},
+                    {"role": "assistant", "content": follow},
                     {"role": "user", "content": answer.format(v=value)},
-                    {"role": "assistant", "content": self._reaction(fact)}], 2, "spread"
+                    {"role": "assistant", "content": self._reaction(fact)},
+                ],
+                2,
+                "spread",
+            )
         text = rng.choice(fact["say"]).format(v=value)
-        return [{"role": "user", "content": text},
-                {"role": "assistant", "content": self._reaction(fact)}], 0, "direct"
+        return (
+            [
+                {"role": "user", "content": text},
+                {"role": "assistant", "content": self._reaction(fact)},
+            ],
+            0,
+            "direct",
+        )
 
     def _reaction(self, fact: dict) -> str:
         lead = REACTIONS.get(fact["key"], "Thanks for sharing that.")
@@ -459,8 +822,9 @@ class Generator:
             remaining -= len(session["messages"])
         return persona
 
-    def _record(self, persona: Persona, fact: dict, kind: str, evidence: tuple[str, int],
-                update: bool) -> None:
+    def _record(
+        self, persona: Persona, fact: dict, kind: str, evidence: tuple[str, int], update: bool
+    ) -> None:
         existing = [q for q in persona.questions if q.key == fact["key"]]
         if update:  # the newer statement replaces the evidence of the earlier one
             for q in existing:
@@ -471,8 +835,9 @@ class Generator:
             persona.questions.append(Question(persona.user, query, fact["key"], kind, [evidence]))
 
 
-def filler_sessions(gen: Generator, user: str, n_messages: int, span: tuple[float, float]
-                    ) -> Iterator[dict]:
+def filler_sessions(
+    gen: Generator, user: str, n_messages: int, span: tuple[float, float]
+) -> Iterator[dict]:
     """Extra sessions to grow the store, at random times in `span`: mostly everyday topics
     unrelated to the facts, one in ten on the facts' topics (hard negatives keep growing)."""
     made = 0
@@ -486,8 +851,9 @@ def filler_sessions(gen: Generator, user: str, n_messages: int, span: tuple[floa
         yield session
 
 
-def write_dataset(out: Path, *, personas: int, per_persona: int, extra_per_persona: int = 0,
-                  seed: int = 7) -> list[Question]:
+def write_dataset(
+    out: Path, *, personas: int, per_persona: int, extra_per_persona: int = 0, seed: int = 7
+) -> list[Question]:
     """Write <out>/<user>.jsonl per persona (+ filler) and <out>/questions.jsonl."""
     out.mkdir(parents=True, exist_ok=True)
     gen = Generator(seed)
@@ -505,6 +871,16 @@ def write_dataset(out: Path, *, personas: int, per_persona: int, extra_per_perso
         questions.extend(p.questions)
     with (out / "questions.jsonl").open("w", encoding="utf-8") as fh:
         for q in questions:
-            fh.write(json.dumps({"persona": q.persona, "query": q.query, "key": q.key,
-                                 "kind": q.kind, "evidence": q.evidence}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "persona": q.persona,
+                        "query": q.query,
+                        "key": q.key,
+                        "kind": q.kind,
+                        "evidence": q.evidence,
+                    }
+                )
+                + "\n"
+            )
     return questions

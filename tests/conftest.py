@@ -16,8 +16,15 @@ from hermes.runtime import Runtime, build_runtime
 from hermes.testing.fake_model import FakeModel
 
 _CREDENTIAL = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
-_HERMES_VARS = ("OPENAI_BASE_URL", "HERMES_MODEL", "HERMES_CONTEXT_LENGTH", "HERMES_HOST",
-                "HERMES_PORT", "HERMES_TIMEZONE", "HERMES_HOME")
+_HERMES_VARS = (
+    "OPENAI_BASE_URL",
+    "HERMES_MODEL",
+    "HERMES_CONTEXT_LENGTH",
+    "HERMES_HOST",
+    "HERMES_PORT",
+    "HERMES_TIMEZONE",
+    "HERMES_HOME",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +73,9 @@ async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
         await rt.aclose()
 
 
-def run_cli(*args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, input: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run the `hermes` CLI as a real subprocess with the test's environment."""
     return subprocess.run(
         [sys.executable, "-m", "hermes", *args],

@@ -53,17 +53,27 @@ def test_schema_is_derived_from_signature_and_docstring() -> None:
     schema = add.schema()["function"]
     assert schema["name"] == "add" and schema["description"] == "Add two integers."
     assert schema["parameters"]["required"] == ["a", "b"]
-    assert schema["parameters"]["properties"]["a"] == {"type": "integer", "description": "first number"}
+    assert schema["parameters"]["properties"]["a"] == {
+        "type": "integer",
+        "description": "first number",
+    }
     assert "ctx" not in whoami.schema()["function"]["parameters"]["properties"]
 
 
 async def test_single_tool_call_then_answer(runtime: Runtime, fake: FakeModel) -> None:
     fake.enqueue(ToolCalls([("add", {"a": 2, "b": 3})]), Text("2 + 3 = 5"))
-    result = await runtime.agent.run_turn(TurnRequest("what is 2+3?", session_id="s1", toolset=TOOLS))
+    result = await runtime.agent.run_turn(
+        TurnRequest("what is 2+3?", session_id="s1", toolset=TOOLS)
+    )
     assert result.content == "2 + 3 = 5" and result.iterations == 2
     second = fake.chat_requests()[1]
     assert _tool_messages(second) == [{"role": "tool", "tool_call_id": "call_1", "content": "5"}]
-    assert {t["function"]["name"] for t in fake.chat_requests()[0]["tools"]} == {"add", "whoami", "explode", "refuse"}
+    assert {t["function"]["name"] for t in fake.chat_requests()[0]["tools"]} == {
+        "add",
+        "whoami",
+        "explode",
+        "refuse",
+    }
     stored = runtime.store.get_messages("default", "s1")
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
     assert stored[1].tool_calls[0]["function"]["name"] == "add"
@@ -112,16 +122,22 @@ async def test_history_is_loaded_for_a_named_session(runtime: Runtime, fake: Fak
     await runtime.agent.run_turn(TurnRequest("what language?", session_id="mine"))
     messages = fake.chat_requests()[1]["messages"]
     assert messages[0]["role"] == "system"
-    assert [m["content"] for m in messages[1:]] == ["I'm Alex, I write Go", "Hello Alex", "what language?"]
+    assert [m["content"] for m in messages[1:]] == [
+        "I'm Alex, I write Go",
+        "Hello Alex",
+        "what language?",
+    ]
     # the frozen system prompt is identical on both calls (prompt caching)
     assert fake.chat_requests()[0]["messages"][0] == messages[0]
 
 
-async def test_concurrent_turns_on_one_session_are_serialised(runtime: Runtime, fake: FakeModel) -> None:
+async def test_concurrent_turns_on_one_session_are_serialised(
+    runtime: Runtime, fake: FakeModel
+) -> None:
     fake.default = lambda req: Text(f"echo {len(req['messages'])}")
-    results = await asyncio.gather(*(
-        runtime.agent.run_turn(TurnRequest(f"msg {i}", session_id="busy")) for i in range(6)
-    ))
+    results = await asyncio.gather(
+        *(runtime.agent.run_turn(TurnRequest(f"msg {i}", session_id="busy")) for i in range(6))
+    )
     stored = runtime.store.get_messages("default", "busy")
     assert len(stored) == 12
     assert [m.role for m in stored] == ["user", "assistant"] * 6
@@ -144,8 +160,13 @@ async def test_cancelled_turn_keeps_what_was_said(runtime: Runtime, fake: FakeMo
         def on_delta(self, text: str) -> None:
             started.set()
 
-    fake.enqueue(ToolCalls([("add", {"a": 1, "b": 2})]), Text("partial answer that goes on", chunk_chars=4, delay=0.5))
-    task = asyncio.create_task(runtime.agent.run_turn(TurnRequest("go", session_id="cut", toolset=TOOLS), Watch()))
+    fake.enqueue(
+        ToolCalls([("add", {"a": 1, "b": 2})]),
+        Text("partial answer that goes on", chunk_chars=4, delay=0.5),
+    )
+    task = asyncio.create_task(
+        runtime.agent.run_turn(TurnRequest("go", session_id="cut", toolset=TOOLS), Watch())
+    )
     await asyncio.wait_for(started.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -157,19 +178,30 @@ async def test_cancelled_turn_keeps_what_was_said(runtime: Runtime, fake: FakeMo
     assert runtime.store.get_session("default", "cut").system_prompt  # frozen with what was said
 
 
-async def test_stateless_turn_uses_body_history_and_is_recorded(runtime: Runtime, fake: FakeModel) -> None:
+async def test_stateless_turn_uses_body_history_and_is_recorded(
+    runtime: Runtime, fake: FakeModel
+) -> None:
     fake.enqueue(Text("yes"))
     history = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "noted"}]
     result = await runtime.agent.run_turn(TurnRequest("and now?", history=history, source="api"))
-    assert [m["content"] for m in fake.chat_requests()[0]["messages"][1:]] == ["earlier", "noted", "and now?"]
+    assert [m["content"] for m in fake.chat_requests()[0]["messages"][1:]] == [
+        "earlier",
+        "noted",
+        "and now?",
+    ]
     assert result.session_id.startswith("api-")
-    assert [m.content for m in runtime.store.get_messages("default", result.session_id)] == ["and now?", "yes"]
+    assert [m.content for m in runtime.store.get_messages("default", result.session_id)] == [
+        "and now?",
+        "yes",
+    ]
 
 
 async def test_hang_is_bounded_by_timeout(runtime: Runtime, fake: FakeModel) -> None:
     runtime.model.timeout = 0.3
     fake.enqueue(Hang(5))
-    client = type(runtime.model)(base_url=fake.base_url, api_key=None, model="m", timeout=0.3, max_retries=0)
+    client = type(runtime.model)(
+        base_url=fake.base_url, api_key=None, model="m", timeout=0.3, max_retries=0
+    )
     runtime.agent.model = client
     try:
         with pytest.raises(ModelUnavailableError):
@@ -181,8 +213,10 @@ async def test_hang_is_bounded_by_timeout(runtime: Runtime, fake: FakeModel) -> 
 
 async def test_user_turn_numbers_count_stored_turns(runtime: Runtime, fake: FakeModel) -> None:
     fake.default = Text("ok")
-    numbers = [(await runtime.agent.run_turn(TurnRequest(f"m{i}", session_id="n"))).user_turn_number
-               for i in range(3)]
+    numbers = [
+        (await runtime.agent.run_turn(TurnRequest(f"m{i}", session_id="n"))).user_turn_number
+        for i in range(3)
+    ]
     assert numbers == [1, 2, 3]
     assert runtime.store.get_session("default", "n").user_turns == 3
 
@@ -199,7 +233,9 @@ def _count_writes(store: SQLiteStore) -> list[str]:
     return writes
 
 
-async def test_a_turn_costs_two_writes_and_leaves_the_session_free(runtime: Runtime, fake: FakeModel) -> None:
+async def test_a_turn_costs_two_writes_and_leaves_the_session_free(
+    runtime: Runtime, fake: FakeModel
+) -> None:
     fake.default = Text("ok")
     writes = _count_writes(runtime.store)
     await runtime.agent.run_turn(TurnRequest("first", session_id="s1", source="api"))
@@ -216,7 +252,9 @@ async def test_a_turn_costs_two_writes_and_leaves_the_session_free(runtime: Runt
     other = SQLiteStore(runtime.store.path)  # another Hermes process may take the session now
     try:
         lease = Lease("session:default:s1", "other-process")
-        assert other.begin_turn("default", "s1", source="api", lease=lease, ttl_seconds=60) is not None
+        assert (
+            other.begin_turn("default", "s1", source="api", lease=lease, ttl_seconds=60) is not None
+        )
     finally:
         other.close()
 
@@ -234,10 +272,15 @@ async def test_a_failed_model_call_releases_the_lease(runtime: Runtime, fake: Fa
         other.close()
     result = await runtime.agent.run_turn(TurnRequest("hi again", session_id="s1"))
     assert result.content == "better now"
-    assert [m.content for m in runtime.store.get_messages("default", "s1")] == ["hi again", "better now"]
+    assert [m.content for m in runtime.store.get_messages("default", "s1")] == [
+        "hi again",
+        "better now",
+    ]
 
 
-async def test_a_session_held_by_another_process_waits_then_reports_busy(runtime: Runtime, fake: FakeModel) -> None:
+async def test_a_session_held_by_another_process_waits_then_reports_busy(
+    runtime: Runtime, fake: FakeModel
+) -> None:
     fake.default = Text("ok")
     other = SQLiteStore(runtime.store.path)
     name = "session:default:held"

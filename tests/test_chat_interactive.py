@@ -12,9 +12,14 @@ from tests.conftest import run_cli
 
 def test_interactive_chat_streams_and_handles_commands(model_env: dict, fake: FakeModel) -> None:
     fake.enqueue(Text("Hi there, streaming works", chunk_chars=3), Text("second session answer"))
-    child = pexpect.spawn(sys.executable, ["-m", "hermes", "chat", "--session", "tty-1"],
-                          env=dict(os.environ, TERM="xterm"), encoding="utf-8", timeout=20,
-                          dimensions=(40, 120))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "hermes", "chat", "--session", "tty-1"],
+        env=dict(os.environ, TERM="xterm"),
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 120),
+    )
     try:
         child.expect("for commands")
         child.sendline("hello")

@@ -48,7 +48,9 @@ def test_doctor_explains_missing_and_unreachable_endpoint(monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     result = run_cli("doctor")
     lines = [line for line in result.stdout.splitlines() if "model endpoint" in line]
-    assert result.returncode == 1 and len(lines) == 1 and "not usable" in lines[0] and url in lines[0]
+    assert (
+        result.returncode == 1 and len(lines) == 1 and "not usable" in lines[0] and url in lines[0]
+    )
     assert "could not be reached (2 attempts)" in lines[0]  # a check retries once, no long back-off
 
 
@@ -111,7 +113,9 @@ def run_cli_with_home(home: Path, *args: str):
     import sys
 
     env = dict(os.environ, HERMES_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "hermes", *args], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "hermes", *args], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_setup_writes_config_and_private_env(home: Path, fake: FakeModel) -> None:

@@ -38,7 +38,11 @@ def scripted(summaries: list[str] | None = None):
     def respond(req: dict[str, Any]):
         if is_summary(req):
             counter["n"] += 1
-            text = (summaries or [])[counter["n"] - 1] if summaries and counter["n"] <= len(summaries) else f"## Goal\nSUMMARY-{counter['n']}"
+            text = (
+                (summaries or [])[counter["n"] - 1]
+                if summaries and counter["n"] <= len(summaries)
+                else f"## Goal\nSUMMARY-{counter['n']}"
+            )
             return Text(text)
         return Text("answer " + FILLER, prompt_tokens=None)
 
@@ -70,7 +74,9 @@ def prompt_text(req: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content")) for m in req["messages"])
 
 
-async def test_threshold_triggers_and_keeps_head_tail_and_originals(small: Runtime, fake: FakeModel) -> None:
+async def test_threshold_triggers_and_keeps_head_tail_and_originals(
+    small: Runtime, fake: FakeModel
+) -> None:
     fake.default = scripted()
     for i in range(12):
         await chat(small, f"turn {i}: fact-{i} {FILLER}")
@@ -95,7 +101,9 @@ async def test_usage_reflects_compressed_prompt(small: Runtime, fake: FakeModel)
     results = [await chat(small, f"turn {i} {FILLER}") for i in range(12)]
     sizes = [r.usage.prompt_tokens for r in results]
     assert max(sizes[6:]) < 2000
-    assert sizes[-1] < sum(len(f"turn {i} {FILLER}") for i in range(12)) // 4  # not the full transcript
+    assert (
+        sizes[-1] < sum(len(f"turn {i} {FILLER}") for i in range(12)) // 4
+    )  # not the full transcript
 
 
 async def test_summary_is_updated_not_stacked(small: Runtime, fake: FakeModel) -> None:
@@ -140,8 +148,10 @@ async def test_tool_call_and_result_are_never_separated(small: Runtime, fake: Fa
     fake.default = scripted()
     tools = Toolset([read_log])
     for i in range(8):
-        fake.enqueue(ToolCalls([("read_log", {"name": f"a{i}"}), ("read_log", {"name": f"b{i}"})]),
-                     when=lambda r: not is_summary(r) and r["messages"][-1]["role"] == "user")
+        fake.enqueue(
+            ToolCalls([("read_log", {"name": f"a{i}"}), ("read_log", {"name": f"b{i}"})]),
+            when=lambda r: not is_summary(r) and r["messages"][-1]["role"] == "user",
+        )
         await chat(small, f"check logs {i}", toolset=tools)
     assert summary_requests(fake)
     for req in main_requests(fake):
@@ -150,10 +160,15 @@ async def test_tool_call_and_result_are_never_separated(small: Runtime, fake: Fa
             if m["role"] == "tool":
                 owner = next(x for x in reversed(msgs[:pos]) if x["role"] != "tool")
                 assert owner["role"] == "assistant" and any(
-                    c["id"] == m["tool_call_id"] for c in owner["tool_calls"])
+                    c["id"] == m["tool_call_id"] for c in owner["tool_calls"]
+                )
             if m.get("tool_calls"):
                 ids = {c["id"] for c in m["tool_calls"]}
-                following = {x["tool_call_id"] for x in msgs[pos + 1: pos + 1 + len(ids)] if x["role"] == "tool"}
+                following = {
+                    x["tool_call_id"]
+                    for x in msgs[pos + 1 : pos + 1 + len(ids)]
+                    if x["role"] == "tool"
+                }
                 assert ids == following
     # old large tool outputs were cleared before summarising
     assert "x" * 500 not in summary_requests(fake)[0]["messages"][1]["content"]
@@ -175,7 +190,9 @@ async def test_failed_summary_falls_back_and_backs_off(small: Runtime, fake: Fak
     assert "automatic summary" in text and "Decision: use postgres-" in text
 
 
-async def test_context_length_error_compresses_retries_and_learns(settings: Settings, fake: FakeModel) -> None:
+async def test_context_length_error_compresses_retries_and_learns(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.default = scripted()
     rt = build_runtime(settings)  # window from /v1/models: 128k, so no threshold trigger
     try:
@@ -201,7 +218,11 @@ async def test_second_context_error_ends_the_turn_clearly(small: Runtime, fake: 
     fake.default = scripted()
     for i in range(4):
         await chat(small, f"turn {i}")
-    fake.enqueue(ContextLengthError(limit=1900), ContextLengthError(limit=1900), when=lambda r: not is_summary(r))
+    fake.enqueue(
+        ContextLengthError(limit=1900),
+        ContextLengthError(limit=1900),
+        when=lambda r: not is_summary(r),
+    )
     with pytest.raises(ContextLengthExceededError):
         await chat(small, "too much")
     assert [m.content for m in small.store.get_messages("default", "long")][-1] != "too much"
@@ -222,7 +243,9 @@ async def test_memory_flush_runs_before_the_summary(small: Runtime, fake: FakeMo
     assert seen[0][1] >= 2
 
 
-async def test_sessions_show_marks_compression(settings: Settings, fake: FakeModel, monkeypatch) -> None:
+async def test_sessions_show_marks_compression(
+    settings: Settings, fake: FakeModel, monkeypatch
+) -> None:
     monkeypatch.setenv("HERMES_CONTEXT_LENGTH", "2000")
     settings.model.context_length = 2000
     fake.default = scripted()

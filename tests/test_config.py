@@ -18,7 +18,9 @@ def test_defaults_and_home_layout_created_private(home: Path) -> None:
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
 
 
-def test_precedence_yaml_then_dotenv_then_environment(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_precedence_yaml_then_dotenv_then_environment(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home.mkdir(parents=True)
     (home / "config.yaml").write_text(
         "model:\n  base_url: http://yaml/v1\n  name: yaml-model\nserver:\n  port: 9000\n"
@@ -37,7 +39,10 @@ def test_secret_never_prints(home: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("OPENAI_API_KEY", "sk-supersecret-123456")
     s = load_settings()
     assert "sk-supersecret" not in repr(s) and "sk-supersecret" not in str(s.model)
-    assert s.model.api_key is not None and s.model.api_key.get_secret_value() == "sk-supersecret-123456"
+    assert (
+        s.model.api_key is not None
+        and s.model.api_key.get_secret_value() == "sk-supersecret-123456"
+    )
 
 
 def test_malformed_yaml_names_file_and_line(home: Path) -> None:

@@ -425,8 +425,10 @@ def test_fake_unconsumed_script_fails_assert_complete() -> None:
 
 
 async def test_retry_after_seconds_header_is_honoured(fake: FakeModel) -> None:
-    fake.enqueue(Raw(429, '{"error": {"message": "slow down"}}', headers={"retry-after": "0.3"}),
-                 Text("after the wait"))
+    fake.enqueue(
+        Raw(429, '{"error": {"message": "slow down"}}', headers={"retry-after": "0.3"}),
+        Text("after the wait"),
+    )
     client = OpenAICompatClient(base_url=fake.base_url, api_key=None, model="m", max_retries=1)
     try:
         started = time.monotonic()
@@ -513,7 +515,9 @@ def test_retry_delay_follows_the_server_then_backs_off() -> None:
         delay = retry_delay(taken, {"retry-after": "3600"})  # over a minute: ignored
         assert 0.75 * ceiling <= delay <= ceiling
     assert should_retry_status(429, {}) and should_retry_status(502, {})
-    assert not should_retry_status(400, {}) and not should_retry_status(503, {"x-should-retry": "false"})
+    assert not should_retry_status(400, {}) and not should_retry_status(
+        503, {"x-should-retry": "false"}
+    )
 
 
 async def test_plain_completions_honour_the_proxy_environment(
@@ -536,21 +540,29 @@ async def test_plain_completions_honour_the_proxy_environment(
 
 async def test_a_stream_that_breaks_off_says_so() -> None:
     """Upstream sends one chunk, then drops the connection: a typed error naming what happened."""
-    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-             "choices": [{"index": 0, "delta": {"content": "partial "}, "finish_reason": None}]}
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "partial "}, "finish_reason": None}],
+    }
 
     async def breaks_off(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                     b"Content-Length: 100000\r\n\r\ndata: " + json.dumps(chunk).encode() + b"\n\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Content-Length: 100000\r\n\r\ndata: " + json.dumps(chunk).encode() + b"\n\n"
+        )
         await writer.drain()
         await asyncio.sleep(0.05)
         writer.transport.abort()
 
     server = await asyncio.start_server(breaks_off, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    client = OpenAICompatClient(base_url=f"http://127.0.0.1:{port}/v1", api_key=None, model="m",
-                                max_retries=3)
+    client = OpenAICompatClient(
+        base_url=f"http://127.0.0.1:{port}/v1", api_key=None, model="m", max_retries=3
+    )
     pieces: list[str] = []
     try:
         with pytest.raises(ModelUnavailableError, match="stopped mid-answer: the connection broke"):

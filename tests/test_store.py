@@ -69,7 +69,9 @@ def test_fts_follows_insert_update_delete(store: SQLiteStore) -> None:
 def test_search_is_confined_to_scope_and_stems(store: SQLiteStore) -> None:
     for scope in ("default", "user:bob"):
         store.ensure_session(scope, "chat-1", source="api")
-        store.append_messages(scope, "chat-1", [NewMessage("user", f"{scope} is running marathons")])
+        store.append_messages(
+            scope, "chat-1", [NewMessage("user", f"{scope} is running marathons")]
+        )
     hits = store.search("user:bob", "run marathon")
     assert [h.session_id for h in hits] == ["chat-1"]
     assert "user:bob" in hits[0].snippet
@@ -121,13 +123,18 @@ def _lease_rows(store: SQLiteStore) -> list[tuple[str, str]]:
 def test_begin_turn_takes_the_lease_and_creates_the_session_in_one_write(tmp_path: Path) -> None:
     mine, theirs = SQLiteStore(tmp_path / "state.db"), SQLiteStore(tmp_path / "state.db")
     writes: list[str] = []
-    mine.connection.set_trace_callback(lambda sql: writes.append(sql) if sql.startswith("BEGIN") else None)
+    mine.connection.set_trace_callback(
+        lambda sql: writes.append(sql) if sql.startswith("BEGIN") else None
+    )
     session = mine.begin_turn("default", "s", source="api", lease=Lease("n", "a"), ttl_seconds=60)
     assert session is not None and session.source == "api" and session.message_count == 0
     assert writes == ["BEGIN IMMEDIATE"]
     assert _lease_rows(mine) == [("n", "a")]
     # another process is told "busy" and neither takes the lease nor touches the session
-    assert theirs.begin_turn("default", "s", source="cron", lease=Lease("n", "b"), ttl_seconds=60) is None
+    assert (
+        theirs.begin_turn("default", "s", source="cron", lease=Lease("n", "b"), ttl_seconds=60)
+        is None
+    )
     assert theirs.get_session("default", "s").source == "api"
     again = mine.begin_turn("default", "s", source="cron", lease=Lease("n", "a"), ttl_seconds=60)
     assert again is not None and again.source == "api"  # ours already; the session is kept
@@ -140,12 +147,17 @@ def test_append_releases_the_lease_in_its_own_transaction(tmp_path: Path) -> Non
     lease = Lease("session:default:s", "a")
     assert mine.begin_turn("default", "s", source="api", lease=lease, ttl_seconds=60) is not None
     writes: list[str] = []
-    mine.connection.set_trace_callback(lambda sql: writes.append(sql) if sql.startswith("BEGIN") else None)
-    records = mine.append_messages("default", "s", [NewMessage("user", "hi")],
-                                   system_prompt="frozen", release=lease)
+    mine.connection.set_trace_callback(
+        lambda sql: writes.append(sql) if sql.startswith("BEGIN") else None
+    )
+    records = mine.append_messages(
+        "default", "s", [NewMessage("user", "hi")], system_prompt="frozen", release=lease
+    )
     assert [r.index for r in records] == [0] and writes == ["BEGIN IMMEDIATE"]
     assert _lease_rows(mine) == []
-    taken = theirs.begin_turn("default", "s", source="api", lease=Lease(lease.name, "b"), ttl_seconds=60)
+    taken = theirs.begin_turn(
+        "default", "s", source="api", lease=Lease(lease.name, "b"), ttl_seconds=60
+    )
     assert taken is not None and taken.system_prompt == "frozen" and taken.message_count == 1
     # a system prompt is set once: a later one does not replace the frozen one
     theirs.append_messages("default", "s", [NewMessage("user", "x")], system_prompt="other")

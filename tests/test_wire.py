@@ -12,7 +12,10 @@ def _sent(body: bytes) -> dict:
 
 
 def test_body_is_the_plain_json_of_params_messages_and_tools() -> None:
-    messages = [{"role": "system", "content": "s"}, freeze({"role": "user", "content": "héllo \ud800"})]
+    messages = [
+        {"role": "system", "content": "s"},
+        freeze({"role": "user", "content": "héllo \ud800"}),
+    ]
     tools = [freeze({"type": "function", "function": {"name": "f", "parameters": {}}})]
     body = encode_chat_body({"model": "m", "stream": True}, messages, tools)
     assert _sent(body) == {"model": "m", "stream": True, "messages": messages, "tools": tools}
@@ -23,7 +26,11 @@ def test_growing_history_reuses_the_cache_and_stays_exact() -> None:
     history = [freeze({"role": "user", "content": f"turn {i}"}) for i in range(100)]
     for i in range(5):
         history.append(freeze({"role": "assistant", "content": f"answer {i}"}))
-        messages = [{"role": "system", "content": "s"}, *history, {"role": "user", "content": "now"}]
+        messages = [
+            {"role": "system", "content": "s"},
+            *history,
+            {"role": "user", "content": "now"},
+        ]
         assert _sent(encode_chat_body({"model": "m"}, messages))["messages"] == messages
 
 
@@ -41,8 +48,12 @@ def test_a_changed_or_shorter_history_is_encoded_afresh() -> None:
 
 def test_frozen_messages_refuse_changes() -> None:
     message = freeze({"role": "user", "content": "x"})
-    for change in (lambda: message.__setitem__("content", "y"), lambda: message.pop("role"),
-                   lambda: message.update(content="y"), message.clear):
+    for change in (
+        lambda: message.__setitem__("content", "y"),
+        lambda: message.pop("role"),
+        lambda: message.update(content="y"),
+        message.clear,
+    ):
         with pytest.raises(TypeError):
             change()
     assert message == {"role": "user", "content": "x"}

@@ -63,7 +63,9 @@ def build_runtime(settings: Settings) -> Runtime:
         services=services,
     )
 
-    async def flush_before_compression(scope: str, session_id: str, messages: list[dict[str, Any]]) -> None:
+    async def flush_before_compression(
+        scope: str, session_id: str, messages: list[dict[str, Any]]
+    ) -> None:
         await memory_flush(agent, scope, session_id, messages)
 
     policy.flush = flush_before_compression

@@ -37,7 +37,7 @@ def scope_for_user(user_id: str | None) -> str:
 
 
 def user_of_scope(scope: str) -> str | None:
-    return scope[len(USER_SCOPE_PREFIX):] if scope.startswith(USER_SCOPE_PREFIX) else None
+    return scope[len(USER_SCOPE_PREFIX) :] if scope.startswith(USER_SCOPE_PREFIX) else None
 
 
 def scope_dirname(scope: str) -> str:

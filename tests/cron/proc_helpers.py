@@ -14,8 +14,9 @@ from hermes.runtime import build_runtime
 
 def tick_after_barrier(home: str, base_url: str, now_iso: str, barrier: Any, out: Any) -> None:
     """Open Hermes on `home`, wait for the sibling process, then tick once at `now_iso`."""
-    settings = load_settings(Path(home), env={"OPENAI_BASE_URL": base_url,
-                                              "HERMES_MODEL": "fake-model"})
+    settings = load_settings(
+        Path(home), env={"OPENAI_BASE_URL": base_url, "HERMES_MODEL": "fake-model"}
+    )
     now = datetime.fromisoformat(now_iso)
 
     async def main() -> list[str]:

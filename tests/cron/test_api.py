@@ -59,8 +59,9 @@ async def test_create_list_get_patch_pause_resume_delete(client: httpx.AsyncClie
     assert [j["id"] for j in listed["jobs"]] == [job["id"]]
     got = await client.get(f"/api/jobs/{job['id']}", headers=AUTH)
     assert got.json()["job"]["name"] == "daily-standup"
-    patched = await client.patch(f"/api/jobs/{job['id']}", headers=AUTH,
-                                 json={"schedule": "every 2h", "repeat": 3})
+    patched = await client.patch(
+        f"/api/jobs/{job['id']}", headers=AUTH, json={"schedule": "every 2h", "repeat": 3}
+    )
     assert patched.status_code == 200
     assert patched.json()["job"]["schedule"]["kind"] == "interval"
     assert patched.json()["job"]["repeat"] == {"times": 3, "completed": 0}
@@ -76,17 +77,19 @@ async def test_create_list_get_patch_pause_resume_delete(client: httpx.AsyncClie
 
 @pytest.mark.parametrize(
     ("body", "param"),
-    [({"schedule": "every 1h", "prompt": "x"}, "name"),
-     ({"name": "x", "prompt": "x"}, "schedule"),
-     ({**STANDUP, "schedule": "sometimes"}, "schedule"),
-     ({**STANDUP, "name": "n" * 201}, "name"),
-     ({**STANDUP, "prompt": "p" * 5001}, "prompt"),
-     ({**STANDUP, "prompt": ""}, "prompt"),
-     ({**STANDUP, "deliver": "pigeon"}, "deliver"),
-     ({**STANDUP, "repeat": 0}, "repeat"),
-     ({**STANDUP, "skills": "not-a-list!"}, "skills"),
-     ({**STANDUP, "session_id": "no spaces allowed"}, "session_id"),
-     ({**STANDUP, "colour": "blue"}, "colour")],
+    [
+        ({"schedule": "every 1h", "prompt": "x"}, "name"),
+        ({"name": "x", "prompt": "x"}, "schedule"),
+        ({**STANDUP, "schedule": "sometimes"}, "schedule"),
+        ({**STANDUP, "name": "n" * 201}, "name"),
+        ({**STANDUP, "prompt": "p" * 5001}, "prompt"),
+        ({**STANDUP, "prompt": ""}, "prompt"),
+        ({**STANDUP, "deliver": "pigeon"}, "deliver"),
+        ({**STANDUP, "repeat": 0}, "repeat"),
+        ({**STANDUP, "skills": "not-a-list!"}, "skills"),
+        ({**STANDUP, "session_id": "no spaces allowed"}, "session_id"),
+        ({**STANDUP, "colour": "blue"}, "colour"),
+    ],
 )
 async def test_bad_create_is_a_400_naming_the_field(
     client: httpx.AsyncClient, body: dict, param: str
@@ -105,8 +108,12 @@ async def test_bad_schedule_message_lists_the_accepted_forms(client: httpx.Async
 
 async def test_bad_patch_and_bad_ids(client: httpx.AsyncClient) -> None:
     job = (await client.post("/api/jobs", headers=AUTH, json=STANDUP)).json()["job"]
-    for body, param in (({"schedule": "nope"}, "schedule"), ({"id": "x"}, "id"),
-                        ({}, "body"), ({"enabled": "yes"}, "enabled")):
+    for body, param in (
+        ({"schedule": "nope"}, "schedule"),
+        ({"id": "x"}, "id"),
+        ({}, "body"),
+        ({"enabled": "yes"}, "enabled"),
+    ):
         response = await client.patch(f"/api/jobs/{job['id']}", headers=AUTH, json=body)
         assert response.status_code == 400 and response.json()["error"]["param"] == param
     bad = await client.get("/api/jobs/..%2Fetc", headers=AUTH)
@@ -127,11 +134,19 @@ async def test_jobs_are_isolated_by_scope(client: httpx.AsyncClient) -> None:
     mine = (await client.post("/api/jobs", headers=ALICE, json=STANDUP)).json()["job"]
     assert (await client.get("/api/jobs", headers=BOB)).json() == {"jobs": []}
     assert (await client.get("/api/jobs", headers=AUTH)).json() == {"jobs": []}
-    for method, suffix in (("GET", ""), ("PATCH", ""), ("DELETE", ""), ("POST", "/pause"),
-                           ("POST", "/resume"), ("POST", "/run"), ("GET", "/runs")):
+    for method, suffix in (
+        ("GET", ""),
+        ("PATCH", ""),
+        ("DELETE", ""),
+        ("POST", "/pause"),
+        ("POST", "/resume"),
+        ("POST", "/run"),
+        ("GET", "/runs"),
+    ):
         kwargs = {"json": {"name": "stolen"}} if method == "PATCH" else {}
-        response = await client.request(method, f"/api/jobs/{mine['id']}{suffix}",
-                                        headers=BOB, **kwargs)
+        response = await client.request(
+            method, f"/api/jobs/{mine['id']}{suffix}", headers=BOB, **kwargs
+        )
         assert response.status_code == 404, (method, suffix)
     listed = (await client.get("/api/jobs", headers=ALICE)).json()["jobs"]
     assert [j["name"] for j in listed] == ["daily-standup"] and listed[0]["state"] == "scheduled"
@@ -141,8 +156,13 @@ async def test_manual_run_over_http_writes_the_answer(
     client: httpx.AsyncClient, fake: FakeModel, settings: Settings
 ) -> None:
     fake.default = Text("Yesterday: API. Today: cron.")
-    job = (await client.post("/api/jobs", headers=AUTH, json=STANDUP,
-                             )).json()["job"]
+    job = (
+        await client.post(
+            "/api/jobs",
+            headers=AUTH,
+            json=STANDUP,
+        )
+    ).json()["job"]
     started = await client.post(f"/api/jobs/{job['id']}/run", headers=AUTH)
     assert started.status_code == 200 and started.json()["job"]["id"] == job["id"]
     doc = await wait_for_output(settings.home, job["id"])
@@ -160,8 +180,9 @@ async def test_manual_run_over_http_writes_the_answer(
 
 
 async def test_session_header_on_create_links_the_session(client: httpx.AsyncClient) -> None:
-    response = await client.post("/api/jobs", json=STANDUP,
-                                 headers={**AUTH, "X-Hermes-Session-Id": "repo:acme/app"})
+    response = await client.post(
+        "/api/jobs", json=STANDUP, headers={**AUTH, "X-Hermes-Session-Id": "repo:acme/app"}
+    )
     assert response.json()["job"]["session_id"] == "repo:acme/app"
 
 
@@ -181,8 +202,12 @@ def test_seed_tutorial_job_over_a_real_server(
     fake.default = Text("Standup: shipped cron.")
     port = _free_port()
     env = {**os.environ, "HERMES_API_KEY": KEY, "HERMES_PORT": str(port)}
-    server = subprocess.Popen([sys.executable, "-m", "hermes", "serve"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hermes", "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -202,8 +227,10 @@ def test_seed_tutorial_job_over_a_real_server(
         assert "daily-standup" in listing.stdout
         as_json = json.loads(run_cli("cron", "list", "--json").stdout)
         assert as_json[0]["schedule"]["expr"] == "0 9 * * 1-5"
-        assert httpx.post(f"{base}/api/jobs/{job['id']}/run", headers=AUTH,
-                          timeout=10).status_code == 200
+        assert (
+            httpx.post(f"{base}/api/jobs/{job['id']}/run", headers=AUTH, timeout=10).status_code
+            == 200
+        )
         deadline = time.monotonic() + 20
         while not outputs(settings.home, job["id"]):
             assert time.monotonic() < deadline, "the run wrote no output"

@@ -47,5 +47,7 @@ async def test_allowed_private_name_is_pinned_to_its_addresses() -> None:
     assert target.urls and all(u.endswith(":8080/hook") for u in target.urls)
     assert any("127.0.0.1" in u for u in target.urls)
     assert target.host_header == "localhost:8080"
-    assert target.request_options() == {"headers": {"Host": "localhost:8080"},
-                                        "extensions": {"sni_hostname": "localhost"}}
+    assert target.request_options() == {
+        "headers": {"Host": "localhost:8080"},
+        "extensions": {"sni_hostname": "localhost"},
+    }

@@ -20,8 +20,10 @@ from tests.cron.proc_helpers import tick_after_barrier
 
 
 def make_due(store: JobStore, count: int) -> list[str]:
-    ids = [create_job(store, schedule="every 1h", prompt=f"job {n}", name=f"job{n}")["id"]
-           for n in range(count)]
+    ids = [
+        create_job(store, schedule="every 1h", prompt=f"job {n}", name=f"job{n}")["id"]
+        for n in range(count)
+    ]
     data = json.loads(store.path.read_text())
     past = (datetime.now(UTC) - timedelta(minutes=5)).isoformat(timespec="seconds")
     for job in data["jobs"]:
@@ -34,14 +36,20 @@ def test_two_ticker_processes_racing_run_each_due_job_once(
     settings: Settings, fake: FakeModel, store: JobStore
 ) -> None:
     fake.default = Text("ran")
-    ids = [create_job(store, schedule="every 1h", prompt=f"job {n}", name=f"job{n}")["id"]
-           for n in range(6)]
+    ids = [
+        create_job(store, schedule="every 1h", prompt=f"job {n}", name=f"job{n}")["id"]
+        for n in range(6)
+    ]
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(2), ctx.Queue()
     due_at = (T0 + timedelta(hours=1)).isoformat()
-    procs = [ctx.Process(target=tick_after_barrier,
-                         args=(str(settings.home), fake.base_url, due_at, barrier, out))
-             for _ in range(2)]
+    procs = [
+        ctx.Process(
+            target=tick_after_barrier,
+            args=(str(settings.home), fake.base_url, due_at, barrier, out),
+        )
+        for _ in range(2)
+    ]
     for p in procs:
         p.start()
     ran = [out.get(timeout=60) for _ in procs]
@@ -62,8 +70,12 @@ def test_two_cli_ticks_at_once_run_a_due_job_once(
     store = JobStore(settings.home, "default", UTC)
     [job_id] = make_due(store, 1)
     cmd = [sys.executable, "-m", "hermes", "cron", "tick"]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=dict(os.environ)) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     ran = [line for out, _ in outs for line in out.splitlines() if line.startswith(job_id)]
@@ -78,8 +90,12 @@ def test_a_crash_between_claim_and_finish_does_not_rerun_the_slot(
     fake.default = Hang(60)
     store = JobStore(settings.home, "default", UTC)
     [job_id] = make_due(store, 1)
-    proc = subprocess.Popen([sys.executable, "-m", "hermes", "cron", "tick"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hermes", "cron", "tick"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
     try:
         deadline = time.monotonic() + 30
         while not fake.chat_requests():  # the run's model call is in flight
@@ -101,5 +117,3 @@ def test_a_crash_between_claim_and_finish_does_not_rerun_the_slot(
     assert "interrupted" in job["last_error"] and job["repeat"]["completed"] == 1
     listing = run_cli("cron", "list")
     assert "interrupted" in listing.stdout
-
-

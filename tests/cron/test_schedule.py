@@ -29,18 +29,32 @@ def parse(text: str, tz=UTC, now=NOW):
 
 @pytest.mark.parametrize(
     ("text", "minutes"),
-    [("every 30m", 30), ("30m", 30), ("every 2h", 120), ("2h", 120), ("every 2 hours", 120),
-     ("every hour", 60), ("every day", 1440), ("1d", 1440), ("every 45 minutes", 45),
-     ("EVERY 10 MIN", 10)],
+    [
+        ("every 30m", 30),
+        ("30m", 30),
+        ("every 2h", 120),
+        ("2h", 120),
+        ("every 2 hours", 120),
+        ("every hour", 60),
+        ("every day", 1440),
+        ("1d", 1440),
+        ("every 45 minutes", 45),
+        ("EVERY 10 MIN", 10),
+    ],
 )
 def test_recurring_intervals(text: str, minutes: int) -> None:
     schedule = parse(text)
     assert schedule["kind"] == "interval" and schedule["minutes"] == minutes
 
 
-@pytest.mark.parametrize(("text", "delta"), [("in 30m", timedelta(minutes=30)),
-                                              ("in 2h", timedelta(hours=2)),
-                                              ("in 1d", timedelta(days=1))])
+@pytest.mark.parametrize(
+    ("text", "delta"),
+    [
+        ("in 30m", timedelta(minutes=30)),
+        ("in 2h", timedelta(hours=2)),
+        ("in 1d", timedelta(days=1)),
+    ],
+)
 def test_in_duration_is_a_one_shot(text: str, delta: timedelta) -> None:
     schedule = parse(text)
     assert schedule["kind"] == "once"
@@ -55,12 +69,20 @@ def test_cron_expressions_including_names() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expr"),
-    [("every monday 9am", "0 9 * * 1"), ("weekdays at 9am", "0 9 * * 1-5"),
-     ("daily at 7am", "0 7 * * *"), ("weekends at 10am", "0 10 * * 0,6"),
-     ("monday, wednesday at 9am", "0 9 * * 1,3"), ("every day at 9:30pm", "30 21 * * *"),
-     ("daily at noon", "0 12 * * *"), ("every day at midnight", "0 0 * * *"),
-     ("mon and fri at 14:05", "5 14 * * 1,5"), ("every weekday at 7", "0 7 * * 1-5"),
-     ("sundays at 12am", "0 0 * * 0"), ("everyday at 12pm", "0 12 * * *")],
+    [
+        ("every monday 9am", "0 9 * * 1"),
+        ("weekdays at 9am", "0 9 * * 1-5"),
+        ("daily at 7am", "0 7 * * *"),
+        ("weekends at 10am", "0 10 * * 0,6"),
+        ("monday, wednesday at 9am", "0 9 * * 1,3"),
+        ("every day at 9:30pm", "30 21 * * *"),
+        ("daily at noon", "0 12 * * *"),
+        ("every day at midnight", "0 0 * * *"),
+        ("mon and fri at 14:05", "5 14 * * 1,5"),
+        ("every weekday at 7", "0 7 * * 1-5"),
+        ("sundays at 12am", "0 0 * * 0"),
+        ("everyday at 12pm", "0 12 * * *"),
+    ],
 )
 def test_phrases_become_cron(text: str, expr: str) -> None:
     schedule = parse(text)
@@ -80,14 +102,25 @@ def test_iso_timestamps_are_one_shots_naive_in_the_configured_zone() -> None:
 
 @pytest.mark.parametrize(
     ("text", "fragment"),
-    [("", "empty"), ("   ", "empty"), ("every fortnight", "cannot understand"),
-     ("soon please", "cannot understand"), ("every 30", "cannot understand"),
-     ("every 0m", "at least 1 minute"), ("in 0h", "at least 1 minute"),
-     ("in a while", "cannot read the delay"), ("61 9 * * *", "not a valid cron expression"),
-     ("0 9 * * 1-5 2030", "exactly 5"), ("0 0 30 2 *", "never matches"),
-     ("daily at 25:00", "0-23"), ("daily at 13pm", "1-12"), ("daily at 9:75", "0-59"),
-     ("2020-01-01T09:00", "in the past"), ("2030-13-01", "not a valid ISO time"),
-     ("funday at 9am", "cannot understand")],
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("every fortnight", "cannot understand"),
+        ("soon please", "cannot understand"),
+        ("every 30", "cannot understand"),
+        ("every 0m", "at least 1 minute"),
+        ("in 0h", "at least 1 minute"),
+        ("in a while", "cannot read the delay"),
+        ("61 9 * * *", "not a valid cron expression"),
+        ("0 9 * * 1-5 2030", "exactly 5"),
+        ("0 0 30 2 *", "never matches"),
+        ("daily at 25:00", "0-23"),
+        ("daily at 13pm", "1-12"),
+        ("daily at 9:75", "0-59"),
+        ("2020-01-01T09:00", "in the past"),
+        ("2030-13-01", "not a valid ISO time"),
+        ("funday at 9am", "cannot understand"),
+    ],
 )
 def test_bad_schedules_are_refused_with_a_reason(text: str, fragment: str) -> None:
     with pytest.raises(ScheduleError) as err:
@@ -100,8 +133,17 @@ def test_unknown_text_lists_every_accepted_form() -> None:
         parse("whenever")
     message = str(err.value)
     assert ACCEPTED_FORMS in message
-    for form in ("0 9 * * 1-5", "every 30m", "30m", "every 2h", "in 30m", "daily at 7am",
-                 "weekdays at 9am", "every monday 9am", "2030-06-01T09:00"):
+    for form in (
+        "0 9 * * 1-5",
+        "every 30m",
+        "30m",
+        "every 2h",
+        "in 30m",
+        "daily at 7am",
+        "weekdays at 9am",
+        "every monday 9am",
+        "2030-06-01T09:00",
+    ):
         assert form in message
 
 
@@ -109,8 +151,10 @@ def test_a_slightly_late_one_shot_is_accepted() -> None:
     assert parse((NOW - timedelta(seconds=60)).isoformat())["kind"] == "once"
 
 
-@pytest.mark.parametrize(("value", "times"), [(None, None), (3, 3), ("3", 3), ("forever", None),
-                                               ("once", 1), ("Infinite", None)])
+@pytest.mark.parametrize(
+    ("value", "times"),
+    [(None, None), (3, 3), ("3", 3), ("forever", None), ("once", 1), ("Infinite", None)],
+)
 def test_repeat_values(value, times) -> None:
     assert parse_repeat(value) == times
 
@@ -176,7 +220,9 @@ def test_berlin_daily_job_across_autumn_change() -> None:
 def test_missed_interval_slots_collapse_to_the_next_future_one() -> None:
     schedule = parse("every 1h")
     slot = NOW
-    upcoming = next_after_slot(schedule, slot=slot, now=NOW + timedelta(hours=5, minutes=10), tz=UTC)
+    upcoming = next_after_slot(
+        schedule, slot=slot, now=NOW + timedelta(hours=5, minutes=10), tz=UTC
+    )
     assert upcoming == NOW + timedelta(hours=6)
     assert next_after_slot(schedule, slot=slot, now=slot, tz=UTC) == NOW + timedelta(hours=1)
 

@@ -35,18 +35,23 @@ ORIGINAL_RECORD = {
     "prompt": "Summarise my inbox",
     "skills": ["inbox"],
     "skill": "inbox",
-    "model": None, "provider": None, "base_url": None,
+    "model": None,
+    "provider": None,
+    "base_url": None,
     "script": None,
     "schedule": {"kind": "cron", "expr": "0 7 * * *", "display": "0 7 * * *"},
     "schedule_display": "0 7 * * *",
     "repeat": {"times": None, "completed": 12},
     "enabled": True,
     "state": "scheduled",
-    "paused_at": None, "paused_reason": None,
+    "paused_at": None,
+    "paused_reason": None,
     "created_at": "2029-12-01T07:00:00+00:00",
     "next_run_at": "2030-01-08T07:00:00+00:00",
     "last_run_at": "2030-01-07T07:00:03+00:00",
-    "last_status": "ok", "last_error": None, "last_delivery_error": None,
+    "last_status": "ok",
+    "last_error": None,
+    "last_delivery_error": None,
     "deliver": "telegram",
     "origin": {"platform": "telegram", "chat_id": "123"},
     "failure_streak": 0,
@@ -61,7 +66,9 @@ def write(home: Path, payload: bytes | str) -> Path:
     return path
 
 
-def test_an_original_jobs_file_loads_and_round_trips_unknown_keys(store: JobStore, settings: Settings) -> None:
+def test_an_original_jobs_file_loads_and_round_trips_unknown_keys(
+    store: JobStore, settings: Settings
+) -> None:
     write(settings.home, json.dumps({"jobs": [ORIGINAL_RECORD], "updated_at": "x", "version": 3}))
     [job] = store.load()
     assert job["name"] == "Morning brief" and job["repeat"]["completed"] == 12
@@ -87,14 +94,22 @@ def test_id_keyed_map_is_flattened(store: JobStore, settings: Settings) -> None:
 
 
 def test_hand_written_minimal_job_gets_defaults(store: JobStore, settings: Settings) -> None:
-    write(settings.home, json.dumps({"jobs": [{"prompt": "Water the plants", "schedule": "every 2h"}]}))
+    write(
+        settings.home,
+        json.dumps({"jobs": [{"prompt": "Water the plants", "schedule": "every 2h"}]}),
+    )
     [job] = store.load()
     assert len(job["id"]) == 12 and job["name"] == "Water the plants"
-    assert job["schedule"]["kind"] == "interval" and job["repeat"] == {"times": None, "completed": 0}
+    assert job["schedule"]["kind"] == "interval" and job["repeat"] == {
+        "times": None,
+        "completed": 0,
+    }
     assert job["next_run_at"] == (T0.replace(hour=10)).isoformat()
 
 
-@pytest.mark.parametrize("content", [b"{not json", b'{"jobs": 3}', b"[1, 2]", b"\xff\xfe\x00garbage"])
+@pytest.mark.parametrize(
+    "content", [b"{not json", b'{"jobs": 3}', b"[1, 2]", b"\xff\xfe\x00garbage"]
+)
 def test_corrupt_file_is_backed_up_reported_and_never_overwritten(
     store: JobStore, settings: Settings, content: bytes
 ) -> None:

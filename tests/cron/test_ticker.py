@@ -26,7 +26,11 @@ def tool_names(request: dict) -> set[str]:
 
 
 async def test_a_due_job_runs_once_in_a_fresh_cron_session(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, runtime: Runtime,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    runtime: Runtime,
     settings: Settings,
 ) -> None:
     fake.default = Text("Three things happened today.")
@@ -130,12 +134,18 @@ async def test_paused_jobs_do_not_run(
 
 
 async def test_silent_answer_is_saved_but_not_delivered(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, webhook: Webhook,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    webhook: Webhook,
     settings: Settings,
 ) -> None:
     fake.enqueue(Text("[silent]"), when=lambda body: body["messages"][-1]["content"] == "quiet")
     fake.enqueue(Text("Big news!"), when=lambda body: body["messages"][-1]["content"] == "loud")
-    quiet = create_job(store, schedule="every 1h", prompt="quiet", name="quiet", deliver=webhook.url)
+    quiet = create_job(
+        store, schedule="every 1h", prompt="quiet", name="quiet", deliver=webhook.url
+    )
     create_job(store, schedule="every 1h", prompt="loud", name="loud", deliver=webhook.url)
     clock.advance(hours=1)
     assert len(await scheduler.tick()) == 2
@@ -146,12 +156,18 @@ async def test_silent_answer_is_saved_but_not_delivered(
 
 
 async def test_webhook_delivery_retries_until_it_succeeds(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, webhook: Webhook,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    webhook: Webhook,
     settings: Settings,
 ) -> None:
     fake.default = Text("Your report")
     webhook.statuses = [500, 503]
-    job = create_job(store, schedule="every 1h", prompt="report", name="report", deliver=webhook.url)
+    job = create_job(
+        store, schedule="every 1h", prompt="report", name="report", deliver=webhook.url
+    )
     clock.advance(hours=1)
     await scheduler.tick()
     assert webhook.attempts == 3
@@ -163,7 +179,11 @@ async def test_webhook_delivery_retries_until_it_succeeds(
 
 
 async def test_webhook_that_keeps_failing_marks_delivery_failed(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, webhook: Webhook,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    webhook: Webhook,
     settings: Settings,
 ) -> None:
     fake.default = Text("Your report")
@@ -178,7 +198,11 @@ async def test_webhook_that_keeps_failing_marks_delivery_failed(
 
 
 async def test_webhook_client_errors_are_not_retried(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, webhook: Webhook,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    webhook: Webhook,
     settings: Settings,
 ) -> None:
     fake.default = Text("x")
@@ -191,7 +215,11 @@ async def test_webhook_client_errors_are_not_retried(
 
 
 async def test_private_webhook_destinations_are_refused_by_default(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, settings: Settings,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    settings: Settings,
 ) -> None:
     receiver = Webhook()  # on loopback; the settings keep the default (public destinations only)
     try:
@@ -210,7 +238,11 @@ async def test_private_webhook_destinations_are_refused_by_default(
 
 
 async def test_allowed_private_webhook_is_called_by_address_with_its_host_name(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, webhook: Webhook,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    webhook: Webhook,
     settings: Settings,
 ) -> None:
     fake.default = Text("report")
@@ -237,7 +269,11 @@ async def test_gateway_targets_fail_clearly_until_the_gateway_exists(
 
 
 async def test_a_failed_run_saves_the_error_and_notifies_the_webhook(
-    store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, webhook: Webhook,
+    store: JobStore,
+    scheduler: Scheduler,
+    clock: Clock,
+    fake: FakeModel,
+    webhook: Webhook,
     settings: Settings,
 ) -> None:
     fake.default = Error(500, "upstream exploded")
@@ -271,8 +307,9 @@ async def test_skills_are_loaded_and_a_missing_one_is_noted(
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: digest\ndescription: d\n---\nCollect three headlines.\n")
     fake.default = Text("done")
-    create_job(store, schedule="every 1h", prompt="Focus on Go.", name="d",
-               skills=["digest", "ghost"])
+    create_job(
+        store, schedule="every 1h", prompt="Focus on Go.", name="d", skills=["digest", "ghost"]
+    )
     clock.advance(hours=1)
     await scheduler.tick()
     prompt = fake.chat_requests()[0]["messages"][-1]["content"]
@@ -285,16 +322,21 @@ async def test_a_job_with_a_session_sees_its_recent_turns(
     store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, runtime: Runtime
 ) -> None:
     runtime.store.ensure_session("default", "chat-1", source="api")
-    runtime.store.append_messages("default", "chat-1", [
-        NewMessage(role="user", content="I am building a todo app in Go."),
-        NewMessage(role="assistant", content="Nice, Go is a good fit."),
-    ])
+    runtime.store.append_messages(
+        "default",
+        "chat-1",
+        [
+            NewMessage(role="user", content="I am building a todo app in Go."),
+            NewMessage(role="assistant", content="Nice, Go is a good fit."),
+        ],
+    )
     fake.default = Text("checked")
     create_job(store, schedule="every 1h", prompt="Any Go news?", name="go", session_id="chat-1")
     clock.advance(hours=1)
     await scheduler.tick()
-    system = "\n".join(m["content"] for m in fake.chat_requests()[0]["messages"]
-                       if m["role"] == "system")
+    system = "\n".join(
+        m["content"] for m in fake.chat_requests()[0]["messages"] if m["role"] == "system"
+    )
     assert "user: I am building a todo app in Go." in system
     assert "assistant: Nice, Go is a good fit." in system
 
@@ -347,8 +389,11 @@ async def test_a_stale_claim_from_a_dead_process_is_closed_not_rerun(
 ) -> None:
     job = create_job(store, schedule="every 1h", prompt="x", name="x", repeat=1)
     data = json.loads(store.path.read_text())
-    data["jobs"][0]["run_claim"] = {"at": (T0 - timedelta(days=2)).isoformat(),
-                                    "by": "elsewhere:4242:abcd", "kind": "scheduled"}
+    data["jobs"][0]["run_claim"] = {
+        "at": (T0 - timedelta(days=2)).isoformat(),
+        "by": "elsewhere:4242:abcd",
+        "kind": "scheduled",
+    }
     data["jobs"][0]["repeat"]["completed"] = 1
     data["jobs"][0]["next_run_at"] = None
     store.path.write_text(json.dumps(data))
@@ -364,11 +409,17 @@ async def test_a_stale_claim_from_a_dead_process_is_closed_not_rerun(
 
 def test_quick_summary_is_a_safe_lower_bound() -> None:
     jobs = [
-        {"id": "a" * 12, "schedule": {"kind": "interval", "minutes": 60},
-         "prompt": 'text with "next_run_at": "2000-01-01T00:00:00+00:00" and "run_claim"',
-         "next_run_at": "2030-01-07T10:00:00+00:00"},
-        {"id": "b" * 12, "schedule": {"kind": "cron", "expr": "0 9 * * *"},
-         "next_run_at": "2030-01-07T09:00:00+01:00"},
+        {
+            "id": "a" * 12,
+            "schedule": {"kind": "interval", "minutes": 60},
+            "prompt": 'text with "next_run_at": "2000-01-01T00:00:00+00:00" and "run_claim"',
+            "next_run_at": "2030-01-07T10:00:00+00:00",
+        },
+        {
+            "id": "b" * 12,
+            "schedule": {"kind": "cron", "expr": "0 9 * * *"},
+            "next_run_at": "2030-01-07T09:00:00+01:00",
+        },
         {"id": "c" * 12, "schedule": {"kind": "once"}, "next_run_at": None},
     ]
     raw = json.dumps({"jobs": jobs}, indent=2).encode()
@@ -377,7 +428,9 @@ def test_quick_summary_is_a_safe_lower_bound() -> None:
     assert earliest == T0  # 09:00+01:00 is 08:00 UTC, the earliest; the prompt text is ignored
     user = json.dumps({"scope": "user:x", "jobs": jobs}).encode()
     assert quick_summary(user, default=False)[0] == "user:x"
-    assert quick_summary(json.dumps({"jobs": jobs, "scope": "user:x"}).encode(), default=False) is None
+    assert (
+        quick_summary(json.dumps({"jobs": jobs, "scope": "user:x"}).encode(), default=False) is None
+    )
     missing = json.dumps({"jobs": [{"prompt": "x", "schedule": "every 1h"}]}).encode()
     assert quick_summary(missing, default=True) is None
 
@@ -414,18 +467,31 @@ async def test_a_job_with_a_compressed_session_sees_its_summary(
     store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, runtime: Runtime
 ) -> None:
     runtime.store.ensure_session("default", "long-chat", source="api")
-    runtime.store.append_messages("default", "long-chat", [
-        NewMessage(role="user", content="old question"), NewMessage(role="assistant", content="old"),
-        NewMessage(role="user", content="Keep it short."), NewMessage(role="assistant", content="ok"),
-    ])
-    runtime.store.add_compaction("default", "long-chat", head_end=0, upto_idx=2,
-                                 summary="## Goal\nShip the todo app by Friday.", kind="model")
+    runtime.store.append_messages(
+        "default",
+        "long-chat",
+        [
+            NewMessage(role="user", content="old question"),
+            NewMessage(role="assistant", content="old"),
+            NewMessage(role="user", content="Keep it short."),
+            NewMessage(role="assistant", content="ok"),
+        ],
+    )
+    runtime.store.add_compaction(
+        "default",
+        "long-chat",
+        head_end=0,
+        upto_idx=2,
+        summary="## Goal\nShip the todo app by Friday.",
+        kind="model",
+    )
     fake.default = Text("checked")
     create_job(store, schedule="every 1h", prompt="Progress?", name="p", session_id="long-chat")
     clock.advance(hours=1)
     await scheduler.tick()
-    system = "\n".join(m["content"] for m in fake.chat_requests()[0]["messages"]
-                       if m["role"] == "system")
+    system = "\n".join(
+        m["content"] for m in fake.chat_requests()[0]["messages"] if m["role"] == "system"
+    )
     assert "Ship the todo app by Friday." in system and "user: Keep it short." in system
 
 

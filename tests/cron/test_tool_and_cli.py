@@ -29,16 +29,32 @@ async def test_the_agent_creates_and_lists_jobs_in_its_own_scope(
     runtime: Runtime, fake: FakeModel, settings: Settings
 ) -> None:
     fake.enqueue(
-        ToolCalls([("cronjob", {"action": "create", "schedule": "weekdays at 9am",
-                                "prompt": "Summarise Go news", "name": "go-news",
-                                "attach_session": True})]),
+        ToolCalls(
+            [
+                (
+                    "cronjob",
+                    {
+                        "action": "create",
+                        "schedule": "weekdays at 9am",
+                        "prompt": "Summarise Go news",
+                        "name": "go-news",
+                        "attach_session": True,
+                    },
+                )
+            ]
+        ),
         ToolCalls([("cronjob", {"action": "create", "schedule": "whenever", "prompt": "x"})]),
         ToolCalls([("cronjob", {"action": "list"})]),
         Text("Done: go-news runs on weekdays at 09:00."),
     )
     result = await runtime.agent.run_turn(
-        TurnRequest("Every weekday morning, summarise Go news.", session_id="chat-7",
-                    scope="user:alice", source="api"))
+        TurnRequest(
+            "Every weekday morning, summarise Go news.",
+            session_id="chat-7",
+            scope="user:alice",
+            source="api",
+        )
+    )
     assert result.content.startswith("Done")
     alice = scope_root(settings.home, "user:alice")
     [job] = read_jobs(settings.home, alice)
@@ -58,8 +74,9 @@ async def test_run_action_without_a_server_runs_inline(
     store = JobStore(settings.home, "default", UTC)
     job = create_job(store, schedule="every 1h", prompt="ping", name="pinger")
     fake.enqueue(Text("pong"), when=_is_cron_run)
-    fake.enqueue(ToolCalls([("cronjob", {"action": "run", "job_id": "pinger"})]),
-                 Text("It answered pong."))
+    fake.enqueue(
+        ToolCalls([("cronjob", {"action": "run", "job_id": "pinger"})]), Text("It answered pong.")
+    )
     await runtime.agent.run_turn(TurnRequest("run pinger now", session_id="s"))
     run_result = json.loads(_tool_results(fake.chat_requests()[-1])[0])
     assert run_result["status"] == "ok" and run_result["response"] == "pong"
@@ -77,7 +94,9 @@ def test_cli_add_list_edit_pause_resume_remove(home: Path) -> None:
     assert added.returncode == 0, added.stderr
     job_id = added.stdout.split()[1]
     listing = run_cli("cron", "list")
-    assert job_id in listing.stdout and "standup" in listing.stdout and "scheduled" in listing.stdout
+    assert (
+        job_id in listing.stdout and "standup" in listing.stdout and "scheduled" in listing.stdout
+    )
     [record] = json.loads(run_cli("cron", "list", "--json").stdout)
     assert record["id"] == job_id and record["deliver"] == "local"
     edited = run_cli("cron", "edit", "STANDUP", "--schedule", "every 2h", "--repeat", "3")
@@ -95,7 +114,9 @@ def test_cli_add_list_edit_pause_resume_remove(home: Path) -> None:
 def test_cli_errors_are_one_line_and_non_zero(home: Path) -> None:
     bad = run_cli("cron", "add", "every fortnight", "x")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert bad.stderr.startswith("hermes: schedule: cannot understand") and "every 30m" in bad.stderr
+    assert (
+        bad.stderr.startswith("hermes: schedule: cannot understand") and "every 30m" in bad.stderr
+    )
     missing = run_cli("cron", "pause", "nope")
     assert missing.returncode == 1 and "no job 'nope'" in missing.stderr
     nothing = run_cli("cron", "edit", "nope")
@@ -115,7 +136,9 @@ def test_cli_user_scopes_are_separate(home: Path) -> None:
     assert run_cli("cron", "list", "--user", "bad id!").returncode == 2
 
 
-def test_cli_run_prints_the_answer_and_saves_it(model_env: dict, fake: FakeModel, home: Path) -> None:
+def test_cli_run_prints_the_answer_and_saves_it(
+    model_env: dict, fake: FakeModel, home: Path
+) -> None:
     fake.default = Text("All systems nominal.")
     job_id = run_cli("cron", "add", "every 1h", "Status?", "--name", "status").stdout.split()[1]
     result = run_cli("cron", "run", "status")
@@ -126,7 +149,9 @@ def test_cli_run_prints_the_answer_and_saves_it(model_env: dict, fake: FakeModel
     assert run_cli("cron", "tick").stdout.strip() == "no jobs were due"
 
 
-def test_cli_run_of_a_failing_job_exits_non_zero(model_env: dict, fake: FakeModel, home: Path) -> None:
+def test_cli_run_of_a_failing_job_exits_non_zero(
+    model_env: dict, fake: FakeModel, home: Path
+) -> None:
     fake.default = Error(400, "boom")
     run_cli("cron", "add", "every 1h", "Status?", "--name", "status")
     result = run_cli("cron", "run", "status")

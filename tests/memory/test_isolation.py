@@ -31,13 +31,19 @@ def seen(fake: FakeModel) -> str:
 
 
 def tool_results(fake: FakeModel) -> str:
-    return json.dumps([m["content"] for m in fake.chat_requests()[-1]["messages"] if m["role"] == "tool"])
+    return json.dumps(
+        [m["content"] for m in fake.chat_requests()[-1]["messages"] if m["role"] == "tool"]
+    )
 
 
 async def test_agent_turns_keep_scopes_apart(runtime: Runtime, fake: FakeModel) -> None:
     agent = runtime.agent
-    fake.enqueue(ToolCalls([("memory", {"target": "user", "action": "add", "content": NOTE})]), Text("saved"))
-    await agent.run_turn(TurnRequest(f"my flower code is {SECRET}", session_id="a1", scope="user:alice"))
+    fake.enqueue(
+        ToolCalls([("memory", {"target": "user", "action": "add", "content": NOTE})]), Text("saved")
+    )
+    await agent.run_turn(
+        TurnRequest(f"my flower code is {SECRET}", session_id="a1", scope="user:alice")
+    )
     for scope in ("user:bob", "default", "user:Alice"):
         fake.enqueue(Text("hi"))
         await agent.run_turn(TurnRequest("hello", session_id="new", scope=scope))
@@ -46,14 +52,18 @@ async def test_agent_turns_keep_scopes_apart(runtime: Runtime, fake: FakeModel) 
             fake.enqueue(ToolCalls([("session_search", args)]), Text("nothing"))
             await agent.run_turn(TurnRequest("search", session_id="probe", scope=scope))
             assert SECRET not in tool_results(fake), (scope, args)
-        fake.enqueue(ToolCalls([("memory", {"target": "user", "action": "remove", "old_text": "flower"})]),
-                     Text("no"))
+        fake.enqueue(
+            ToolCalls([("memory", {"target": "user", "action": "remove", "old_text": "flower"})]),
+            Text("no"),
+        )
         await agent.run_turn(TurnRequest("forget my flower", session_id="probe", scope=scope))
         assert "no entry contains" in tool_results(fake)
     # positive controls: Alice sees her note and finds her session
     fake.enqueue(ToolCalls([("session_search", {"query": "flower code"})]), Text("found"))
     await agent.run_turn(TurnRequest("search", session_id="a2", scope="user:alice"))
-    assert NOTE in json.dumps(fake.chat_requests()[-2]["messages"][0]) and SECRET in tool_results(fake)
+    assert NOTE in json.dumps(fake.chat_requests()[-2]["messages"][0]) and SECRET in tool_results(
+        fake
+    )
 
 
 async def test_api_keeps_notes_and_search_per_user(settings: Settings, fake: FakeModel) -> None:
@@ -67,14 +77,22 @@ async def test_api_keeps_notes_and_search_per_user(settings: Settings, fake: Fak
         return {"model": "hermes", "messages": [{"role": "user", "content": text}]}
 
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://t") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app), base_url="http://t"
+        ) as client:
+
             async def chat(headers: dict, session: str, text: str) -> None:
-                r = await client.post("/v1/chat/completions", json=body(text),
-                                      headers={**headers, "X-Hermes-Session-Id": session})
+                r = await client.post(
+                    "/v1/chat/completions",
+                    json=body(text),
+                    headers={**headers, "X-Hermes-Session-Id": session},
+                )
                 assert r.status_code == 200, r.text
 
-            fake.enqueue(ToolCalls([("memory", {"target": "user", "action": "add", "content": NOTE})]),
-                         Text("saved"))
+            fake.enqueue(
+                ToolCalls([("memory", {"target": "user", "action": "add", "content": NOTE})]),
+                Text("saved"),
+            )
             await chat(alice, "a1", f"my flower code is {SECRET}")
             fake.enqueue(ToolCalls([("session_search", {"query": "flower code"})]), Text("none"))
             await chat(bob, "b1", "what is my code?")
@@ -85,19 +103,47 @@ async def test_api_keeps_notes_and_search_per_user(settings: Settings, fake: Fak
 
 
 def _jsonl(path: Path, session: str, text: str) -> Path:
-    path.write_text(json.dumps({"id": session, "messages": [
-        {"role": "user", "content": text}, {"role": "assistant", "content": "Got it."}]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "id": session,
+                "messages": [
+                    {"role": "user", "content": text},
+                    {"role": "assistant", "content": "Got it."},
+                ],
+            }
+        )
+        + "\n"
+    )
     return path
 
 
 def test_cli_keeps_users_apart_and_forget_erases_one(home: Path, tmp_path: Path) -> None:
-    assert run_cli("sessions", "import", str(_jsonl(tmp_path / "a.jsonl", "a1", f"code {SECRET}")),
-                   "--user", "alice").returncode == 0
-    assert run_cli("sessions", "import", str(_jsonl(tmp_path / "b.jsonl", "b1", "bob likes tulips")),
-                   "--user", "bob").returncode == 0
+    assert (
+        run_cli(
+            "sessions",
+            "import",
+            str(_jsonl(tmp_path / "a.jsonl", "a1", f"code {SECRET}")),
+            "--user",
+            "alice",
+        ).returncode
+        == 0
+    )
+    assert (
+        run_cli(
+            "sessions",
+            "import",
+            str(_jsonl(tmp_path / "b.jsonl", "b1", "bob likes tulips")),
+            "--user",
+            "bob",
+        ).returncode
+        == 0
+    )
     notes = Settings(home=home)
     change_notes(NotesStore(home, "user:alice", notes.memory), "user", [Operation("add", NOTE)])
-    change_notes(NotesStore(home, "user:bob", notes.memory), "user", [Operation("add", "Bob: tulips")])
+    change_notes(
+        NotesStore(home, "user:bob", notes.memory), "user", [Operation("add", "Bob: tulips")]
+    )
 
     def search(user: str) -> list[dict]:
         r = run_cli("sessions", "search", f"code {SECRET} tulips", "--user", user, "--json")

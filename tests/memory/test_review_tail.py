@@ -30,7 +30,9 @@ def last_review(fake: FakeModel) -> str:
     return [r for r in fake.chat_requests() if is_review(r)][-1]["messages"][-1]["content"]
 
 
-async def test_review_of_a_long_session_reads_only_its_last_turns(runtime: Runtime, fake: FakeModel) -> None:
+async def test_review_of_a_long_session_reads_only_its_last_turns(
+    runtime: Runtime, fake: FakeModel
+) -> None:
     runtime.settings.memory.review_interval = 5
     fake.default = lambda body: Text("Nothing to save." if is_review(body) else "ok")
     for i in range(29):
@@ -51,12 +53,17 @@ async def test_review_of_a_long_session_reads_only_its_last_turns(runtime: Runti
     assert "turn-024" not in review
 
 
-async def test_review_widens_its_read_over_tool_heavy_turns(runtime: Runtime, fake: FakeModel) -> None:
+async def test_review_widens_its_read_over_tool_heavy_turns(
+    runtime: Runtime, fake: FakeModel
+) -> None:
     runtime.settings.memory.review_interval = 2
     fake.default = Text("Nothing to save.")
     for i in range(4):  # 7 messages a turn: more than the first read's guess
-        fake.enqueue(ToolCalls([("echo", {"text": f"t{i}-{k}"}) for k in range(4)]),
-                     Text(f"answer {i}"), when=lambda body: not is_review(body))
+        fake.enqueue(
+            ToolCalls([("echo", {"text": f"t{i}-{k}"}) for k in range(4)]),
+            Text(f"answer {i}"),
+            when=lambda body: not is_review(body),
+        )
     for i in range(4):
         await runtime.agent.run_turn(
             TurnRequest(f"question {i}", session_id="tools", toolset=Toolset([echo]))

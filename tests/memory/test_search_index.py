@@ -23,32 +23,50 @@ def store(tmp_path: Path):
 def check(store: SQLiteStore) -> None:
     """FTS5 verifies its index against the content (raises if the triggers drifted)."""
     store.connection.execute(
-        "INSERT INTO message_windows_fts (message_windows_fts, rank) VALUES ('integrity-check', 1)")
+        "INSERT INTO message_windows_fts (message_windows_fts, rank) VALUES ('integrity-check', 1)"
+    )
 
 
 def windows(store: SQLiteStore, session: str) -> list[tuple[str, str, str]]:
     return store.connection.execute(
         "SELECT before, body, after FROM message_windows WHERE session_id = ? ORDER BY id",
-        (session,)).fetchall()
+        (session,),
+    ).fetchall()
 
 
-def add(store: SQLiteStore, scope: str, session: str, *pairs: tuple[str, str | None],
-        ts: float | None = None) -> list:
+def add(
+    store: SQLiteStore,
+    scope: str,
+    session: str,
+    *pairs: tuple[str, str | None],
+    ts: float | None = None,
+) -> list:
     store.ensure_session(scope, session, source="cli")
     return store.append_messages(scope, session, [NewMessage(r, c, timestamp=ts) for r, c in pairs])
 
 
 def test_windows_follow_inserts_updates_and_deletes(store: SQLiteStore) -> None:
-    recs = add(store, "default", "s", ("user", "one"), ("assistant", None), ("tool", "tool out"),
-               ("assistant", "two"))
+    recs = add(
+        store,
+        "default",
+        "s",
+        ("user", "one"),
+        ("assistant", None),
+        ("tool", "tool out"),
+        ("assistant", "two"),
+    )
     assert windows(store, "s") == [("", "one", "two"), ("one", "two", "")]
     recs += add(store, "default", "s", ("user", "three"))
     assert windows(store, "s")[-2:] == [("one", "two", "three"), ("two", "three", "")]
     check(store)
     store.update_message_content("default", recs[3].id, "TWO")
     store.update_message_content("default", recs[1].id, "now it speaks")  # joins the windows
-    assert windows(store, "s") == [("", "one", "now it speaks"), ("one", "now it speaks", "TWO"),
-                                   ("now it speaks", "TWO", "three"), ("TWO", "three", "")]
+    assert windows(store, "s") == [
+        ("", "one", "now it speaks"),
+        ("one", "now it speaks", "TWO"),
+        ("now it speaks", "TWO", "three"),
+        ("TWO", "three", ""),
+    ]
     check(store)
     store.delete_message("default", recs[3].id)
     assert windows(store, "s")[-1] == ("now it speaks", "three", "")
@@ -66,12 +84,18 @@ def test_windows_follow_inserts_updates_and_deletes(store: SQLiteStore) -> None:
 def test_migration_indexes_existing_messages(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     old = SQLiteStore(path, migrations=[m for m in MIGRATIONS if m.version <= 2])
-    old.connection.execute("INSERT INTO sessions (scope, id, source, started_at, updated_at, "
-                           "message_count) VALUES ('default', 's', 'cli', 1, 1, 2)")
-    for idx, (role, text) in enumerate((("user", "we adopted a beagle"),
-                                        ("assistant", "what a lovely dog"))):
-        old.connection.execute("INSERT INTO messages (scope, session_id, idx, role, content, "
-                               "timestamp) VALUES ('default', 's', ?, ?, ?, 1)", (idx, role, text))
+    old.connection.execute(
+        "INSERT INTO sessions (scope, id, source, started_at, updated_at, "
+        "message_count) VALUES ('default', 's', 'cli', 1, 1, 2)"
+    )
+    for idx, (role, text) in enumerate(
+        (("user", "we adopted a beagle"), ("assistant", "what a lovely dog"))
+    ):
+        old.connection.execute(
+            "INSERT INTO messages (scope, session_id, idx, role, content, "
+            "timestamp) VALUES ('default', 's', ?, ?, ?, 1)",
+            (idx, role, text),
+        )
     old.close()
     new = SQLiteStore(path)
     try:
@@ -89,28 +113,47 @@ def test_query_terms_drop_question_words_and_keep_content() -> None:
 
 
 def test_stemming_and_neighbouring_turns_find_spread_evidence(store: SQLiteStore) -> None:
-    add(store, "default", "pets",
+    add(
+        store,
+        "default",
+        "pets",
         ("user", "Big news at home: a new family member arrived on Saturday!"),
         ("assistant", "Congratulations! What did you decide to call your new dog?"),
         ("user", "Biscuit. The kids picked it after a long debate."),
-        ("assistant", "Lovely choice."))
+        ("assistant", "Lovely choice."),
+    )
     for i in range(30):
-        add(store, "default", f"filler{i}", ("user", f"How do I cook rice number {i}?"),
-            ("assistant", "Rinse it first and use less water than you think."))
+        add(
+            store,
+            "default",
+            f"filler{i}",
+            ("user", f"How do I cook rice number {i}?"),
+            ("assistant", "Rinse it first and use less water than you think."),
+        )
     add(store, "default", "noise", ("user", "My friend has a dog."), ("assistant", "Nice."))
     hits = rank_messages(store.connection, "default", "What was the dog called?", limit=5)
     found = [(h.session_id, h.index) for h in hits]
     assert ("pets", 2) in found  # the answer holds no query word; its neighbour does
-    plain = [(h.session_id, h.message_index) for h in store.search("default", "dog called", limit=10)]
+    plain = [
+        (h.session_id, h.message_index) for h in store.search("default", "dog called", limit=10)
+    ]
     assert ("pets", 2) not in plain  # single-message search cannot see it
     stemmed = rank_messages(store.connection, "default", "decided calling dogs")
     assert (stemmed[0].session_id, stemmed[0].index) == ("pets", 1)
 
 
 def test_role_prior_and_recency_tie_break(store: SQLiteStore) -> None:
-    add(store, "default", "a", ("user", "Any podcast for my commute?"),
-        ("assistant", "Try the podcast Radiolab for your commute."), ts=1_000)
-    hits = rank_messages(store.connection, "default", "which podcast did you recommend for the commute")
+    add(
+        store,
+        "default",
+        "a",
+        ("user", "Any podcast for my commute?"),
+        ("assistant", "Try the podcast Radiolab for your commute."),
+        ts=1_000,
+    )
+    hits = rank_messages(
+        store.connection, "default", "which podcast did you recommend for the commute"
+    )
     assert hits[0].role == "assistant"
     hits = rank_messages(store.connection, "default", "which podcast did I want for my commute")
     assert hits[0].role == "user"

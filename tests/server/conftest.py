@@ -61,10 +61,12 @@ class Api:
     client: httpx.AsyncClient
     runtime: Runtime
 
-    async def chat(self, content: Any = "hi", headers: dict[str, str] | None = None,
-                   **extra: Any) -> httpx.Response:
-        return await self.client.post("/v1/chat/completions", json=chat_body(content, **extra),
-                                      headers=headers or {})
+    async def chat(
+        self, content: Any = "hi", headers: dict[str, str] | None = None, **extra: Any
+    ) -> httpx.Response:
+        return await self.client.post(
+            "/v1/chat/completions", json=chat_body(content, **extra), headers=headers or {}
+        )
 
 
 @contextlib.asynccontextmanager
@@ -80,14 +82,17 @@ async def open_api(settings: Settings, *, tools: Toolset | None = None) -> Async
 
 
 @contextlib.asynccontextmanager
-async def open_socket_api(settings: Settings, *, tools: Toolset | None = None) -> AsyncIterator[tuple[str, Runtime]]:
+async def open_socket_api(
+    settings: Settings, *, tools: Toolset | None = None
+) -> AsyncIterator[tuple[str, Runtime]]:
     """The app on uvicorn on a free loopback port, in this event loop; yields its base URL."""
     runtime = build_runtime(settings)
     if tools is not None:
         runtime.agent.toolset = tools
     sock = bind_socket("127.0.0.1", 0)
-    config = uvicorn.Config(create_app(runtime), lifespan="on", log_level="warning",
-                            access_log=False)
+    config = uvicorn.Config(
+        create_app(runtime), lifespan="on", log_level="warning", access_log=False
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:

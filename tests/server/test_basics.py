@@ -17,8 +17,9 @@ from hermes.testing.fake_model import FakeModel
 from .conftest import AUTH, SERVER_KEY, Api, open_api
 
 
-def assert_envelope(r: httpx.Response, status: int, code: str | None = None,
-                    param: str | None = None) -> dict:
+def assert_envelope(
+    r: httpx.Response, status: int, code: str | None = None, param: str | None = None
+) -> dict:
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/json")
     error = r.json()["error"]
@@ -60,9 +61,13 @@ async def test_models_lists_the_advertised_model(api: Api) -> None:
 
 async def test_auth_rejects_missing_and_wrong_keys_in_the_envelope(keyed_api: Api) -> None:
     client = keyed_api.client
-    for headers in ({"Authorization": ""}, {"Authorization": "Bearer wrong"},
-                    {"Authorization": SERVER_KEY}, {"Authorization": f"Basic {SERVER_KEY}"},
-                    {"Authorization": f"Bearer {SERVER_KEY}x"}):
+    for headers in (
+        {"Authorization": ""},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": SERVER_KEY},
+        {"Authorization": f"Basic {SERVER_KEY}"},
+        {"Authorization": f"Bearer {SERVER_KEY}x"},
+    ):
         r = await client.get("/v1/models", headers=headers)
         assert_envelope(r, 401, "invalid_api_key")
         assert SERVER_KEY not in r.text
@@ -113,24 +118,31 @@ async def test_routers_of_other_parts_share_validation_auth_and_500_envelopes(
 ) -> None:
     app = create_app(build_runtime(keyed_settings), routers=[_extra_router()])
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://t",
-                                     headers=AUTH) as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app), base_url="http://t", headers=AUTH
+        ) as client:
             r = await client.post("/test/items", json={"name": "toolong", "count": 1})
             error = assert_envelope(r, 400, "invalid_value", "name")
             assert "5" in error["message"]
             r = await client.post("/test/items", json={"name": "ok"})
             assert_envelope(r, 400, param="count")
-            r = await client.post("/test/items", content=b"{nope", headers={"content-type": "application/json"})
+            r = await client.post(
+                "/test/items", content=b"{nope", headers={"content-type": "application/json"}
+            )
             assert_envelope(r, 400, "invalid_json")
-            r = await client.post("/test/items", json={"name": "ok", "count": 2},
-                                  headers={"X-Hermes-User-Id": "ann"})
+            r = await client.post(
+                "/test/items", json={"name": "ok", "count": 2}, headers={"X-Hermes-User-Id": "ann"}
+            )
             assert r.json() == {"scope": "user:ann", "name": "ok"}
             r = await client.get("/test/crash")
             error = assert_envelope(r, 500, "internal_error")
             assert error["type"] == "server_error" and "passwd" not in r.text
             assert_envelope(await client.get("/test/teapot"), 418, "teapot", "cup")
-            r = await client.post("/test/items", json={"name": "x", "count": 1},
-                                  headers={"Authorization": "Bearer no"})
+            r = await client.post(
+                "/test/items",
+                json={"name": "x", "count": 1},
+                headers={"Authorization": "Bearer no"},
+            )
             assert_envelope(r, 401, "invalid_api_key")
     assert any("secret internals" in rec.getMessage() or rec.exc_info for rec in caplog.records)
 
@@ -175,10 +187,13 @@ async def test_user_header_needs_a_server_key(api: Api, fake: FakeModel) -> None
         ("", "empty"),
     ],
 )
-async def test_user_header_rules(keyed_api: Api, fake: FakeModel, value: str, fragment: str) -> None:
+async def test_user_header_rules(
+    keyed_api: Api, fake: FakeModel, value: str, fragment: str
+) -> None:
     raw = [(b"x-hermes-user-id", value.encode("latin-1"))]
-    r = await keyed_api.client.post("/v1/chat/completions", json={"messages": []},
-                                    headers=httpx.Headers(raw))
+    r = await keyed_api.client.post(
+        "/v1/chat/completions", json={"messages": []}, headers=httpx.Headers(raw)
+    )
     error = assert_envelope(r, 400, "invalid_user_id", "X-Hermes-User-Id")
     assert fragment in error["message"]
     assert fake.chat_requests() == []
@@ -191,4 +206,7 @@ async def test_user_header_at_the_length_bound_is_accepted(keyed_api: Api, fake:
     user = "u" * 256
     r = await keyed_api.chat("hi", headers={"X-Hermes-User-Id": user, "X-Hermes-Session-Id": "s"})
     assert r.status_code == 200
-    assert [m.content for m in keyed_api.runtime.store.get_messages(f"user:{user}", "s")] == ["hi", "ok"]
+    assert [m.content for m in keyed_api.runtime.store.get_messages(f"user:{user}", "s")] == [
+        "hi",
+        "ok",
+    ]

@@ -28,19 +28,28 @@ async def test_completion_has_the_openai_shape(api: Api, fake: FakeModel) -> Non
     body = r.json()
     assert body["object"] == "chat.completion" and body["id"].startswith("chatcmpl-")
     assert body["model"] == "hermes"
-    assert body["choices"] == [{"index": 0, "message": {"role": "assistant", "content": "Hello!"},
-                                "logprobs": None, "finish_reason": "stop"}]
+    assert body["choices"] == [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Hello!"},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }
+    ]
     assert body["usage"] == {"prompt_tokens": 40, "completion_tokens": 2, "total_tokens": 42}
     fake.assert_complete()
 
 
 async def test_system_messages_are_layered_over_hermes_prompt(api: Api, fake: FakeModel) -> None:
     fake.enqueue(Text("ok"))
-    body = {"model": "hermes", "messages": [
-        {"role": "system", "content": "Answer in French."},
-        {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
-        {"role": "user", "content": "hi"},
-    ]}
+    body = {
+        "model": "hermes",
+        "messages": [
+            {"role": "system", "content": "Answer in French."},
+            {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": "hi"},
+        ],
+    }
     assert (await api.client.post("/v1/chat/completions", json=body)).status_code == 200
     messages = sent(fake)
     assert messages[0]["role"] == "system" and "Hermes" in messages[0]["content"]
@@ -58,12 +67,32 @@ async def test_text_parts_are_collapsed(api: Api, fake: FakeModel) -> None:
 @pytest.mark.parametrize(
     "messages, param, code",
     [
-        ([{"role": "user", "content": [{"type": "text", "text": "a"},
-                                       {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}],
-         "messages[0].content[1]", "unsupported_content_type"),
-        ([{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "input_audio"}]}],
-         "messages[1].content[0]", "unsupported_content_type"),
-        ([{"role": "user", "content": [{"type": "text", "text": 5}]}], "messages[0].content[0].text", None),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "a"},
+                        {"type": "image_url", "image_url": {"url": "http://x/y.png"}},
+                    ],
+                }
+            ],
+            "messages[0].content[1]",
+            "unsupported_content_type",
+        ),
+        (
+            [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": [{"type": "input_audio"}]},
+            ],
+            "messages[1].content[0]",
+            "unsupported_content_type",
+        ),
+        (
+            [{"role": "user", "content": [{"type": "text", "text": 5}]}],
+            "messages[0].content[0].text",
+            None,
+        ),
         ([{"role": "user", "content": [7]}], "messages[0].content[0]", None),
         ([{"role": "user", "content": {"text": "x"}}], "messages[0].content", None),
         ([{"role": "wizard", "content": "x"}], "messages[0].role", None),
@@ -71,17 +100,28 @@ async def test_text_parts_are_collapsed(api: Api, fake: FakeModel) -> None:
         ([], "messages", None),
         ("hello", "messages", None),
         ([{"role": "system", "content": "only system"}], "messages", "no_user_message"),
-        ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "messages[1]",
-         "no_user_message"),
+        (
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+            "messages[1]",
+            "no_user_message",
+        ),
         ([{"role": "user", "content": "  "}], "messages[0].content", None),
-        ([{"role": "user", "content": "q"}, {"role": "tool", "content": "r", "tool_call_id": "c"}],
-         "messages[1]", "client_tools_unsupported"),
+        (
+            [
+                {"role": "user", "content": "q"},
+                {"role": "tool", "content": "r", "tool_call_id": "c"},
+            ],
+            "messages[1]",
+            "client_tools_unsupported",
+        ),
     ],
 )
 async def test_bad_messages_are_400_naming_the_place(
     api: Api, fake: FakeModel, messages: object, param: str, code: str | None
 ) -> None:
-    r = await api.client.post("/v1/chat/completions", json={"model": "hermes", "messages": messages})
+    r = await api.client.post(
+        "/v1/chat/completions", json={"model": "hermes", "messages": messages}
+    )
     assert_envelope(r, 400, code, param)
     assert fake.chat_requests() == []
 
@@ -107,62 +147,104 @@ async def test_client_tools_are_refused_unless_ignored(settings: Settings, fake:
     settings.server.ignore_client_tools = True
     fake.enqueue(Text("sunny"))
     async with open_api(settings) as api:
-        body = {"model": "hermes", "tools": tools, "messages": [
-            {"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
-             "function": {"name": "get_weather", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "rain"},
-            {"role": "user", "content": "and now?"},
-        ]}
+        body = {
+            "model": "hermes",
+            "tools": tools,
+            "messages": [
+                {"role": "user", "content": "weather?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+                {"role": "user", "content": "and now?"},
+            ],
+        }
         r = await api.client.post("/v1/chat/completions", json=body)
         assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "sunny"
     request = fake.chat_requests()[0]
     assert "get_weather" not in str(request.get("tools"))
-    assert contents(request["messages"]) == [("user", "weather?"), ("assistant", ""), ("user", "and now?")]
+    assert contents(request["messages"]) == [
+        ("user", "weather?"),
+        ("assistant", ""),
+        ("user", "and now?"),
+    ]
 
 
-async def test_stateless_request_uses_body_history_and_is_recorded(api: Api, fake: FakeModel) -> None:
+async def test_stateless_request_uses_body_history_and_is_recorded(
+    api: Api, fake: FakeModel
+) -> None:
     fake.enqueue(Text("Go."))
-    body = {"model": "hermes", "messages": [
-        {"role": "user", "content": "I write Go."},
-        {"role": "assistant", "content": "Nice."},
-        {"role": "user", "content": "Which language?"},
-    ]}
+    body = {
+        "model": "hermes",
+        "messages": [
+            {"role": "user", "content": "I write Go."},
+            {"role": "assistant", "content": "Nice."},
+            {"role": "user", "content": "Which language?"},
+        ],
+    }
     r = await api.client.post("/v1/chat/completions", json=body)
     assert r.status_code == 200
-    assert contents(sent(fake)) == [("user", "I write Go."), ("assistant", "Nice."),
-                                    ("user", "Which language?")]
+    assert contents(sent(fake)) == [
+        ("user", "I write Go."),
+        ("assistant", "Nice."),
+        ("user", "Which language?"),
+    ]
     session_id = r.headers["x-hermes-session-id"]
     assert session_id.startswith("api-")
     stored = api.runtime.store.get_messages("default", session_id)
-    assert [(m.role, m.content) for m in stored] == [("user", "Which language?"), ("assistant", "Go.")]
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "Which language?"),
+        ("assistant", "Go."),
+    ]
     assert api.runtime.store.get_session("default", session_id).source == "api"
 
 
-async def test_session_header_keeps_the_transcript_and_ignores_body_history(api: Api, fake: FakeModel) -> None:
+async def test_session_header_keeps_the_transcript_and_ignores_body_history(
+    api: Api, fake: FakeModel
+) -> None:
     fake.enqueue(Text("Hi Alex."), Text("Go."))
     headers = {"X-Hermes-Session-Id": "repo:facebook/react"}
     r1 = await api.chat("My name is Alex and I write Go.", headers=headers)
     assert r1.headers["x-hermes-session-id"] == "repo:facebook/react"
-    body = {"model": "hermes", "messages": [
-        {"role": "user", "content": "forged history"},
-        {"role": "assistant", "content": "forged answer"},
-        {"role": "user", "content": "Which language?"},
-    ]}
+    body = {
+        "model": "hermes",
+        "messages": [
+            {"role": "user", "content": "forged history"},
+            {"role": "assistant", "content": "forged answer"},
+            {"role": "user", "content": "Which language?"},
+        ],
+    }
     r2 = await api.client.post("/v1/chat/completions", json=body, headers=headers)
     assert r2.status_code == 200
-    assert contents(sent(fake)) == [("user", "My name is Alex and I write Go."),
-                                    ("assistant", "Hi Alex."), ("user", "Which language?")]
+    assert contents(sent(fake)) == [
+        ("user", "My name is Alex and I write Go."),
+        ("assistant", "Hi Alex."),
+        ("user", "Which language?"),
+    ]
     stored = api.runtime.store.get_messages("default", "repo:facebook/react")
-    assert [m.content for m in stored] == ["My name is Alex and I write Go.", "Hi Alex.",
-                                           "Which language?", "Go."]
+    assert [m.content for m in stored] == [
+        "My name is Alex and I write Go.",
+        "Hi Alex.",
+        "Which language?",
+        "Go.",
+    ]
 
 
 async def test_session_key_is_a_synonym(api: Api, fake: FakeModel) -> None:
     fake.enqueue(Text("one"), Text("two"))
     await api.chat("first", headers={"X-Hermes-Session-Key": "support:981"})
-    r = await api.chat("second", headers={"X-Hermes-Session-Id": "support:981",
-                                          "X-Hermes-Session-Key": "support:981"})
+    r = await api.chat(
+        "second",
+        headers={"X-Hermes-Session-Id": "support:981", "X-Hermes-Session-Key": "support:981"},
+    )
     assert r.headers["x-hermes-session-id"] == "support:981"
     assert contents(sent(fake)) == [("user", "first"), ("assistant", "one"), ("user", "second")]
 
@@ -178,7 +260,9 @@ async def test_session_key_is_a_synonym(api: Api, fake: FakeModel) -> None:
         ({"X-Hermes-Session-Id": "tab\there"}, "X-Hermes-Session-Id"),
     ],
 )
-async def test_bad_session_headers_are_400(api: Api, fake: FakeModel, headers: dict, param: str) -> None:
+async def test_bad_session_headers_are_400(
+    api: Api, fake: FakeModel, headers: dict, param: str
+) -> None:
     r = await api.chat("hi", headers=headers)
     assert_envelope(r, 400, param=param)
     assert fake.chat_requests() == []
@@ -193,7 +277,9 @@ async def test_namespaced_ids_are_plain_names(api: Api, fake: FakeModel) -> None
 
 
 async def test_concurrent_requests_on_one_session_run_in_turn(api: Api, fake: FakeModel) -> None:
-    fake.enqueue(Hang(0.3, then=Text("first answer")), when=lambda b: b["messages"][-1]["content"] == "one")
+    fake.enqueue(
+        Hang(0.3, then=Text("first answer")), when=lambda b: b["messages"][-1]["content"] == "one"
+    )
     fake.enqueue(Text("second answer"), when=lambda b: b["messages"][-1]["content"] == "two")
     headers = {"X-Hermes-Session-Id": "busy"}
     first = asyncio.create_task(api.chat("one", headers=headers))
@@ -246,7 +332,9 @@ async def test_unreachable_and_slow_models(settings: Settings, fake: FakeModel) 
         assert "could not be reached" in error["message"]
 
 
-async def test_unconfigured_model_says_how_to_configure(settings: Settings, fake: FakeModel) -> None:
+async def test_unconfigured_model_says_how_to_configure(
+    settings: Settings, fake: FakeModel
+) -> None:
     settings.model.base_url = None
     async with open_api(settings) as api:
         error = assert_envelope(await api.chat("hi"), 503, "model_not_configured")
@@ -264,7 +352,9 @@ async def test_a_turn_with_tools_stores_every_step(settings: Settings, fake: Fak
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
 
 
-async def test_failure_after_a_tool_step_stores_nothing(settings: Settings, fake: FakeModel) -> None:
+async def test_failure_after_a_tool_step_stores_nothing(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.enqueue(ToolCalls([("add", {"a": 2, "b": 3})]), Error(500, "died"))
     async with open_api(settings, tools=TEST_TOOLS) as api:
         r = await api.chat("2+3?", headers={"X-Hermes-Session-Id": "half"})

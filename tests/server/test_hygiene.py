@@ -17,7 +17,9 @@ from .test_basics import assert_envelope
 # ---------------------------------------------------------------------- idempotency
 
 
-async def test_retried_request_gets_the_first_answer_without_a_second_turn(api: Api, fake: FakeModel) -> None:
+async def test_retried_request_gets_the_first_answer_without_a_second_turn(
+    api: Api, fake: FakeModel
+) -> None:
     fake.enqueue(Text("first answer"))
     headers = {"Idempotency-Key": "req-1", "X-Hermes-Session-Id": "idem"}
     r1 = await api.chat("hi", headers=headers)
@@ -44,8 +46,12 @@ async def test_concurrent_duplicates_share_one_computation(api: Api, fake: FakeM
 async def test_same_key_with_a_different_request_is_409(api: Api, fake: FakeModel) -> None:
     fake.enqueue(Text("a"))
     assert (await api.chat("one", headers={"Idempotency-Key": "k"})).status_code == 200
-    assert_envelope(await api.chat("two", headers={"Idempotency-Key": "k"}), 409,
-                    "idempotency_key_conflict", "Idempotency-Key")
+    assert_envelope(
+        await api.chat("two", headers={"Idempotency-Key": "k"}),
+        409,
+        "idempotency_key_conflict",
+        "Idempotency-Key",
+    )
     r = await api.chat("one", headers={"Idempotency-Key": "k", "X-Hermes-Session-Id": "other"})
     assert_envelope(r, 409, "idempotency_key_conflict")
     assert len(fake.chat_requests()) == 1
@@ -57,7 +63,10 @@ async def test_failures_are_not_remembered(api: Api, fake: FakeModel) -> None:
     assert (await api.chat("hi", headers=headers)).status_code == 502
     r = await api.chat("hi", headers=headers)
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "works now"
-    assert [m.content for m in api.runtime.store.get_messages("default", "f")] == ["hi", "works now"]
+    assert [m.content for m in api.runtime.store.get_messages("default", "f")] == [
+        "hi",
+        "works now",
+    ]
 
 
 @pytest.mark.parametrize("key", ["", "has space", "x" * 256, "tab\tkey"])
@@ -76,7 +85,9 @@ def small_body_settings(settings: Settings) -> Settings:
     return settings
 
 
-async def test_declared_body_over_the_limit_is_413(small_body_settings: Settings, fake: FakeModel) -> None:
+async def test_declared_body_over_the_limit_is_413(
+    small_body_settings: Settings, fake: FakeModel
+) -> None:
     async with open_api(small_body_settings) as api:
         error = assert_envelope(await api.chat("x" * 3_000), 413, "body_too_large")
         assert "2,000" in error["message"]
@@ -85,7 +96,9 @@ async def test_declared_body_over_the_limit_is_413(small_body_settings: Settings
     assert len(fake.chat_requests()) == 1
 
 
-async def test_chunked_body_without_length_over_the_limit_is_413(small_body_settings: Settings, fake: FakeModel) -> None:
+async def test_chunked_body_without_length_over_the_limit_is_413(
+    small_body_settings: Settings, fake: FakeModel
+) -> None:
     async def body():
         for _ in range(10):
             yield b"x" * 500
@@ -97,7 +110,9 @@ async def test_chunked_body_without_length_over_the_limit_is_413(small_body_sett
     assert fake.chat_requests() == []
 
 
-async def test_chunked_body_over_the_limit_on_a_real_socket(small_body_settings: Settings, fake: FakeModel) -> None:
+async def test_chunked_body_over_the_limit_on_a_real_socket(
+    small_body_settings: Settings, fake: FakeModel
+) -> None:
     async with open_socket_api(small_body_settings) as (base, _):
         port = int(base.rsplit(":", 1)[1])
         response = await asyncio.to_thread(_raw_chunked_post, port, 5, 1_000)
@@ -108,8 +123,10 @@ async def test_chunked_body_over_the_limit_on_a_real_socket(small_body_settings:
 
 def _raw_chunked_post(port: int, chunks: int, size: int) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                     b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
         try:
             for _ in range(chunks):
                 sock.sendall(b"%x\r\n%s\r\n" % (size, b"x" * size))
@@ -126,8 +143,9 @@ def _raw_chunked_post(port: int, chunks: int, size: int) -> bytes:
 
 
 async def test_bad_content_length_is_400(api: Api) -> None:
-    r = await api.client.post("/v1/chat/completions", content=b"{}",
-                              headers={"Content-Length": "abc"})
+    r = await api.client.post(
+        "/v1/chat/completions", content=b"{}", headers={"Content-Length": "abc"}
+    )
     assert_envelope(r, 400, "invalid_content_length")
 
 
@@ -137,36 +155,50 @@ async def test_bad_content_length_is_400(api: Api) -> None:
 async def test_cors_is_off_by_default(api: Api) -> None:
     r = await api.client.get("/v1/models", headers={"Origin": "https://evil.example"})
     assert "access-control-allow-origin" not in r.headers
-    r = await api.client.options("/v1/chat/completions", headers={
-        "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    r = await api.client.options(
+        "/v1/chat/completions",
+        headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+    )
     assert r.status_code == 405 and "access-control-allow-origin" not in r.headers
 
 
 async def test_cors_allows_only_configured_origins(keyed_settings: Settings) -> None:
     keyed_settings.server.cors_origins = ["https://app.example"]
     async with open_api(keyed_settings) as api:
-        r = await api.client.options("/v1/chat/completions", headers={
-            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "authorization, x-hermes-session-id, content-type"})
+        r = await api.client.options(
+            "/v1/chat/completions",
+            headers={
+                "Origin": "https://app.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, x-hermes-session-id, content-type",
+            },
+        )
         assert r.status_code == 200
         assert r.headers["access-control-allow-origin"] == "https://app.example"
         assert "x-hermes-session-id" in r.headers["access-control-allow-headers"].lower()
         r = await api.client.get("/v1/models", headers={"Origin": "https://app.example", **AUTH})
         assert r.headers["access-control-allow-origin"] == "https://app.example"
         assert "x-hermes-session-id" in r.headers["access-control-expose-headers"].lower()
-        r = await api.client.options("/v1/chat/completions", headers={
-            "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+        r = await api.client.options(
+            "/v1/chat/completions",
+            headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+        )
         assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
         r = await api.client.get("/v1/models", headers={"Origin": "https://evil.example", **AUTH})
         assert "access-control-allow-origin" not in r.headers
 
 
-async def test_streaming_requests_ignore_idempotency_keys(settings: Settings, fake: FakeModel) -> None:
+async def test_streaming_requests_ignore_idempotency_keys(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.enqueue(Text("one"), Text("two"))
     async with open_api(settings) as api:
         for expected in ("one", "two"):
-            r = await api.client.post("/v1/chat/completions", json=chat_body("hi", stream=True),
-                                      headers={"Idempotency-Key": "s"})
+            r = await api.client.post(
+                "/v1/chat/completions",
+                json=chat_body("hi", stream=True),
+                headers={"Idempotency-Key": "s"},
+            )
             assert expected in r.text
     assert len(fake.chat_requests()) == 2
 

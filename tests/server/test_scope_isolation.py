@@ -33,8 +33,9 @@ async def planted(keyed_settings: Settings, fake: FakeModel) -> AsyncIterator[Ap
     async with open_api(keyed_settings) as api:
         api.client.headers.update(AUTH)
         fake.enqueue(Text("Noted."))
-        r = await api.chat(f"My password hint is {SECRET}.",
-                           headers={**ALICE, "X-Hermes-Session-Id": "chat-1"})
+        r = await api.chat(
+            f"My password hint is {SECRET}.", headers={**ALICE, "X-Hermes-Session-Id": "chat-1"}
+        )
         assert r.status_code == 200
         fake.default = Text("I have no idea.")
         yield api
@@ -86,16 +87,25 @@ async def test_continuing_another_scopes_session_sees_nothing(
 
 
 @pytest.mark.parametrize("who", INTRUDERS)
-async def test_streaming_continuation_sees_nothing(planted: Api, fake: FakeModel, who: dict) -> None:
+async def test_streaming_continuation_sees_nothing(
+    planted: Api, fake: FakeModel, who: dict
+) -> None:
     r = await planted.chat("hint?", headers={**who, "X-Hermes-Session-Id": "chat-1"}, stream=True)
     assert r.status_code == 200 and chunks(r.text)
     assert SECRET not in _seen(fake) and SECRET not in r.text
 
 
 @pytest.mark.parametrize("who", INTRUDERS)
-async def test_session_search_cannot_find_or_read_another_scope(planted: Api, fake: FakeModel, who: dict) -> None:
-    for args in ({"query": SECRET}, {"query": "password hint"}, {"session_id": "chat-1"},
-                 {"session_id": "chat-1", "around": 0}, {}):
+async def test_session_search_cannot_find_or_read_another_scope(
+    planted: Api, fake: FakeModel, who: dict
+) -> None:
+    for args in (
+        {"query": SECRET},
+        {"query": "password hint"},
+        {"session_id": "chat-1"},
+        {"session_id": "chat-1", "around": 0},
+        {},
+    ):
         fake.enqueue(ToolCalls([("session_search", args)]), Text("done"))
         r = await planted.chat("search my past", headers={**who, "X-Hermes-Session-Id": "probe"})
         assert r.status_code == 200
@@ -108,9 +118,13 @@ async def test_session_search_cannot_find_or_read_another_scope(planted: Api, fa
 
 async def test_notes_stay_in_their_scope(planted: Api, fake: FakeModel) -> None:
     note = "ALICE-NOTE: lives in Paris"
-    fake.enqueue(ToolCalls([("memory", {"target": "user", "action": "add", "content": note})]),
-                 Text("Saved."))
-    assert (await planted.chat("remember where I live", headers={**ALICE, "X-Hermes-Session-Id": "n1"})).status_code == 200
+    fake.enqueue(
+        ToolCalls([("memory", {"target": "user", "action": "add", "content": note})]),
+        Text("Saved."),
+    )
+    assert (
+        await planted.chat("remember where I live", headers={**ALICE, "X-Hermes-Session-Id": "n1"})
+    ).status_code == 200
     for who in ({"X-Hermes-User-Id": "bob"}, {}, {"X-Hermes-User-Id": "user:alice"}):
         await planted.chat("hello", headers={**who, "X-Hermes-Session-Id": "fresh"})
         assert "ALICE-NOTE" not in _seen(fake)
@@ -126,11 +140,13 @@ async def test_idempotency_keys_never_replay_another_scopes_answer(
 ) -> None:
     body = chat_body("tell me the hint")
     fake.enqueue(Text(f"It is {SECRET}."))
-    r = await planted.client.post("/v1/chat/completions", json=body,
-                                  headers={**ALICE, "Idempotency-Key": "same-key"})
+    r = await planted.client.post(
+        "/v1/chat/completions", json=body, headers={**ALICE, "Idempotency-Key": "same-key"}
+    )
     assert SECRET in r.text
-    r = await planted.client.post("/v1/chat/completions", json=body,
-                                  headers={**who, "Idempotency-Key": "same-key"})
+    r = await planted.client.post(
+        "/v1/chat/completions", json=body, headers={**who, "Idempotency-Key": "same-key"}
+    )
     assert r.status_code == 200 and SECRET not in r.text
     assert "idempotency-replayed" not in r.headers
 
@@ -143,32 +159,53 @@ async def test_stateless_requests_of_others_see_nothing(planted: Api, fake: Fake
 async def test_user_header_without_a_valid_key_is_refused(planted: Api, fake: FakeModel) -> None:
     before = len(fake.chat_requests())
     for auth in ({"Authorization": ""}, {"Authorization": "Bearer guess"}):
-        r = await planted.client.post("/v1/chat/completions", json=chat_body("hint?"),
-                                      headers={**ALICE, "X-Hermes-Session-Id": "chat-1", **auth})
+        r = await planted.client.post(
+            "/v1/chat/completions",
+            json=chat_body("hint?"),
+            headers={**ALICE, "X-Hermes-Session-Id": "chat-1", **auth},
+        )
         assert_envelope(r, 401, "invalid_api_key")
     assert len(fake.chat_requests()) == before
 
 
-async def test_without_a_server_key_nobody_can_claim_a_user(settings: Settings, fake: FakeModel) -> None:
+async def test_without_a_server_key_nobody_can_claim_a_user(
+    settings: Settings, fake: FakeModel
+) -> None:
     async with open_api(settings) as api:
-        for headers in ({**ALICE}, {**ALICE, "X-Hermes-Session-Id": "chat-1"},
-                        {**ALICE, "Authorization": "Bearer anything"}):
-            assert_envelope(await api.chat("hint?", headers=headers), 403, "user_scope_requires_key")
+        for headers in (
+            {**ALICE},
+            {**ALICE, "X-Hermes-Session-Id": "chat-1"},
+            {**ALICE, "Authorization": "Bearer anything"},
+        ):
+            assert_envelope(
+                await api.chat("hint?", headers=headers), 403, "user_scope_requires_key"
+            )
             r = await api.chat("hint?", headers=headers, stream=True)
             assert_envelope(r, 403, "user_scope_requires_key")
         assert fake.chat_requests() == []
 
 
-async def test_isolation_holds_over_a_real_socket(keyed_settings: Settings, fake: FakeModel) -> None:
+async def test_isolation_holds_over_a_real_socket(
+    keyed_settings: Settings, fake: FakeModel
+) -> None:
     fake.default = Text("ok")
     async with open_socket_api(keyed_settings) as (base, runtime):
         async with httpx.AsyncClient(base_url=base, headers=AUTH) as client:
-            await client.post("/v1/chat/completions", json=chat_body(f"secret {SECRET}"),
-                              headers={**ALICE, "X-Hermes-Session-Id": "s"})
-            r = await client.post("/v1/chat/completions", json=chat_body("what?", stream=True),
-                                  headers={"X-Hermes-User-Id": "bob", "X-Hermes-Session-Id": "s"})
+            await client.post(
+                "/v1/chat/completions",
+                json=chat_body(f"secret {SECRET}"),
+                headers={**ALICE, "X-Hermes-Session-Id": "s"},
+            )
+            r = await client.post(
+                "/v1/chat/completions",
+                json=chat_body("what?", stream=True),
+                headers={"X-Hermes-User-Id": "bob", "X-Hermes-Session-Id": "s"},
+            )
             assert r.status_code == 200 and SECRET not in _seen(fake)
-        assert [m.role for m in runtime.store.get_messages("user:bob", "s")] == ["user", "assistant"]
+        assert [m.role for m in runtime.store.get_messages("user:bob", "s")] == [
+            "user",
+            "assistant",
+        ]
         assert len(runtime.store.get_messages("user:alice", "s")) == 2
 
 
@@ -180,18 +217,31 @@ async def test_jobs_of_one_scope_are_invisible_to_others(planted: Api, fake: Fak
     for who in ({"X-Hermes-User-Id": "bob"}, {}, {"X-Hermes-User-Id": "user:alice"}):
         listed = await planted.client.get("/api/jobs", headers=who)
         assert listed.status_code == 200 and SECRET not in listed.text
-        for method, path in (("GET", ""), ("PATCH", ""), ("DELETE", ""), ("POST", "/pause"),
-                             ("POST", "/resume"), ("POST", "/run"), ("GET", "/runs")):
+        for method, path in (
+            ("GET", ""),
+            ("PATCH", ""),
+            ("DELETE", ""),
+            ("POST", "/pause"),
+            ("POST", "/resume"),
+            ("POST", "/run"),
+            ("GET", "/runs"),
+        ):
             kwargs = {"json": {"name": "x"}} if method == "PATCH" else {}
-            r = await planted.client.request(method, f"/api/jobs/{job_id}{path}", headers=who, **kwargs)
+            r = await planted.client.request(
+                method, f"/api/jobs/{job_id}{path}", headers=who, **kwargs
+            )
             assert r.status_code == 404 and SECRET not in r.text, (method, path, r.text)
     mine = await planted.client.get(f"/api/jobs/{job_id}", headers=ALICE)
     assert mine.status_code == 200 and SECRET in mine.text
 
 
 async def test_a_job_cannot_continue_another_scopes_session(planted: Api, fake: FakeModel) -> None:
-    job = {"name": "bob-job", "schedule": "0 9 * * *", "prompt": "BOB-JOB what is the hint?",
-           "session_id": "chat-1"}
+    job = {
+        "name": "bob-job",
+        "schedule": "0 9 * * *",
+        "prompt": "BOB-JOB what is the hint?",
+        "session_id": "chat-1",
+    }
     bob = {"X-Hermes-User-Id": "bob"}
     r = await planted.client.post("/api/jobs", json=job, headers=bob)
     assert r.status_code == 201, r.text

@@ -24,11 +24,15 @@ from ..conftest import run_cli
 
 
 @contextmanager
-def hermes_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def hermes_serve(
+    *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """`hermes serve --port 0 …` as a subprocess; yields it and its base URL once it is ready."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "hermes", "serve", "--port", "0", *args],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
         env={**os.environ, **(env or {})},
     )
     try:
@@ -72,36 +76,47 @@ def test_tutorial_with_the_openai_sdk(fake: FakeModel) -> None:
     fake.default = _answer
     with hermes_serve() as (_, base):
         from openai import OpenAI
+
         client = OpenAI(base_url=f"{base}/v1", api_key="hermes")
 
         def chat(message):
-            r = client.chat.completions.create(model="hermes",
+            r = client.chat.completions.create(
+                model="hermes",
                 messages=[{"role": "user", "content": message}],
-                extra_headers={"X-Hermes-Session-Id": "my-first-agent"})
+                extra_headers={"X-Hermes-Session-Id": "my-first-agent"},
+            )
             return r.choices[0].message.content
 
         chat("My name is Alex and I'm building a todo app in Go.")
-        chat("What language am I using?")   # the model sees the first message: the server kept it
+        chat("What language am I using?")  # the model sees the first message: the server kept it
         chat("Decision: todos are stored in SQLite.")
         chat("Decision: the API speaks JSON over HTTP.")
         chat("Decision: every write is retried three times.")
         answer = chat("What have we decided that affects reliability?")
         assert answer.startswith("ack ")
 
-        r = httpx.post(f"{base}/api/jobs", headers={"Authorization": "Bearer hermes"},
-                       json={"name": "daily-standup", "schedule": "0 9 * * 1-5", "prompt": "..."})
+        r = httpx.post(
+            f"{base}/api/jobs",
+            headers={"Authorization": "Bearer hermes"},
+            json={"name": "daily-standup", "schedule": "0 9 * * 1-5", "prompt": "..."},
+        )
         assert r.status_code == 201 and r.json()["job"]["name"] == "daily-standup"
         assert httpx.get(f"{base}/health").json()["status"] == "ok"
 
         other = client.chat.completions.create(
-            model="hermes", messages=[{"role": "user", "content": "What have we decided?"}],
-            extra_headers={"X-Hermes-Session-Id": "another-agent"})
+            model="hermes",
+            messages=[{"role": "user", "content": "What have we decided?"}],
+            extra_headers={"X-Hermes-Session-Id": "another-agent"},
+        )
         assert other.choices[0].message.content
 
     calls = [b for b in fake.chat_requests() if b["messages"][-1]["role"] == "user"]
     sent = [[m["content"] for m in b["messages"] if m["role"] != "system"] for b in calls]
-    assert sent[1] == ["My name is Alex and I'm building a todo app in Go.", "ack 2",
-                       "What language am I using?"]
+    assert sent[1] == [
+        "My name is Alex and I'm building a todo app in Go.",
+        "ack 2",
+        "What language am I using?",
+    ]
     fifth = "\n".join(sent[4])
     assert fifth.count("Decision: ") == 3
     for decision in ("SQLite", "JSON over HTTP", "retried three times"):
@@ -118,9 +133,12 @@ def test_sigterm_lets_the_in_flight_turn_finish_and_be_stored(fake: FakeModel, h
         result: dict[str, httpx.Response] = {}
 
         def call() -> None:
-            result["r"] = httpx.post(f"{base}/v1/chat/completions", timeout=10,
-                                     headers={"X-Hermes-Session-Id": "inflight"},
-                                     json={"model": "hermes", "messages": [{"role": "user", "content": "go"}]})
+            result["r"] = httpx.post(
+                f"{base}/v1/chat/completions",
+                timeout=10,
+                headers={"X-Hermes-Session-Id": "inflight"},
+                json={"model": "hermes", "messages": [{"role": "user", "content": "go"}]},
+            )
 
         thread = threading.Thread(target=call)
         thread.start()
@@ -133,7 +151,9 @@ def test_sigterm_lets_the_in_flight_turn_finish_and_be_stored(fake: FakeModel, h
     store = SQLiteStore(home / "state.db")
     try:
         assert [m.content for m in store.get_messages("default", "inflight")] == [
-            "go", "finished despite shutdown"]
+            "go",
+            "finished despite shutdown",
+        ]
     finally:
         store.close()
 
@@ -157,8 +177,9 @@ def test_sigint_stops_cleanly(fake: FakeModel) -> None:
         ("example.com", None, "reachable from other machines"),
     ],
 )
-def test_public_bind_needs_a_strong_key(monkeypatch: pytest.MonkeyPatch, host: str,
-                                        key: str | None, fragment: str) -> None:
+def test_public_bind_needs_a_strong_key(
+    monkeypatch: pytest.MonkeyPatch, host: str, key: str | None, fragment: str
+) -> None:
     if key is not None:
         monkeypatch.setenv("HERMES_API_KEY", key)
     r = run_cli("serve", "--host", host, "--port", "0")
@@ -168,13 +189,20 @@ def test_public_bind_needs_a_strong_key(monkeypatch: pytest.MonkeyPatch, host: s
 
 
 @pytest.mark.usefixtures("model_env")
-def test_public_bind_with_a_strong_key_starts_and_requires_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_public_bind_with_a_strong_key_starts_and_requires_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("HERMES_API_KEY", "k" * 16)
     with hermes_serve("--host", "0.0.0.0") as (_, base):
         port = base.rsplit(":", 1)[1]
         url = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{url}/v1/models").status_code == 401
-        assert httpx.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {'k' * 16}"}).status_code == 200
+        assert (
+            httpx.get(
+                f"{url}/v1/models", headers={"Authorization": f"Bearer {'k' * 16}"}
+            ).status_code
+            == 200
+        )
 
 
 def test_busy_port_is_one_clear_line() -> None:

@@ -19,7 +19,9 @@ async def _stream(base: str, body: dict, headers: dict | None = None) -> httpx.R
         return await client.post("/v1/chat/completions", json=body, headers=headers or {})
 
 
-async def test_stream_sends_role_deltas_final_usage_and_done(settings: Settings, fake: FakeModel) -> None:
+async def test_stream_sends_role_deltas_final_usage_and_done(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.enqueue(Text("Hello there, Alex!", chunk_chars=5, prompt_tokens=30, completion_tokens=6))
     async with open_socket_api(settings) as (base, runtime):
         r = await _stream(base, chat_body("hi", stream=True), {"X-Hermes-Session-Id": "s"})
@@ -42,32 +44,43 @@ async def test_stream_sends_role_deltas_final_usage_and_done(settings: Settings,
         assert [m.content for m in stored] == ["hi", "Hello there, Alex!"]
 
 
-async def test_tool_progress_events_never_leak_arguments_or_results(settings: Settings, fake: FakeModel) -> None:
-    fake.enqueue(ToolCalls([("lookup_secret", {"name": "ARGUMENT-XYZ"})], content="Let me check."),
-                 Text("All done."))
+async def test_tool_progress_events_never_leak_arguments_or_results(
+    settings: Settings, fake: FakeModel
+) -> None:
+    fake.enqueue(
+        ToolCalls([("lookup_secret", {"name": "ARGUMENT-XYZ"})], content="Let me check."),
+        Text("All done."),
+    )
     async with open_socket_api(settings, tools=TEST_TOOLS) as (base, runtime):
         r = await _stream(base, chat_body("go", stream=True), {"X-Hermes-Session-Id": "t"})
     assert "ARGUMENT-XYZ" not in r.text and "TOOL-RESULT" not in r.text
     events = sse_events(r.text)
     progress = [json.loads(d) for name, d in events if name == "hermes.tool.progress"]
-    assert [(p["tool"], p["status"]) for p in progress] == [("lookup_secret", "running"),
-                                                            ("lookup_secret", "completed")]
+    assert [(p["tool"], p["status"]) for p in progress] == [
+        ("lookup_secret", "running"),
+        ("lookup_secret", "completed"),
+    ]
     assert progress[0]["toolCallId"] == progress[1]["toolCallId"] == "call_1"
-    assert all(set(p) <= {"id", "object", "created", "model", "choices", "tool", "toolCallId",
-                          "status"} for p in progress)
+    assert all(
+        set(p) <= {"id", "object", "created", "model", "choices", "tool", "toolCallId", "status"}
+        for p in progress
+    )
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks(r.text))
     assert text == "Let me check.All done."
     # the tool result really was produced and sent to the model, just not to the client
     assert "TOOL-RESULT-ARGUMENT-XYZ" in json.dumps(fake.chat_requests()[1]["messages"])
 
 
-async def test_openai_sdk_streams_through_tool_progress(settings: Settings, fake: FakeModel) -> None:
+async def test_openai_sdk_streams_through_tool_progress(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.enqueue(ToolCalls([("add", {"a": 1, "b": 2})]), Text("three", chunk_chars=2))
     async with open_socket_api(settings, tools=TEST_TOOLS) as (base, _):
         client = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="hermes", max_retries=0)
         try:
             stream = await client.chat.completions.create(
-                model="hermes", messages=[{"role": "user", "content": "1+2"}], stream=True)
+                model="hermes", messages=[{"role": "user", "content": "1+2"}], stream=True
+            )
             text, usage, finish = "", None, None
             async for chunk in stream:
                 if chunk.choices:
@@ -79,7 +92,9 @@ async def test_openai_sdk_streams_through_tool_progress(settings: Settings, fake
     assert text == "three" and finish == "stop" and usage is not None and usage.total_tokens > 0
 
 
-async def test_failure_before_first_token_is_a_real_http_error(settings: Settings, fake: FakeModel) -> None:
+async def test_failure_before_first_token_is_a_real_http_error(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.enqueue(Error(401, "nope"))
     async with open_socket_api(settings) as (base, runtime):
         r = await _stream(base, chat_body("hi", stream=True), {"X-Hermes-Session-Id": "e"})
@@ -87,7 +102,9 @@ async def test_failure_before_first_token_is_a_real_http_error(settings: Setting
         assert runtime.store.get_messages("default", "e") == []
 
 
-async def test_failure_mid_stream_sends_an_error_event_then_done(settings: Settings, fake: FakeModel) -> None:
+async def test_failure_mid_stream_sends_an_error_event_then_done(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.enqueue(ToolCalls([("add", {"a": 1, "b": 2})], content="Working."), Error(500, "died"))
     async with open_socket_api(settings, tools=TEST_TOOLS) as (base, runtime):
         r = await _stream(base, chat_body("hi", stream=True), {"X-Hermes-Session-Id": "m"})
@@ -105,8 +122,12 @@ async def test_client_disconnect_cancels_the_turn_and_keeps_what_was_said(
     fake.enqueue(Text("partial answer " * 40, chunk_chars=4, delay=0.05))
     async with open_socket_api(settings) as (base, runtime):
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
-            async with client.stream("POST", "/v1/chat/completions", json=chat_body("go", stream=True),
-                                     headers={"X-Hermes-Session-Id": "cut"}) as r:
+            async with client.stream(
+                "POST",
+                "/v1/chat/completions",
+                json=chat_body("go", stream=True),
+                headers={"X-Hermes-Session-Id": "cut"},
+            ) as r:
                 got = ""
                 async for piece in r.aiter_text():
                     got += piece
@@ -128,13 +149,18 @@ async def test_client_disconnect_cancels_the_turn_and_keeps_what_was_said(
         await asyncio.to_thread(fake.wait_for_requests, 2)
 
 
-async def test_non_streaming_turn_survives_a_client_that_hangs_up(settings: Settings, fake: FakeModel) -> None:
+async def test_non_streaming_turn_survives_a_client_that_hangs_up(
+    settings: Settings, fake: FakeModel
+) -> None:
     fake.enqueue(Hang(0.3, then=Text("done anyway")))
     async with open_socket_api(settings) as (base, runtime):
         async with httpx.AsyncClient(base_url=base, timeout=0.05) as client:
             try:
-                await client.post("/v1/chat/completions", json=chat_body("x"),
-                                  headers={"X-Hermes-Session-Id": "gone"})
+                await client.post(
+                    "/v1/chat/completions",
+                    json=chat_body("x"),
+                    headers={"X-Hermes-Session-Id": "gone"},
+                )
             except httpx.ReadTimeout:
                 pass
             else:

@@ -18,7 +18,9 @@ SUMMARY_PREFIX = (
     "redo tasks it lists as done, and answer only the newest user message after it. Your notes "
     "and tools are still available; session_search can retrieve the original messages."
 )
-SUMMARY_SUFFIX = "--- END OF CONTEXT SUMMARY — respond to the newest message, not to the summary ---"
+SUMMARY_SUFFIX = (
+    "--- END OF CONTEXT SUMMARY — respond to the newest message, not to the summary ---"
+)
 
 SUMMARY_SECTIONS = (
     "## Goal",
@@ -107,7 +109,11 @@ def clear_old_tool_outputs(messages: Sequence[dict[str, Any]]) -> list[dict[str,
     cleared: list[dict[str, Any]] = []
     for msg in messages:
         content = msg.get("content")
-        if msg.get("role") == "tool" and isinstance(content, str) and len(content) > OLD_TOOL_OUTPUT_CHARS:
+        if (
+            msg.get("role") == "tool"
+            and isinstance(content, str)
+            and len(content) > OLD_TOOL_OUTPUT_CHARS
+        ):
             msg = {**msg, "content": content[:OLD_TOOL_OUTPUT_CHARS] + " " + CLEARED_NOTE}
         cleared.append(msg)
     return cleared
@@ -123,7 +129,8 @@ def render_transcript(messages: Sequence[dict[str, Any]]) -> str:
             content = str(content)
         if msg.get("tool_calls"):
             calls = ", ".join(
-                f"{c['function']['name']}({c['function']['arguments'][:200]})" for c in msg["tool_calls"]
+                f"{c['function']['name']}({c['function']['arguments'][:200]})"
+                for c in msg["tool_calls"]
             )
             content = f"{content}\n[calls {calls}]".strip()
         label = "TOOL RESULT" if role == "tool" else role.upper()
@@ -131,7 +138,9 @@ def render_transcript(messages: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(lines)
 
 
-def chunk_for_budget(messages: Sequence[dict[str, Any]], max_tokens: int) -> list[list[dict[str, Any]]]:
+def chunk_for_budget(
+    messages: Sequence[dict[str, Any]], max_tokens: int
+) -> list[list[dict[str, Any]]]:
     """Split the middle into pieces the summariser can read, keeping tool groups together."""
     chunks: list[list[dict[str, Any]]] = []
     current: list[dict[str, Any]] = []
@@ -151,7 +160,8 @@ def chunk_for_budget(messages: Sequence[dict[str, Any]], max_tokens: int) -> lis
 def summarizer_request(previous: str | None, transcript: str) -> list[dict[str, Any]]:
     if previous:
         task = (
-            "Here is the existing summary of the conversation so far:\n\n" + previous
+            "Here is the existing summary of the conversation so far:\n\n"
+            + previous
             + "\n\nUpdate it with the newer turns below. Keep what still holds, revise what "
             "changed (newer facts win), move finished work to Done, keep the same sections.\n\n"
             "NEWER TURNS:\n" + transcript
@@ -164,7 +174,9 @@ def summarizer_request(previous: str | None, transcript: str) -> list[dict[str, 
     ]
 
 
-_PATH = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w-]+\.(?:py|go|js|ts|md|json|yaml|yml|toml|sql|rs|java)\b")
+_PATH = re.compile(
+    r"(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w-]+\.(?:py|go|js|ts|md|json|yaml|yml|toml|sql|rs|java)\b"
+)
 _DECISION = re.compile(r"\b(decid\w*|decision|agreed|we will|let's go with|chose|choose)\b", re.I)
 
 
@@ -173,18 +185,40 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def fallback_summary(previous: str | None, messages: Sequence[dict[str, Any]], max_chars: int) -> str:
+def fallback_summary(
+    previous: str | None, messages: Sequence[dict[str, Any]], max_chars: int
+) -> str:
     """A summary built without a model call, when the summariser is down: never lose the thread."""
-    asks = [_clip(m["content"], 240) for m in messages
-            if m.get("role") == "user" and isinstance(m.get("content"), str) and m["content"].strip()]
-    decisions = [_clip(m["content"], 240) for m in messages
-                 if isinstance(m.get("content"), str) and _DECISION.search(m["content"])]
-    files = sorted({p for m in messages if isinstance(m.get("content"), str)
-                    for p in _PATH.findall(m["content"])})
-    last_answer = next((_clip(m["content"], 400) for m in reversed(messages)
-                        if m.get("role") == "assistant" and m.get("content")), "None")
-    parts = ["(automatic summary: the summariser was unavailable; the original messages remain "
-             "searchable with session_search)"]
+    asks = [
+        _clip(m["content"], 240)
+        for m in messages
+        if m.get("role") == "user" and isinstance(m.get("content"), str) and m["content"].strip()
+    ]
+    decisions = [
+        _clip(m["content"], 240)
+        for m in messages
+        if isinstance(m.get("content"), str) and _DECISION.search(m["content"])
+    ]
+    files = sorted(
+        {
+            p
+            for m in messages
+            if isinstance(m.get("content"), str)
+            for p in _PATH.findall(m["content"])
+        }
+    )
+    last_answer = next(
+        (
+            _clip(m["content"], 400)
+            for m in reversed(messages)
+            if m.get("role") == "assistant" and m.get("content")
+        ),
+        "None",
+    )
+    parts = [
+        "(automatic summary: the summariser was unavailable; the original messages remain "
+        "searchable with session_search)"
+    ]
     if previous:
         parts += ["## Earlier summary", previous.strip()]
     parts += ["## User requests in this part", *(f"- {a}" for a in asks[-15:])] if asks else []
@@ -194,7 +228,7 @@ def fallback_summary(previous: str | None, messages: Sequence[dict[str, Any]], m
     text = "\n".join(parts)
     if len(text) > max_chars:
         keep = max_chars // 2
-        text = text[:keep] + "\n[…]\n" + text[-(max_chars - keep - 5):]
+        text = text[:keep] + "\n[…]\n" + text[-(max_chars - keep - 5) :]
     return text
 
 

@@ -93,7 +93,11 @@ class CompressingHistory:
     async def load_history(self, session: SessionRecord) -> list[dict[str, Any]]:
         key = (session.scope, session.id)
         view = self._views.get(key)
-        if view is None or view.started_at != session.started_at or view.count > session.message_count:
+        if (
+            view is None
+            or view.started_at != session.started_at
+            or view.count > session.message_count
+        ):
             view = await asyncio.to_thread(self._load_view, session)
         elif view.count < session.message_count:
             rows = await asyncio.to_thread(
@@ -138,7 +142,7 @@ class CompressingHistory:
         """Provider's count for what it has seen, plus chars/4 for everything added since."""
         messages = state.messages()
         if state.anchor_tokens is not None and state.anchor_len <= len(messages):
-            return state.anchor_tokens + estimate_messages_tokens(messages[state.anchor_len:])
+            return state.anchor_tokens + estimate_messages_tokens(messages[state.anchor_len :])
         return estimate_messages_tokens(messages) + estimate_tools_tokens(state.tools)
 
     def estimate_request(self, body: dict[str, Any]) -> int:
@@ -170,7 +174,12 @@ class CompressingHistory:
             return DEFAULT_CONTEXT_WINDOW
         for entry in entries:
             if name is None or entry.get("id") == name:
-                for key in ("context_length", "context_window", "max_model_len", "max_context_length"):
+                for key in (
+                    "context_length",
+                    "context_window",
+                    "max_model_len",
+                    "max_context_length",
+                ):
                     value = entry.get(key)
                     if isinstance(value, int) and value > 0:
                         return value
@@ -193,8 +202,10 @@ class CompressingHistory:
         if compaction is None:
             rows = self.store.get_messages(session.scope, session.id)
         else:
-            view.head = [freeze(r.to_openai()) for r in
-                         self.store.get_messages(session.scope, session.id, end=compaction.head_end)]
+            view.head = [
+                freeze(r.to_openai())
+                for r in self.store.get_messages(session.scope, session.id, end=compaction.head_end)
+            ]
             view.summary = compaction.summary
             rows = self.store.get_messages(session.scope, session.id, start=compaction.upto_idx)
         view.tail = [freeze(r.to_openai()) for r in rows]
@@ -204,8 +215,12 @@ class CompressingHistory:
     def _view_for(self, state: CallState) -> _View:
         view = None if state.stateless else self._views.get((state.scope, state.session_id))
         if view is None:  # stateless: compress the body's history in memory only
-            view = _View(started_at=0.0, count=len(state.history), tail=list(state.history),
-                         tail_idx=[None] * len(state.history))
+            view = _View(
+                started_at=0.0,
+                count=len(state.history),
+                tail=list(state.history),
+                tail_idx=[None] * len(state.history),
+            )
         return view
 
     async def compress(self, state: CallState, *, reason: str) -> bool:
@@ -230,16 +245,26 @@ class CompressingHistory:
         if not state.stateless:
             upto = new_idx[0] if new_idx else view.count
             await asyncio.to_thread(
-                self.store.add_compaction, state.scope, state.session_id,
-                head_end=head_len, upto_idx=upto if upto is not None else view.count,
-                summary=summary, kind=kind,
+                self.store.add_compaction,
+                state.scope,
+                state.session_id,
+                head_end=head_len,
+                upto_idx=upto if upto is not None else view.count,
+                summary=summary,
+                kind=kind,
             )
         view.head, view.summary, view.tail, view.tail_idx = head, summary, new_tail, new_idx
         state.history = view.messages()
         state.anchor_tokens, state.anchor_len = None, 0
         self.stats.compressions += 1
-        log.info("compressed session %s (%s): %d messages summarised (%s) in %.2fs",
-                 state.session_id, reason, len(middle), kind, time.monotonic() - started)
+        log.info(
+            "compressed session %s (%s): %d messages summarised (%s) in %.2fs",
+            state.session_id,
+            reason,
+            len(middle),
+            kind,
+            time.monotonic() - started,
+        )
         return True
 
     async def _flush(self, state: CallState, middle: list[dict[str, Any]]) -> None:
@@ -284,8 +309,9 @@ class CompressingHistory:
             step = COOLDOWN_STEPS[min(failures, len(COOLDOWN_STEPS) - 1)]
             self._cooldown[key] = (failures + 1, time.monotonic() + step)
             self.stats.summary_failures += 1
-            log.warning("summary call failed (%s); using a fallback summary, retrying in %.0fs",
-                        exc, step)
+            log.warning(
+                "summary call failed (%s); using a fallback summary, retrying in %.0fs", exc, step
+            )
             return None
         self._cooldown.pop(key, None)
         text = (completion.content or "").strip()

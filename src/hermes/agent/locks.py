@@ -86,9 +86,11 @@ class SessionLocks:
         self, scope: str, session_id: str, source: str, lease: Lease
     ) -> SessionRecord | None:
         try:
-            return await run_settled(lambda: self._store.begin_turn(
-                scope, session_id, source=source, lease=lease, ttl_seconds=LEASE_SECONDS
-            ))
+            return await run_settled(
+                lambda: self._store.begin_turn(
+                    scope, session_id, source=source, lease=lease, ttl_seconds=LEASE_SECONDS
+                )
+            )
         except asyncio.CancelledError:
             # the attempt may have taken the lease: give it back, or other processes would
             # find the session busy for LEASE_SECONDS (no other turn of ours holds it now)

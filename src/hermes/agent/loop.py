@@ -221,12 +221,16 @@ class Agent:
             # the previous turn's last call covered everything but its final answer
             state.anchor_tokens = session.last_prompt_tokens
             state.anchor_len = len(system) + len(history) - 1
-        new = [NewMessage(role="user", content=req.user_message, token_count=estimate_text_tokens(req.user_message))]
+        new = [
+            NewMessage(
+                role="user",
+                content=req.user_message,
+                token_count=estimate_text_tokens(req.user_message),
+            )
+        ]
         return _Turn(state=state, new=new, held=held, new_system_prompt=new_system_prompt)
 
-    async def _call_model(
-        self, turn: _Turn, observer: TurnObserver, *, tools: bool
-    ) -> Completion:
+    async def _call_model(self, turn: _Turn, observer: TurnObserver, *, tools: bool) -> Completion:
         state = turn.state
         retried = False
         while True:
@@ -242,7 +246,8 @@ class Agent:
             streaming = type(observer).on_delta is not TurnObserver.on_delta
             try:
                 completion = await self.model.complete(
-                    messages, tools=state.tools if tools and state.tools else None,
+                    messages,
+                    tools=state.tools if tools and state.tools else None,
                     on_delta=on_delta if streaming else None,
                 )
             except ContextLengthExceededError as exc:
@@ -282,8 +287,11 @@ class Agent:
         content = completion.content or ""
         turn.state.turn.append({"role": "assistant", "content": content})
         turn.new.append(
-            NewMessage(role="assistant", content=content,
-                       token_count=completion.usage.completion_tokens if completion.usage else None)
+            NewMessage(
+                role="assistant",
+                content=content,
+                token_count=completion.usage.completion_tokens if completion.usage else None,
+            )
         )
         turn.partial.clear()
         return content
@@ -297,11 +305,8 @@ class Agent:
         observer: TurnObserver,
     ) -> None:
         calls = completion.tool_calls
-        assistant = {
-            "role": "assistant",
-            "content": completion.content,
-            "tool_calls": _tool_calls_json(calls),
-        }
+        tool_calls = _tool_calls_json(calls)
+        assistant = {"role": "assistant", "content": completion.content, "tool_calls": tool_calls}
         for call in calls:
             observer.on_tool_start(call.id, call.name)
 
@@ -314,13 +319,18 @@ class Agent:
         turn.partial.clear()
         turn.state.turn.append(assistant)
         turn.new.append(
-            NewMessage(role="assistant", content=completion.content, tool_calls=assistant["tool_calls"])
+            NewMessage(role="assistant", content=completion.content, tool_calls=tool_calls)
         )
         for call, text in zip(calls, results, strict=True):
             turn.state.turn.append({"role": "tool", "tool_call_id": call.id, "content": text})
             turn.new.append(
-                NewMessage(role="tool", content=text, tool_call_id=call.id, tool_name=call.name,
-                           token_count=estimate_text_tokens(text))
+                NewMessage(
+                    role="tool",
+                    content=text,
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    token_count=estimate_text_tokens(text),
+                )
             )
 
     # -- persistence ----------------------------------------------------------------------
@@ -331,7 +341,10 @@ class Agent:
         session_id = turn.state.session_id
         records = await run_settled(
             functools.partial(
-                self.store.append_messages, scope, session_id, turn.new,
+                self.store.append_messages,
+                scope,
+                session_id,
+                turn.new,
                 prompt_tokens=turn.usage.prompt_tokens,
                 completion_tokens=turn.usage.completion_tokens,
                 last_prompt_tokens=turn.state.anchor_tokens,
@@ -357,10 +370,15 @@ class Agent:
         if partial:
             new.append(NewMessage(role="assistant", content=partial + " [interrupted]"))
         try:
-            await asyncio.to_thread(functools.partial(
-                self.store.append_messages, req.scope, session_id, new,
-                system_prompt=turn.new_system_prompt,
-            ))
+            await asyncio.to_thread(
+                functools.partial(
+                    self.store.append_messages,
+                    req.scope,
+                    session_id,
+                    new,
+                    system_prompt=turn.new_system_prompt,
+                )
+            )
         except Exception:
             log.exception("could not store the interrupted turn of session %s", session_id)
 

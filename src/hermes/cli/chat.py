@@ -44,8 +44,12 @@ class _Printer(TurnObserver):
 
 
 def chat(
-    query: str | None = typer.Option(None, "-q", "--query", help="Ask once; print only the answer."),
-    session: str | None = typer.Option(None, "--session", "-s", help="Continue (or start) this named session."),
+    query: str | None = typer.Option(
+        None, "-q", "--query", help="Ask once; print only the answer."
+    ),
+    session: str | None = typer.Option(
+        None, "--session", "-s", help="Continue (or start) this named session."
+    ),
 ) -> None:
     """Chat with Hermes: interactive, or one-shot with -q."""
     settings = settings_or_exit()

@@ -60,8 +60,10 @@ def _line(job: dict[str, Any]) -> str:
     state = job.get("state") or "-"
     if isinstance(job.get("run_claim"), dict):
         state = "running"
-    return (f"{job['id']}  {str(job.get('name'))[:28]:<28}  {str(job.get('schedule_display'))[:20]:<20}"
-            f"  next {job.get('next_run_at') or '-':<25}  last {last:<15}  {state}")
+    return (
+        f"{job['id']}  {str(job.get('name'))[:28]:<28}  {str(job.get('schedule_display'))[:20]:<20}"
+        f"  next {job.get('next_run_at') or '-':<25}  last {last:<15}  {state}"
+    )
 
 
 @app.command("list")
@@ -77,7 +79,7 @@ def list_cmd(
         typer.echo(json.dumps(jobs, ensure_ascii=False))
         return
     if not jobs:
-        typer.echo("No jobs yet. `hermes cron add \"daily at 7am\" \"...\"` creates one.")
+        typer.echo('No jobs yet. `hermes cron add "daily at 7am" "..."` creates one.')
         return
     for job in jobs:
         typer.echo(_line(job))
@@ -87,23 +89,42 @@ def list_cmd(
 
 @app.command("add")
 def add_cmd(
-    schedule: str = typer.Argument(..., help="'0 9 * * 1-5', 'every 30m', 'in 2h', 'daily at 7am', an ISO time…"),
+    schedule: str = typer.Argument(
+        ..., help="'0 9 * * 1-5', 'every 30m', 'in 2h', 'daily at 7am', an ISO time…"
+    ),
     prompt: str = typer.Argument(..., help="What each run should do (the whole instruction)."),
     name: str | None = typer.Option(None, "--name", help="A label (default: the prompt's start)."),
     deliver: str = typer.Option("local", "--deliver", help="'local' or a webhook URL."),
-    repeat: str | None = typer.Option(None, "--repeat", help="Runs before the job retires, or 'forever'."),
-    skill: list[str] | None = typer.Option(None, "--skill", help="A skill to load into every run (repeatable)."),
-    session: str | None = typer.Option(None, "--session", help="Let runs see this session's recent turns."),
+    repeat: str | None = typer.Option(
+        None, "--repeat", help="Runs before the job retires, or 'forever'."
+    ),
+    skill: list[str] | None = typer.Option(
+        None, "--skill", help="A skill to load into every run (repeatable)."
+    ),
+    session: str | None = typer.Option(
+        None, "--session", help="Let runs see this session's recent turns."
+    ),
     paused: bool = typer.Option(False, "--paused", help="Create it paused."),
     user: str | None = UserOption,
 ) -> None:
     """Create a job."""
     _, store = _store(user)
     with _reported():
-        job = create_job(store, schedule=schedule, prompt=prompt, name=name, deliver=deliver,
-                         repeat=repeat, skills=skill or None, session_id=session, paused=paused)
-    typer.echo(f"created {job['id']} ({job['name']}): {job['schedule_display']}, "
-               f"next run {job['next_run_at'] or '-'}")
+        job = create_job(
+            store,
+            schedule=schedule,
+            prompt=prompt,
+            name=name,
+            deliver=deliver,
+            repeat=repeat,
+            skills=skill or None,
+            session_id=session,
+            paused=paused,
+        )
+    typer.echo(
+        f"created {job['id']} ({job['name']}): {job['schedule_display']}, "
+        f"next run {job['next_run_at'] or '-'}"
+    )
 
 
 @app.command("edit")
@@ -114,29 +135,46 @@ def edit_cmd(
     name: str | None = typer.Option(None, "--name"),
     deliver: str | None = typer.Option(None, "--deliver"),
     repeat: str | None = typer.Option(None, "--repeat"),
-    skill: list[str] | None = typer.Option(None, "--skill", help="Replace the skills (repeatable)."),
+    skill: list[str] | None = typer.Option(
+        None, "--skill", help="Replace the skills (repeatable)."
+    ),
     clear_skills: bool = typer.Option(False, "--clear-skills"),
     session: str | None = typer.Option(None, "--session", help="Linked session ('' to unlink)."),
     user: str | None = UserOption,
 ) -> None:
     """Change a job's fields (only those given)."""
     _, store = _store(user)
-    changes: dict[str, Any] = {k: v for k, v in {
-        "schedule": schedule, "prompt": prompt, "name": name, "deliver": deliver,
-        "repeat": repeat, "session_id": session}.items() if v is not None}
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in {
+            "schedule": schedule,
+            "prompt": prompt,
+            "name": name,
+            "deliver": deliver,
+            "repeat": repeat,
+            "session_id": session,
+        }.items()
+        if v is not None
+    }
     if skill or clear_skills:
         changes["skills"] = [] if clear_skills else skill
     if not changes:
-        fail("nothing to change; give --schedule, --prompt, --name, --deliver, --repeat, "
-             "--skill or --session", 2)
+        fail(
+            "nothing to change; give --schedule, --prompt, --name, --deliver, --repeat, "
+            "--skill or --session",
+            2,
+        )
     with _reported():
         job = update_job(store, ref, changes)
     typer.echo(f"updated {job['id']} ({job['name']}): next run {job['next_run_at'] or '-'}")
 
 
 @app.command("pause")
-def pause_cmd(ref: str = RefArgument, reason: str | None = typer.Option(None, "--reason"),
-              user: str | None = UserOption) -> None:
+def pause_cmd(
+    ref: str = RefArgument,
+    reason: str | None = typer.Option(None, "--reason"),
+    user: str | None = UserOption,
+) -> None:
     """Pause a job (it keeps its settings; `resume` schedules it again)."""
     _, store = _store(user)
     with _reported():

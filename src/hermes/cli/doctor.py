@@ -19,8 +19,11 @@ def _line(ok: bool, what: str, detail: str) -> bool:
 
 async def _check_model(settings: Settings) -> bool:
     if not settings.model.base_url:
-        return _line(False, "model endpoint",
-                     "not set; export OPENAI_BASE_URL=http://host:port/v1 or set model.base_url in config.yaml")
+        return _line(
+            False,
+            "model endpoint",
+            "not set; export OPENAI_BASE_URL=http://host:port/v1 or set model.base_url in config.yaml",
+        )
     client = make_model_client(settings)
     client.max_retries = min(client.max_retries, 1)  # a check: one retry, not the full back-off
     try:
@@ -33,9 +36,18 @@ async def _check_model(settings: Settings) -> bool:
     ok = _line(True, "model endpoint", f"{settings.model.base_url} answers ({len(ids)} models)")
     if not settings.model.name:
         suggestion = f" (it offers: {', '.join(ids[:5])})" if ids else ""
-        ok = _line(False, "model name", f"not set; export HERMES_MODEL or set model.name{suggestion}") and ok
+        ok = (
+            _line(
+                False, "model name", f"not set; export HERMES_MODEL or set model.name{suggestion}"
+            )
+            and ok
+        )
     elif ids and settings.model.name not in ids:
-        _line(True, "model name", f"{settings.model.name} (not listed by the endpoint; it may still work)")
+        _line(
+            True,
+            "model name",
+            f"{settings.model.name} (not listed by the endpoint; it may still work)",
+        )
     else:
         _line(True, "model name", settings.model.name)
     return ok
@@ -47,7 +59,11 @@ def _check_port(settings: Settings) -> bool:
         s.settimeout(0.5)
         busy = s.connect_ex((host if host not in ("0.0.0.0", "") else "127.0.0.1", port)) == 0
     if busy:
-        return _line(True, "port", f"{host}:{port} is in use (a running `hermes serve`, or pick another port)")
+        return _line(
+            True,
+            "port",
+            f"{host}:{port} is in use (a running `hermes serve`, or pick another port)",
+        )
     return _line(True, "port", f"{host}:{port} is free")
 
 
@@ -63,8 +79,14 @@ def doctor() -> None:
         store = open_store(settings)
         health = store.health()
         store.close()
-        ok = _line(bool(health.get("ok")), "store",
-                   f"{health['path']} schema v{health.get('schema_version')} {health.get('integrity', health.get('error'))}") and ok
+        ok = (
+            _line(
+                bool(health.get("ok")),
+                "store",
+                f"{health['path']} schema v{health.get('schema_version')} {health.get('integrity', health.get('error'))}",
+            )
+            and ok
+        )
     except Exception as exc:
         ok = _line(False, "store", str(exc)) and ok
     ok = asyncio.run(_check_model(settings)) and ok

@@ -44,9 +44,24 @@ def show_cmd(
     notes = NotesStore(settings.home, scope, settings.memory)
     states = [notes.read(target) for target in FILES]
     if as_json:
-        typer.echo(json.dumps({"scope": scope, **{s.target: {
-            "path": str(s.path), "usage": s.usage, "chars": s.chars, "limit": s.limit,
-            "entries": s.entries} for s in states}}, ensure_ascii=False))
+        typer.echo(
+            json.dumps(
+                {
+                    "scope": scope,
+                    **{
+                        s.target: {
+                            "path": str(s.path),
+                            "usage": s.usage,
+                            "chars": s.chars,
+                            "limit": s.limit,
+                            "entries": s.entries,
+                        }
+                        for s in states
+                    },
+                },
+                ensure_ascii=False,
+            )
+        )
         return
     for state in states:
         typer.echo(f"── {state.path.name} [{state.usage}]  {state.path}")
@@ -59,13 +74,16 @@ def _problems(text: str, limit: int) -> list[str]:
     problems = []
     chars = usage_chars(entries)
     if chars > limit:
-        problems.append(f"over the limit ({usage_text(chars, limit)}): the memory tool will "
-                        "refuse new entries until it is shortened")
+        problems.append(
+            f"over the limit ({usage_text(chars, limit)}): the memory tool will "
+            "refuse new entries until it is shortened"
+        )
     for n, entry in enumerate(entries, start=1):
         threats = scan_text(entry)
         if threats:
-            problems.append(f"entry {n} looks like {describe(threats)}: it will be blocked from "
-                            "the prompt")
+            problems.append(
+                f"entry {n} looks like {describe(threats)}: it will be blocked from the prompt"
+            )
     return problems
 
 
@@ -116,8 +134,11 @@ def edit_cmd(
     with file_lock(path):
         now, _ = read_text(path)
         if now != original:
-            fail(f"{path.name} changed while you were editing (the agent wrote to it); your "
-                 f"version is kept at {tmp}. Run `hermes memory edit` again.", 1)
+            fail(
+                f"{path.name} changed while you were editing (the agent wrote to it); your "
+                f"version is kept at {tmp}. Run `hermes memory edit` again.",
+                1,
+            )
         if malformed and path.exists():
             typer.echo(f"the old file was not valid UTF-8; kept a copy as {backup(path).name}")
         atomic_write(path, edited)

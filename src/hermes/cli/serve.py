@@ -8,8 +8,12 @@ from hermes.cli.common import fail, settings_or_exit
 
 
 def serve(
-    host: str | None = typer.Option(None, "--host", help="Interface to bind (default: server.host, 127.0.0.1)."),
-    port: int | None = typer.Option(None, "--port", min=0, max=65535, help="Port (default: server.port, 11434)."),
+    host: str | None = typer.Option(
+        None, "--host", help="Interface to bind (default: server.host, 127.0.0.1)."
+    ),
+    port: int | None = typer.Option(
+        None, "--port", min=0, max=65535, help="Port (default: server.port, 11434)."
+    ),
 ) -> None:
     """Serve the OpenAI-compatible API until SIGTERM/SIGINT (in-flight turns finish first)."""
     from hermes.server.serve import ServeError, run
@@ -23,4 +27,3 @@ def serve(
         fail(str(exc), 2)
     except KeyboardInterrupt:  # a forced second Ctrl-C
         raise typer.Exit(130) from None
-

@@ -6,6 +6,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -13,7 +14,9 @@ from hermes.cli.common import fail, parse_file_or_exit, scope_or_exit, settings_
 from hermes.runtime import open_store
 from hermes.store.transfer import ImportFormatError, export_sessions, import_sessions, parse_jsonl
 
-app = typer.Typer(help="List, show, search, export and import stored conversations.", no_args_is_help=True)
+app = typer.Typer(
+    help="List, show, search, export and import stored conversations.", no_args_is_help=True
+)
 
 UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
 
@@ -36,18 +39,31 @@ def list_cmd(
     finally:
         store.close()
     if as_json:
-        typer.echo(json.dumps([
-            {"id": s.id, "title": s.title, "source": s.source, "started_at": s.started_at,
-             "updated_at": s.updated_at, "message_count": s.message_count,
-             "input_tokens": s.input_tokens, "output_tokens": s.output_tokens}
-            for s in sessions
-        ]))
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "id": s.id,
+                        "title": s.title,
+                        "source": s.source,
+                        "started_at": s.started_at,
+                        "updated_at": s.updated_at,
+                        "message_count": s.message_count,
+                        "input_tokens": s.input_tokens,
+                        "output_tokens": s.output_tokens,
+                    }
+                    for s in sessions
+                ]
+            )
+        )
         return
     if not sessions:
         typer.echo("No sessions yet.")
         return
     for s in sessions:
-        typer.echo(f"{s.id:<40} {s.source:<8} {_when(s.updated_at)}  {s.message_count:>5} msgs  {s.title or ''}")
+        typer.echo(
+            f"{s.id:<40} {s.source:<8} {_when(s.updated_at)}  {s.message_count:>5} msgs  {s.title or ''}"
+        )
 
 
 @app.command("show")
@@ -68,27 +84,48 @@ def show_cmd(
     finally:
         store.close()
     if as_json:
-        typer.echo(json.dumps({"id": session.id, "messages": [
-            {"index": m.index, "role": m.role, "content": m.content, "timestamp": m.timestamp,
-             "tool_calls": m.tool_calls, "tool_name": m.tool_name} for m in messages],
-            "compressions": markers}))
+        typer.echo(
+            json.dumps(
+                {
+                    "id": session.id,
+                    "messages": [
+                        {
+                            "index": m.index,
+                            "role": m.role,
+                            "content": m.content,
+                            "timestamp": m.timestamp,
+                            "tool_calls": m.tool_calls,
+                            "tool_name": m.tool_name,
+                        }
+                        for m in messages
+                    ],
+                    "compressions": markers,
+                }
+            )
+        )
         return
-    typer.echo(f"# {session.id}  ({session.source}, {session.message_count} messages, "
-               f"{session.input_tokens} in / {session.output_tokens} out tokens)")
+    typer.echo(
+        f"# {session.id}  ({session.source}, {session.message_count} messages, "
+        f"{session.input_tokens} in / {session.output_tokens} out tokens)"
+    )
     marks = {m["upto_index"]: m for m in markers}
     for m in messages:
         label = m.role if not m.tool_name else f"tool:{m.tool_name}"
         body = m.content or ""
         if m.tool_calls:
-            body += " " + ", ".join(c["function"]["name"] + "(" + c["function"]["arguments"] + ")" for c in m.tool_calls)
+            body += " " + ", ".join(
+                c["function"]["name"] + "(" + c["function"]["arguments"] + ")" for c in m.tool_calls
+            )
         typer.echo(f"[{m.index}] {_when(m.timestamp)} {label}: {body}")
         if m.index + 1 in marks:
             mark = marks[m.index + 1]
-            typer.echo(f"---- compressed: messages before #{mark['upto_index']} are summarised in the prompt "
-                       f"({_when(mark['created_at'])}) ----")
+            typer.echo(
+                f"---- compressed: messages before #{mark['upto_index']} are summarised in the prompt "
+                f"({_when(mark['created_at'])}) ----"
+            )
 
 
-def _compression_markers(store: object, scope: str, session_id: str) -> list[dict[str, object]]:
+def _compression_markers(store: object, scope: str, session_id: str) -> list[dict[str, Any]]:
     markers = getattr(store, "compression_markers", None)
     return markers(scope, session_id) if callable(markers) else []
 
@@ -99,8 +136,11 @@ def search_cmd(
     user: str | None = UserOption,
     limit: int = typer.Option(10, "--limit", min=1, max=100, help="Hits to return."),
     batch: Path | None = typer.Option(
-        None, "--batch", help='JSONL file (or - for stdin), one {"query", "limit"?} per line; '
-        "prints one JSON result line per query, in order."),
+        None,
+        "--batch",
+        help='JSONL file (or - for stdin), one {"query", "limit"?} per line; '
+        "prints one JSON result line per query, in order.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Search past messages (ranked, best first)."""
@@ -111,8 +151,9 @@ def search_cmd(
     scope = scope_or_exit(user)
     queries = [(query or "", limit)]
     if batch is not None:
-        queries = parse_file_or_exit(batch, lambda lines: parse_batch(lines, limit),
-                                     BatchFormatError, "nothing was searched")
+        queries = parse_file_or_exit(
+            batch, lambda lines: parse_batch(lines, limit), BatchFormatError, "nothing was searched"
+        )
     store = open_store(settings_or_exit())
     try:
         for text, k in queries:
@@ -123,8 +164,10 @@ def search_cmd(
             if not result["hits"]:
                 typer.echo("No matches.")
             for hit in result["hits"]:
-                typer.echo(f"{hit['score']:.3f}  {hit['session_id']} #{hit['message_index']} "
-                           f"{hit['role']}: {' '.join(hit['snippet'].split())}")
+                typer.echo(
+                    f"{hit['score']:.3f}  {hit['session_id']} #{hit['message_index']} "
+                    f"{hit['role']}: {' '.join(hit['snippet'].split())}"
+                )
     finally:
         store.close()
 
@@ -164,8 +207,10 @@ def import_cmd(
         report = import_sessions(store, scope, sessions)
     finally:
         store.close()
-    typer.echo(f"imported {report.imported} session(s) ({report.messages} messages), "
-               f"skipped {report.skipped} already present")
+    typer.echo(
+        f"imported {report.imported} session(s) ({report.messages} messages), "
+        f"skipped {report.skipped} already present"
+    )
 
 
 @app.command("delete")

@@ -43,14 +43,24 @@ def _update_env(path: Path, updates: dict[str, str]) -> None:
 
 
 def setup(
-    base_url: str = typer.Option(..., prompt="Model endpoint (OpenAI-compatible base URL)",
-                                 help="e.g. http://localhost:8000/v1"),
+    base_url: str = typer.Option(
+        ...,
+        prompt="Model endpoint (OpenAI-compatible base URL)",
+        help="e.g. http://localhost:8000/v1",
+    ),
     model: str = typer.Option(..., prompt="Model name", help="As the endpoint names it."),
-    api_key: str = typer.Option("", prompt="Model API key (empty if none)", hide_input=True,
-                                help="Stored in .env (0600), never in config.yaml."),
-    server_key: bool = typer.Option(False, "--server-key/--no-server-key",
-                                    prompt="Generate a server key (needed to serve beyond localhost or per-user memory)?",
-                                    help="Generate HERMES_API_KEY for `hermes serve`."),
+    api_key: str = typer.Option(
+        "",
+        prompt="Model API key (empty if none)",
+        hide_input=True,
+        help="Stored in .env (0600), never in config.yaml.",
+    ),
+    server_key: bool = typer.Option(
+        False,
+        "--server-key/--no-server-key",
+        prompt="Generate a server key (needed to serve beyond localhost or per-user memory)?",
+        help="Generate HERMES_API_KEY for `hermes serve`.",
+    ),
 ) -> None:
     """Write a first configuration interactively (or from the options) and check the endpoint."""
     if not base_url.startswith(("http://", "https://")):

@@ -86,8 +86,11 @@ class Settings(_Section):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{value!r} is not an IANA timezone name (e.g. Europe/Berlin)") from None
+            raise ValueError(
+                f"{value!r} is not an IANA timezone name (e.g. Europe/Berlin)"
+            ) from None
         return value
+
     model: ModelSettings = Field(default_factory=ModelSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
@@ -117,13 +120,17 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        raise ConfigError(
+            f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections, not {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: the top level must be a mapping of sections, not {type(data).__name__}"
+        )
     return data
 
 

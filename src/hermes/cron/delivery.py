@@ -105,8 +105,12 @@ async def _post_pinned(
     refused: httpx.ConnectError | None = None
     for url in target.urls:  # never empty: pin_destination refuses a host without addresses
         try:
-            return await client.post(url, json=payload, timeout=WEBHOOK_TIMEOUT,
-                                     **target.request_options())  # type: ignore[arg-type]
+            return await client.post(
+                url,
+                json=payload,
+                timeout=WEBHOOK_TIMEOUT,
+                **target.request_options(),  # type: ignore[arg-type]
+            )
         except httpx.ConnectError as exc:
             refused = exc
     assert refused is not None
@@ -137,8 +141,13 @@ async def deliver(
     try:
         for target in remote:
             if target.startswith(("http://", "https://")):
-                error = await post_webhook(client, target, webhook_payload(job, result, content),
-                                           allow_private=allow_private, retry_delays=retry_delays)
+                error = await post_webhook(
+                    client,
+                    target,
+                    webhook_payload(job, result, content),
+                    allow_private=allow_private,
+                    retry_delays=retry_delays,
+                )
             else:
                 error = GATEWAY_NOT_BUILT.format(target=target)
             if error:

@@ -40,8 +40,10 @@ class PinnedDestination:
 
     def request_options(self) -> dict[str, object]:
         """Keyword arguments for `httpx.AsyncClient.post` that keep the original name."""
-        return {"headers": {"Host": self.host_header},
-                "extensions": {"sni_hostname": self.sni_hostname}}
+        return {
+            "headers": {"Host": self.host_header},
+            "extensions": {"sni_hostname": self.sni_hostname},
+        }
 
 
 def why_not_public(address: IPAddress) -> str | None:
@@ -78,8 +80,9 @@ async def pin_destination(url: str, *, allow_private: bool) -> PinnedDestination
         )
     except (socket.gaierror, UnicodeError) as exc:
         raise DestinationRefused(f"the host {parsed.host!r} could not be resolved: {exc}") from None
-    addresses = list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0])
-                                   for info in infos))
+    addresses = list(
+        dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos)
+    )
     if not addresses:
         raise DestinationRefused(f"the host {parsed.host!r} has no addresses")
     if not allow_private:

@@ -27,8 +27,22 @@ from hermes.scopes import InvalidIdError, validate_id
 NAME_MAX = 200
 PROMPT_MAX = 5000
 PLATFORMS = (
-    "telegram", "discord", "slack", "whatsapp", "signal", "matrix", "mattermost", "email", "sms",
-    "homeassistant", "dingtalk", "feishu", "wecom", "weixin", "bluebubbles", "qqbot",
+    "telegram",
+    "discord",
+    "slack",
+    "whatsapp",
+    "signal",
+    "matrix",
+    "mattermost",
+    "email",
+    "sms",
+    "homeassistant",
+    "dingtalk",
+    "feishu",
+    "wecom",
+    "weixin",
+    "bluebubbles",
+    "qqbot",
 )
 UPDATABLE = ("name", "schedule", "prompt", "deliver", "repeat", "skills", "enabled", "session_id")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -52,7 +66,9 @@ def check_name(value: Any) -> str:
         raise JobInputError("name must be a non-empty string", "name")
     value = value.strip()
     if len(value) > NAME_MAX:
-        raise JobInputError(f"name is {len(value)} characters long; the limit is {NAME_MAX}", "name")
+        raise JobInputError(
+            f"name is {len(value)} characters long; the limit is {NAME_MAX}", "name"
+        )
     if _CONTROL.search(value) or "\n" in value:
         raise JobInputError("name must be one line without control characters", "name")
     return value
@@ -84,7 +100,9 @@ def check_skills(value: Any) -> list[str]:
         if not _SKILL.match(name) or ".." in name:
             raise JobInputError(
                 f"skill {name!r} is not a skill name (letters, digits, . _ -, "
-                "optionally 'category/name')", "skills")
+                "optionally 'category/name')",
+                "skills",
+            )
         if name not in skills:
             skills.append(name)
     return skills
@@ -105,7 +123,8 @@ def check_deliver(value: Any) -> str:
             raise JobInputError(
                 f"deliver target {target!r} is not one of: 'local', 'origin', a webhook URL "
                 f"(https://…), a platform ({', '.join(PLATFORMS[:4])}, …) or 'platform:chat_id'",
-                "deliver")
+                "deliver",
+            )
     return ",".join(targets)
 
 
@@ -146,7 +165,8 @@ def _schedule_next(store: JobStore, job: Job) -> None:
     if job["schedule"].get("kind") == "once" and upcoming and upcoming < now - ONE_SHOT_GRACE:
         raise JobInputError(
             f"the one-shot time {job['schedule'].get('run_at')} has passed; give a new schedule",
-            "schedule")
+            "schedule",
+        )
     job["next_run_at"] = to_iso(upcoming, store.tz) if upcoming else None
 
 
@@ -173,16 +193,30 @@ def create_job(
     label = check_name(name) if name is not None else (text.strip()[:50] or skill_list[0])
     now = store.clock()
     job: Job = {
-        "id": new_job_id(), "name": label, "prompt": text, "skills": skill_list,
+        "id": new_job_id(),
+        "name": label,
+        "prompt": text,
+        "skills": skill_list,
         "skill": skill_list[0] if skill_list else None,
-        "model": None, "provider": None, "base_url": None, "script": None,
-        "schedule": parsed, "schedule_display": parsed["display"],
+        "model": None,
+        "provider": None,
+        "base_url": None,
+        "script": None,
+        "schedule": parsed,
+        "schedule_display": parsed["display"],
         "repeat": {"times": times, "completed": 0},
-        "enabled": not paused, "state": "paused" if paused else "scheduled",
-        "paused_at": to_iso(now, store.tz) if paused else None, "paused_reason": None,
-        "created_at": to_iso(now, store.tz), "next_run_at": None, "last_run_at": None,
-        "last_status": None, "last_error": None, "last_delivery_error": None,
-        "deliver": check_deliver(deliver), "origin": origin,
+        "enabled": not paused,
+        "state": "paused" if paused else "scheduled",
+        "paused_at": to_iso(now, store.tz) if paused else None,
+        "paused_reason": None,
+        "created_at": to_iso(now, store.tz),
+        "next_run_at": None,
+        "last_run_at": None,
+        "last_status": None,
+        "last_error": None,
+        "last_delivery_error": None,
+        "deliver": check_deliver(deliver),
+        "origin": origin,
         "session_id": check_session_id(session_id),
     }
     _schedule_next(store, job)
@@ -224,7 +258,9 @@ def update_job(store: JobStore, ref: str, changes: Mapping[str, Any]) -> Job:
     unknown = [k for k in changes if k not in UPDATABLE]
     if unknown:
         raise JobInputError(
-            f"{unknown[0]!r} cannot be changed; updatable fields: {', '.join(UPDATABLE)}", unknown[0])
+            f"{unknown[0]!r} cannot be changed; updatable fields: {', '.join(UPDATABLE)}",
+            unknown[0],
+        )
     if not changes:
         raise JobInputError(f"nothing to change; give one of: {', '.join(UPDATABLE)}", "body")
     enabled = changes.get("enabled")
@@ -257,7 +293,9 @@ def _resume(store: JobStore, job: Job) -> None:
     if not _runs_left(job):
         raise JobInputError(
             f"job {job['id']} has finished its {job['repeat'].get('times')} run(s); "
-            "raise `repeat` to run it again", "repeat")
+            "raise `repeat` to run it again",
+            "repeat",
+        )
     if job["schedule"].get("kind") not in ("once", "interval", "cron"):
         raise JobInputError("the job has no usable schedule; set a new one", "schedule")
     _schedule_next(store, job)

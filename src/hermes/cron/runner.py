@@ -112,11 +112,14 @@ def build_prompt(home: Path, job: Job) -> str:
             except (OSError, UnicodeDecodeError) as exc:
                 log.warning("cron job %s: skill %s unreadable: %s", job.get("id"), name, exc)
         if body is None:
-            parts.append(f'[SYSTEM: The job asks for the skill "{name}", but it is not installed; '
-                         "mention this in your answer so the user can fix the job.]")
+            parts.append(
+                f'[SYSTEM: The job asks for the skill "{name}", but it is not installed; '
+                "mention this in your answer so the user can fix the job.]"
+            )
             continue
-        parts.append(f'[SYSTEM: The job uses the skill "{name}"; its full instructions '
-                     f"follow.]\n\n{body}")
+        parts.append(
+            f'[SYSTEM: The job uses the skill "{name}"; its full instructions follow.]\n\n{body}'
+        )
     prompt = (job.get("prompt") or "").strip()
     if parts and prompt:
         parts.append(f"The job's instruction alongside the skill(s):\n\n{prompt}")
@@ -188,8 +191,10 @@ def _session_id(agent: Agent, scope: str, job_id: str, started: datetime) -> str
 
 def _unsupported(job: Job) -> str | None:
     if job.get("script") or job.get("no_agent"):
-        return ("this job uses a pre-run script, which this Hermes does not support; remove "
-                "`script`/`no_agent` from the job (e.g. `hermes cron edit`) or recreate it")
+        return (
+            "this job uses a pre-run script, which this Hermes does not support; remove "
+            "`script`/`no_agent` from the job (e.g. `hermes cron edit`) or recreate it"
+        )
     return None
 
 
@@ -201,8 +206,14 @@ async def execute_job(
     local = started.astimezone(tz)
     session_id = await asyncio.to_thread(_session_id, agent, scope, job["id"], local)
     prompt = await asyncio.to_thread(build_prompt, agent.settings.home, job)
-    result = RunResult(job_id=job["id"], scope=scope, session_id=session_id, started_at=local,
-                       status="error", prompt=prompt)
+    result = RunResult(
+        job_id=job["id"],
+        scope=scope,
+        session_id=session_id,
+        started_at=local,
+        status="error",
+        prompt=prompt,
+    )
     problem = _unsupported(job)
     if problem:
         result.error = problem
@@ -249,12 +260,17 @@ async def _run_agent(agent: Agent, scope: str, job: Job, result: RunResult) -> N
 def render_output(job: Job, result: RunResult) -> str:
     failed = " (FAILED)" if result.status != "ok" else ""
     lines = [
-        f"# Cron Job: {job.get('name')}{failed}", "",
+        f"# Cron Job: {job.get('name')}{failed}",
+        "",
         f"**Job ID:** {job['id']}",
         f"**Run Time:** {result.started_at.isoformat(timespec='seconds')}",
         f"**Schedule:** {describe(job.get('schedule'))}",
-        f"**Session:** {result.session_id}", "",
-        "## Prompt", "", result.prompt or "(empty)", "",
+        f"**Session:** {result.session_id}",
+        "",
+        "## Prompt",
+        "",
+        result.prompt or "(empty)",
+        "",
     ]
     if result.status == "ok":
         lines += ["## Response", "", result.response or "(No response generated)", ""]
@@ -302,12 +318,16 @@ def list_outputs(settings: Any, scope: str, job_id: str) -> list[dict[str, Any]]
             stat = doc.stat()
         except OSError:
             continue
-        runs.append({
-            "file": doc.name,
-            "path": str(doc),
-            "size": stat.st_size,
-            "status": "error" if "(FAILED)" in text.split("\n", 1)[0] else "ok",
-            "created_at": datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds"),
-            "content": text,
-        })
+        runs.append(
+            {
+                "file": doc.name,
+                "path": str(doc),
+                "size": stat.st_size,
+                "status": "error" if "(FAILED)" in text.split("\n", 1)[0] else "ok",
+                "created_at": datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(
+                    timespec="seconds"
+                ),
+                "content": text,
+            }
+        )
     return runs

@@ -29,18 +29,50 @@ ACCEPTED_FORMS = (
 )
 
 _UNITS = {
-    "m": 1, "min": 1, "mins": 1, "minute": 1, "minutes": 1,
-    "h": 60, "hr": 60, "hrs": 60, "hour": 60, "hours": 60,
-    "d": 1440, "day": 1440, "days": 1440,
+    "m": 1,
+    "min": 1,
+    "mins": 1,
+    "minute": 1,
+    "minutes": 1,
+    "h": 60,
+    "hr": 60,
+    "hrs": 60,
+    "hour": 60,
+    "hours": 60,
+    "d": 1440,
+    "day": 1440,
+    "days": 1440,
 }
 _DURATION = re.compile(r"(\d+)\s*([a-z]+)")
 _DAY_NAMES = {
-    "sunday": 0, "sun": 0, "monday": 1, "mon": 1, "tuesday": 2, "tue": 2, "tues": 2,
-    "wednesday": 3, "wed": 3, "thursday": 4, "thu": 4, "thur": 4, "thurs": 4,
-    "friday": 5, "fri": 5, "saturday": 6, "sat": 6,
+    "sunday": 0,
+    "sun": 0,
+    "monday": 1,
+    "mon": 1,
+    "tuesday": 2,
+    "tue": 2,
+    "tues": 2,
+    "wednesday": 3,
+    "wed": 3,
+    "thursday": 4,
+    "thu": 4,
+    "thur": 4,
+    "thurs": 4,
+    "friday": 5,
+    "fri": 5,
+    "saturday": 6,
+    "sat": 6,
 }
-_DAY_WORDS = {"day": "*", "days": "*", "daily": "*", "everyday": "*", "weekday": "1-5",
-              "weekdays": "1-5", "weekend": "0,6", "weekends": "0,6"}
+_DAY_WORDS = {
+    "day": "*",
+    "days": "*",
+    "daily": "*",
+    "everyday": "*",
+    "weekday": "1-5",
+    "weekdays": "1-5",
+    "weekend": "0,6",
+    "weekends": "0,6",
+}
 _TIME_AT_END = re.compile(
     r"^(?P<days>.*?)(?:\s+at)?\s+(?P<time>noon|midnight|\d{1,2}(?::\d{2})?\s*(?:am|pm)?)$"
 )

@@ -117,8 +117,9 @@ def parse_jobs_file(path: Path, raw: bytes) -> tuple[list[Job], dict[str, Any]]:
         try:
             data = json.loads(text, strict=False)  # raw control characters in strings
         except json.JSONDecodeError as exc:
-            raise _corrupt(path, raw, f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
-                                      f"{exc.msg}") from None
+            raise _corrupt(
+                path, raw, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
     extra: dict[str, Any] = {}
     if isinstance(data, list):
         jobs = data
@@ -138,8 +139,20 @@ def parse_jobs_file(path: Path, raw: bytes) -> tuple[list[Job], dict[str, Any]]:
 
 
 STATES = ("scheduled", "paused", "completed", "error")
-_NULLABLE = ("origin", "session_id", "model", "provider", "base_url", "paused_at", "paused_reason",
-             "last_run_at", "last_status", "last_error", "last_delivery_error", "next_run_at")
+_NULLABLE = (
+    "origin",
+    "session_id",
+    "model",
+    "provider",
+    "base_url",
+    "paused_at",
+    "paused_reason",
+    "last_run_at",
+    "last_status",
+    "last_error",
+    "last_delivery_error",
+    "next_run_at",
+)
 
 
 def _looks_normal(job: Job) -> bool:
@@ -147,16 +160,23 @@ def _looks_normal(job: Job) -> bool:
     skills = job.get("skills")
     repeat = job.get("repeat")
     return (
-        isinstance(job.get("id"), str) and bool(_SAFE_ID.match(job["id"]))
+        isinstance(job.get("id"), str)
+        and bool(_SAFE_ID.match(job["id"]))
         and isinstance(job.get("prompt"), str)
-        and isinstance(skills, list) and all(isinstance(x, str) and x for x in skills)
+        and isinstance(skills, list)
+        and all(isinstance(x, str) and x for x in skills)
         and job.get("skill") == (skills[0] if skills else None)
-        and isinstance(job.get("name"), str) and bool(job["name"].strip())
+        and isinstance(job.get("name"), str)
+        and bool(job["name"].strip())
         and isinstance(job.get("enabled"), bool)
-        and isinstance(job.get("schedule"), dict) and "schedule_display" in job
-        and isinstance(repeat, dict) and "times" in repeat and "completed" in repeat
+        and isinstance(job.get("schedule"), dict)
+        and "schedule_display" in job
+        and isinstance(repeat, dict)
+        and "times" in repeat
+        and "completed" in repeat
         and job.get("state") in STATES
-        and isinstance(job.get("deliver"), str) and isinstance(job.get("created_at"), str)
+        and isinstance(job.get("deliver"), str)
+        and isinstance(job.get("created_at"), str)
         and all(key in job for key in _NULLABLE)
     )
 

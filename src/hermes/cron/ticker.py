@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import logging
 import os
 import re
@@ -261,8 +262,12 @@ class Scheduler:
     def _claim(self, job: Job, now: datetime) -> None:
         """Mark the job as running and move its schedule on, before anything runs."""
         slot = from_iso(job.get("next_run_at")) or now
-        job["run_claim"] = {"at": to_iso(now, self.tz), "by": self.holder,
-                            "slot": job.get("next_run_at"), "kind": "scheduled"}
+        job["run_claim"] = {
+            "at": to_iso(now, self.tz),
+            "by": self.holder,
+            "slot": job.get("next_run_at"),
+            "kind": "scheduled",
+        }
         repeat = job["repeat"]
         repeat["completed"] = int(repeat.get("completed") or 0) + 1
         if not _runs_left(job):
@@ -303,45 +308,61 @@ class Scheduler:
             job["last_status"] = "error"
             job["last_error"] = (
                 f"the run started at {claim.get('at')} was interrupted (the Hermes process "
-                "stopped before it finished); that slot is not run again")
+                "stopped before it finished); that slot is not run again"
+            )
             if claim.get("kind") == "scheduled" and not _runs_left(job):
                 job["state"], job["enabled"] = "completed", False
         return closed
 
     # -- running --------------------------------------------------------------------------
 
+    def _forget(self, key: tuple[str, str], _task: asyncio.Task[RunResult]) -> None:
+        self._active.pop(key, None)
+
     def _start(self, scope: str, job: Job) -> asyncio.Task[RunResult]:
         key = (scope, job["id"])
         task = asyncio.get_running_loop().create_task(self._run(scope, job))
         self._active[key] = task
-        task.add_done_callback(lambda t, k=key: self._active.pop(k, None))
+        task.add_done_callback(functools.partial(self._forget, key))
         return task
 
     async def _run(self, scope: str, job: Job) -> RunResult:
         claim = dict(job["run_claim"])
         try:
             async with self._slots:
-                result = await execute_job(
-                    self.agent, scope, job, started=self.clock(), tz=self.tz
+                result = await execute_job(self.agent, scope, job, started=self.clock(), tz=self.tz)
+                report = await deliver(
+                    job,
+                    result,
+                    http_client=self.http_client,
+                    allow_private=self.settings.cron.webhook_allow_private,
+                    retry_delays=self.retry_delays,
                 )
-                report = await deliver(job, result, http_client=self.http_client,
-                                       allow_private=self.settings.cron.webhook_allow_private,
-                                       retry_delays=self.retry_delays)
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_off(scope, job, claim, None, None))
             raise
         except Exception as exc:  # a bug in a run must still close the claim
             log.exception("cron job %s crashed", job["id"])
-            result = RunResult(job_id=job["id"], scope=scope, session_id="", status="error",
-                               started_at=self.clock(), prompt=job.get("prompt") or "",
-                               error=f"{type(exc).__name__}: {exc}")
+            result = RunResult(
+                job_id=job["id"],
+                scope=scope,
+                session_id="",
+                status="error",
+                started_at=self.clock(),
+                prompt=job.get("prompt") or "",
+                error=f"{type(exc).__name__}: {exc}",
+            )
             report = None
         await self._finish_off(scope, job, claim, result, report)
         return result
 
     async def _finish_off(
-        self, scope: str, job: Job, claim: dict[str, Any],
-        result: RunResult | None, report: DeliveryReport | None,
+        self,
+        scope: str,
+        job: Job,
+        claim: dict[str, Any],
+        result: RunResult | None,
+        report: DeliveryReport | None,
     ) -> None:
         try:
             await asyncio.to_thread(self._finish, scope, job, claim, result, report)
@@ -351,8 +372,12 @@ class Scheduler:
             self._running.discard((scope, job["id"]))
 
     def _finish(
-        self, scope: str, snapshot: Job, claim: dict[str, Any],
-        result: RunResult | None, report: DeliveryReport | None,
+        self,
+        scope: str,
+        snapshot: Job,
+        claim: dict[str, Any],
+        result: RunResult | None,
+        report: DeliveryReport | None,
     ) -> None:
         """Record the outcome on the job (if it still exists) and close our claim."""
         with self.store(scope).edit() as jobs:
@@ -394,7 +419,8 @@ class Scheduler:
             job = find_job(jobs, ref)
             if isinstance(job.get("run_claim"), dict):
                 raise JobRunningError(
-                    f"job {job['id']} is already running (since {job['run_claim'].get('at')})")
+                    f"job {job['id']} is already running (since {job['run_claim'].get('at')})"
+                )
             job["run_claim"] = {"at": to_iso(now, self.tz), "by": self.holder, "kind": "manual"}
             self._running.add((scope, job["id"]))
             return copy.deepcopy(job)

@@ -60,8 +60,11 @@ async def _run(ctx: ToolContext, store: JobStore, ref: str) -> dict[str, Any]:
     scheduler = ctx.services.get("scheduler")
     if isinstance(scheduler, Scheduler):
         job, _task = await scheduler.start_run(ctx.scope, ref)
-        return {"started": True, "job": summary(job),
-                "note": "The run continues in the background; its output is delivered as usual."}
+        return {
+            "started": True,
+            "job": summary(job),
+            "note": "The run continues in the background; its output is delivered as usual.",
+        }
     agent = ctx.service("agent")
     local = Scheduler(agent)
     try:
@@ -69,9 +72,13 @@ async def _run(ctx: ToolContext, store: JobStore, ref: str) -> dict[str, Any]:
         result = await task
     finally:
         await local.stop()
-    return {"job": summary(job), "status": result.status, "response": result.response,
-            "error": result.error,
-            "output_file": result.output_path.name if result.output_path else None}
+    return {
+        "job": summary(job),
+        "status": result.status,
+        "response": result.response,
+        "error": result.error,
+        "output_file": result.output_path.name if result.output_path else None,
+    }
 
 
 def _changes(**fields: Any) -> dict[str, Any]:
@@ -112,9 +119,19 @@ async def cronjob(
         if action == "run":
             return await _run(ctx, store, _need(job_id, "job_id", action))
         result = await asyncio.to_thread(
-            _manage, ctx, store, action, job_id,
-            _changes(schedule=schedule, prompt=prompt, name=name, deliver=deliver,
-                     repeat=repeat, skills=skills),
+            _manage,
+            ctx,
+            store,
+            action,
+            job_id,
+            _changes(
+                schedule=schedule,
+                prompt=prompt,
+                name=name,
+                deliver=deliver,
+                repeat=repeat,
+                skills=skills,
+            ),
             attach_session,
         )
     except JobInputError as exc:
@@ -127,8 +144,12 @@ async def cronjob(
 
 
 def _manage(
-    ctx: ToolContext, store: JobStore, action: str, job_id: str | None,
-    fields: dict[str, Any], attach_session: bool,
+    ctx: ToolContext,
+    store: JobStore,
+    action: str,
+    job_id: str | None,
+    fields: dict[str, Any],
+    attach_session: bool,
 ) -> dict[str, Any]:
     """Every action but `run`: plain file work, done off the event loop."""
     if action == "list":
@@ -136,7 +157,9 @@ def _manage(
         return {"jobs": [summary(j) for j in jobs], "count": len(jobs)}
     if action == "create":
         job = create_job(
-            store, schedule=_need(fields.pop("schedule", None), "schedule", action), **fields,
+            store,
+            schedule=_need(fields.pop("schedule", None), "schedule", action),
+            **fields,
             session_id=ctx.session_id if attach_session else None,
             origin={"platform": ctx.platform, "session_id": ctx.session_id},
         )

@@ -28,7 +28,8 @@ MAX_CANDIDATES = 5000
 
 # Function words and question scaffolding: they match almost every message and carry no
 # evidence, yet under OR-semantics they pull in (and reward) long irrelevant messages.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are aren as at be because been before
 being below between both but by can cannot could couldn did didn do does doesn doing don down
 during each either else ever every few for from further get gets got had hadn has hasn have
@@ -40,7 +41,8 @@ under until up upon us ve very was wasn we were weren what whats when where whet
 while who whom whose why will with won would wouldn you your yours yourself yourselves
 tell told remember recall say said mention mentioned thing things something anything kind
 please know like also really d m o y
-""".split())
+""".split()
+)
 
 
 def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:

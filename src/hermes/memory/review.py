@@ -90,21 +90,40 @@ async def memory_pass(
     """One model call (more only to retry failed writes); returns how many writes succeeded."""
     settings = agent.settings
     notes = await asyncio.to_thread(_notes_now, settings, scope)
-    prompt = (f"Current notes:\n{notes}\n\n<conversation>\n{render_transcript(messages)}\n"
-              f"</conversation>\n\n{instruction}")
-    chat: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
-                                  {"role": "user", "content": prompt}]
+    prompt = (
+        f"Current notes:\n{notes}\n\n<conversation>\n{render_transcript(messages)}\n"
+        f"</conversation>\n\n{instruction}"
+    )
+    chat: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": prompt},
+    ]
     toolset = Toolset([memory_tool])
-    ctx = ToolContext(scope=scope, session_id=session_id, platform="memory-review",
-                      services={"settings": settings, "store": agent.store})
+    ctx = ToolContext(
+        scope=scope,
+        session_id=session_id,
+        platform="memory-review",
+        services={"settings": settings, "store": agent.store},
+    )
     saved = 0
     for _ in range(MAX_ROUNDS):
         completion = await agent.model.complete(chat, tools=toolset.schemas())
         if not completion.tool_calls:
             break
-        chat.append({"role": "assistant", "content": completion.content, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in completion.tool_calls]})
+        chat.append(
+            {
+                "role": "assistant",
+                "content": completion.content,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in completion.tool_calls
+                ],
+            }
+        )
         failed = False
         for call in completion.tool_calls:  # one at a time: they write the same files
             outcome = await toolset.call(call.name, call.arguments, ctx)
@@ -118,8 +137,14 @@ async def memory_pass(
     return saved
 
 
-async def _guarded(agent: Agent, scope: str, session_id: str, messages: list[dict[str, Any]],
-                   instruction: str, what: str) -> None:
+async def _guarded(
+    agent: Agent,
+    scope: str,
+    session_id: str,
+    messages: list[dict[str, Any]],
+    instruction: str,
+    what: str,
+) -> None:
     try:
         saved = await memory_pass(agent, scope, session_id, messages, instruction)
     except ModelError as exc:
@@ -171,12 +196,14 @@ def review_hook(settings: Settings) -> AfterTurnHook:
             return
         if result.source in SKIPPED_SOURCES:
             return
-        records = await _tail(agent, result.scope, result.session_id, result.message_count,
-                              interval)
+        records = await _tail(
+            agent, result.scope, result.session_id, result.message_count, interval
+        )
         messages = _recent_turns(records, interval)
         if not messages:
             return
-        await _guarded(agent, result.scope, result.session_id, messages, REVIEW_PROMPT,
-                       "memory review")
+        await _guarded(
+            agent, result.scope, result.session_id, messages, REVIEW_PROMPT, "memory review"
+        )
 
     return review

@@ -31,38 +31,66 @@ class Threat:
 _I = re.IGNORECASE | re.DOTALL
 
 _INJECTION = [
-    (r"\b(ignore|disregard|forget|override|bypass)\b.{0,30}\b(previous|prior|above|earlier|all|"
-     r"any|your|system|developer)\b.{0,30}\b(instructions?|prompts?|directives|guidelines)\b",
-     "asks to ignore earlier instructions"),
-    (r"\byou\s+are\s+now\b.{0,60}\b(no|without|unrestricted|jailbroken|dan|free)\b",
-     "tries to replace the assistant's identity"),
-    (r"\b(new|updated|real|actual)\s+(system\s+)?(instructions|rules|prompt)\s*:",
-     "injects new instructions"),
-    (r"\bdo\s+not\s+(tell|inform|reveal\s+to|let)\s+(the\s+)?(user|human|owner)\b",
-     "asks to hide things from the user"),
-    (r"\b(reveal|print|repeat|output|leak)\b.{0,30}\b(system\s+prompt|hidden\s+instructions|"
-     r"developer\s+message)\b", "asks to reveal the system prompt"),
-    (r"<\|?(im_start|im_end|system|endoftext)\|?>|\[/?(INST|SYS)\]|<<\s*SYS\s*>>",
-     "contains chat-template control tokens"),
-    (r"^\s*(#{1,3}\s*)?(system|developer)\s+(prompt|message|instructions?)\s*:",
-     "poses as a system message"),
-    (r"\b(always|from\s+now\s+on)\b.{0,40}\b(obey|follow)\b.{0,40}\b(instructions?|commands?)\b"
-     r".{0,40}\b(in|from)\b.{0,20}\b(this|these|memory|notes?)\b",
-     "tells the model to obey stored instructions"),
+    (
+        r"\b(ignore|disregard|forget|override|bypass)\b.{0,30}\b(previous|prior|above|earlier|all|"
+        r"any|your|system|developer)\b.{0,30}\b(instructions?|prompts?|directives|guidelines)\b",
+        "asks to ignore earlier instructions",
+    ),
+    (
+        r"\byou\s+are\s+now\b.{0,60}\b(no|without|unrestricted|jailbroken|dan|free)\b",
+        "tries to replace the assistant's identity",
+    ),
+    (
+        r"\b(new|updated|real|actual)\s+(system\s+)?(instructions|rules|prompt)\s*:",
+        "injects new instructions",
+    ),
+    (
+        r"\bdo\s+not\s+(tell|inform|reveal\s+to|let)\s+(the\s+)?(user|human|owner)\b",
+        "asks to hide things from the user",
+    ),
+    (
+        r"\b(reveal|print|repeat|output|leak)\b.{0,30}\b(system\s+prompt|hidden\s+instructions|"
+        r"developer\s+message)\b",
+        "asks to reveal the system prompt",
+    ),
+    (
+        r"<\|?(im_start|im_end|system|endoftext)\|?>|\[/?(INST|SYS)\]|<<\s*SYS\s*>>",
+        "contains chat-template control tokens",
+    ),
+    (
+        r"^\s*(#{1,3}\s*)?(system|developer)\s+(prompt|message|instructions?)\s*:",
+        "poses as a system message",
+    ),
+    (
+        r"\b(always|from\s+now\s+on)\b.{0,40}\b(obey|follow)\b.{0,40}\b(instructions?|commands?)\b"
+        r".{0,40}\b(in|from)\b.{0,20}\b(this|these|memory|notes?)\b",
+        "tells the model to obey stored instructions",
+    ),
 ]
 
 _EXFILTRATION = [
-    (r"\b(curl|wget|invoke-webrequest|iwr|nc|netcat|scp|rsync)\b[^\n]{0,200}"
-     r"(\$\{?[A-Z_]*(KEY|TOKEN|SECRET|PASSWORD|PASS|CREDENTIALS?)\b|\.env\b|id_rsa|id_ed25519|"
-     r"\.ssh/|/etc/passwd|/etc/shadow|credentials)", "sends secrets over the network"),
-    (r"\b(send|post|upload|forward|exfiltrate|email|leak)\b.{0,60}\b(api[\s_-]?keys?|tokens?|"
-     r"passwords?|secrets?|credentials|private\s+keys?|\.env|ssh\s+keys?)\b.{0,60}"
-     r"(https?://|\bto\b\s+\S+@|\bwebhook\b|\bserver\b)", "asks to send secrets somewhere"),
+    (
+        r"\b(curl|wget|invoke-webrequest|iwr|nc|netcat|scp|rsync)\b[^\n]{0,200}"
+        r"(\$\{?[A-Z_]*(KEY|TOKEN|SECRET|PASSWORD|PASS|CREDENTIALS?)\b|\.env\b|id_rsa|id_ed25519|"
+        r"\.ssh/|/etc/passwd|/etc/shadow|credentials)",
+        "sends secrets over the network",
+    ),
+    (
+        r"\b(send|post|upload|forward|exfiltrate|email|leak)\b.{0,60}\b(api[\s_-]?keys?|tokens?|"
+        r"passwords?|secrets?|credentials|private\s+keys?|\.env|ssh\s+keys?)\b.{0,60}"
+        r"(https?://|\bto\b\s+\S+@|\bwebhook\b|\bserver\b)",
+        "asks to send secrets somewhere",
+    ),
     (r"authorized_keys", "touches SSH authorized_keys (backdoor)"),
-    (r"\b(cat|type|less|more|head|tail)\b\s+[^\n]{0,40}(\.env\b|id_rsa|id_ed25519|\.ssh/|"
-     r"\.aws/credentials|\.netrc)", "reads credential files"),
-    (r"(base64|xxd|openssl\s+enc)[^\n]{0,80}(\.env\b|id_rsa|\.ssh/|credentials)",
-     "encodes credential files"),
+    (
+        r"\b(cat|type|less|more|head|tail)\b\s+[^\n]{0,40}(\.env\b|id_rsa|id_ed25519|\.ssh/|"
+        r"\.aws/credentials|\.netrc)",
+        "reads credential files",
+    ),
+    (
+        r"(base64|xxd|openssl\s+enc)[^\n]{0,80}(\.env\b|id_rsa|\.ssh/|credentials)",
+        "encodes credential files",
+    ),
 ]
 
 _COMPILED = [(re.compile(p, _I | re.MULTILINE), "prompt-injection", d) for p, d in _INJECTION] + [

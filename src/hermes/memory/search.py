@@ -47,9 +47,15 @@ def search_hits(
         terms = query_terms(query)
         snippets = {r.message_id: body_snippet(conn, scope, terms, r.message_id) for r in ranked}
     return [
-        SearchHit(session_id=r.session_id, message_index=r.index, role=r.role,
-                  snippet=snippets.get(r.message_id) or "", score=round(r.score, 4),
-                  message_id=r.message_id, timestamp=r.timestamp)
+        SearchHit(
+            session_id=r.session_id,
+            message_index=r.index,
+            role=r.role,
+            snippet=snippets.get(r.message_id) or "",
+            score=round(r.score, 4),
+            message_id=r.message_id,
+            timestamp=r.timestamp,
+        )
         for r in ranked
     ]
 
@@ -61,8 +67,16 @@ def timed_search(store: Store, scope: str, query: str, limit: int) -> dict[str, 
     took = (time.perf_counter() - started) * 1000
     return {
         "query": query,
-        "hits": [{"session_id": h.session_id, "message_index": h.message_index, "role": h.role,
-                  "snippet": h.snippet, "score": h.score} for h in hits],
+        "hits": [
+            {
+                "session_id": h.session_id,
+                "message_index": h.message_index,
+                "role": h.role,
+                "snippet": h.snippet,
+                "score": h.score,
+            }
+            for h in hits
+        ],
         "took_ms": round(took, 2),
     }
 
@@ -89,8 +103,10 @@ class _View:
             raise ToolError("that is the current conversation; it is already in your context")
         record = self.store.get_session(self.scope, session_id)
         if record is None:
-            raise ToolError(f"no past session {session_id!r}; call session_search without "
-                            "arguments to list recent sessions, or with a query to find one")
+            raise ToolError(
+                f"no past session {session_id!r}; call session_search without "
+                "arguments to list recent sessions, or with a query to find one"
+            )
         return record
 
 
@@ -121,8 +137,10 @@ def _bookends(view: _View, record: SessionRecord, shown: set[int]) -> dict[str, 
     tail = _conversational(view.store.get_messages(view.scope, record.id, start=tail_start))
     first = [m for m in head[:BOOKEND] if m.index not in shown]
     last = [m for m in tail[-BOOKEND:] if m.index not in shown and m not in head[:BOOKEND]]
-    return {"bookend_start": [_message(m, NEIGHBOUR_CHARS) for m in first],
-            "bookend_end": [_message(m, NEIGHBOUR_CHARS) for m in last]}
+    return {
+        "bookend_start": [_message(m, NEIGHBOUR_CHARS) for m in first],
+        "bookend_end": [_message(m, NEIGHBOUR_CHARS) for m in last],
+    }
 
 
 def _discover(view: _View, query: str, limit: int) -> dict[str, Any]:
@@ -136,67 +154,110 @@ def _discover(view: _View, query: str, limit: int) -> dict[str, Any]:
         record = view.store.get_session(view.scope, session_id)
         if record is None:
             continue
-        around = view.store.get_messages(view.scope, session_id, start=max(0, best.message_index
-                                         - CONTEXT), end=best.message_index + CONTEXT + 1)
-        messages = [_message(m, MATCH_CHARS if m.index == best.message_index else NEIGHBOUR_CHARS)
-                    for m in around]
-        results.append({
-            "session_id": session_id, "title": record.title, "source": record.source,
-            "when": view.when(best.timestamp), "score": best.score,
-            "match_index": best.message_index, "snippet": best.snippet,
-            "other_matches": [h.message_index for h in session_hits[1:6]],
-            "messages": messages, "message_count": record.message_count,
-            **_bookends(view, record, {m.index for m in around}),
-        })
-    return {"shape": "discover", "query": query, "results": results,
-            "hint": ("No match; try other words (synonyms, names) or browse recent sessions."
-                     if not results else
-                     "To see more of a session: session_search(session_id=..., around=<index>).")}
+        around = view.store.get_messages(
+            view.scope,
+            session_id,
+            start=max(0, best.message_index - CONTEXT),
+            end=best.message_index + CONTEXT + 1,
+        )
+        messages = [
+            _message(m, MATCH_CHARS if m.index == best.message_index else NEIGHBOUR_CHARS)
+            for m in around
+        ]
+        results.append(
+            {
+                "session_id": session_id,
+                "title": record.title,
+                "source": record.source,
+                "when": view.when(best.timestamp),
+                "score": best.score,
+                "match_index": best.message_index,
+                "snippet": best.snippet,
+                "other_matches": [h.message_index for h in session_hits[1:6]],
+                "messages": messages,
+                "message_count": record.message_count,
+                **_bookends(view, record, {m.index for m in around}),
+            }
+        )
+    return {
+        "shape": "discover",
+        "query": query,
+        "results": results,
+        "hint": (
+            "No match; try other words (synonyms, names) or browse recent sessions."
+            if not results
+            else "To see more of a session: session_search(session_id=..., around=<index>)."
+        ),
+    }
 
 
 def _scroll(view: _View, session_id: str, around: int, window: int) -> dict[str, Any]:
     record = view.session(session_id)
     if not 0 <= around < max(1, record.message_count):
-        raise ToolError(f"session {session_id!r} has messages 0 to {record.message_count - 1}; "
-                        f"{around} is outside that")
+        raise ToolError(
+            f"session {session_id!r} has messages 0 to {record.message_count - 1}; "
+            f"{around} is outside that"
+        )
     start = max(0, around - window)
     messages = view.store.get_messages(view.scope, session_id, start=start, end=around + window + 1)
-    return {"shape": "scroll", "session_id": session_id, "title": record.title,
-            "when": view.when(record.started_at), "around": around,
-            "messages": [_message(m, READ_CHARS) for m in messages],
-            "messages_before": start, "messages_after": max(0, record.message_count - around
-                                                             - window - 1)}
+    return {
+        "shape": "scroll",
+        "session_id": session_id,
+        "title": record.title,
+        "when": view.when(record.started_at),
+        "around": around,
+        "messages": [_message(m, READ_CHARS) for m in messages],
+        "messages_before": start,
+        "messages_after": max(0, record.message_count - around - window - 1),
+    }
 
 
 def _read(view: _View, session_id: str) -> dict[str, Any]:
     record = view.session(session_id)
     count = record.message_count
-    result: dict[str, Any] = {"shape": "read", "session_id": session_id, "title": record.title,
-                              "source": record.source, "when": view.when(record.started_at),
-                              "message_count": count}
+    result: dict[str, Any] = {
+        "shape": "read",
+        "session_id": session_id,
+        "title": record.title,
+        "source": record.source,
+        "when": view.when(record.started_at),
+        "message_count": count,
+    }
     if count <= READ_ALL:
-        result["messages"] = [_message(m, READ_CHARS)
-                              for m in view.store.get_messages(view.scope, session_id)]
+        result["messages"] = [
+            _message(m, READ_CHARS) for m in view.store.get_messages(view.scope, session_id)
+        ]
         return result
     head = view.store.get_messages(view.scope, session_id, start=0, end=READ_HEAD)
     tail = view.store.get_messages(view.scope, session_id, start=count - READ_TAIL)
     result["messages"] = [_message(m, READ_CHARS) for m in head]
-    result["omitted"] = (f"messages {READ_HEAD} to {count - READ_TAIL - 1} not shown; scroll "
-                         f"with session_id and around=<index>")
+    result["omitted"] = (
+        f"messages {READ_HEAD} to {count - READ_TAIL - 1} not shown; scroll "
+        f"with session_id and around=<index>"
+    )
     result["tail"] = [_message(m, READ_CHARS) for m in tail]
     return result
 
 
 def _browse(view: _View, limit: int) -> dict[str, Any]:
-    sessions = [s for s in view.store.list_sessions(view.scope, limit=limit + 1) if s.id != view.live]
+    sessions = [
+        s for s in view.store.list_sessions(view.scope, limit=limit + 1) if s.id != view.live
+    ]
     items = []
     for s in sessions[:limit]:
         first = _conversational(view.store.get_messages(view.scope, s.id, start=0, end=6))
         preview = next((m.content for m in first if m.role == "user"), None)
-        items.append({"session_id": s.id, "title": s.title, "source": s.source,
-                      "started": view.when(s.started_at), "last_active": view.when(s.updated_at),
-                      "message_count": s.message_count,
-                      "preview": _clip(" ".join((preview or "").split()), 80)})
+        items.append(
+            {
+                "session_id": s.id,
+                "title": s.title,
+                "source": s.source,
+                "started": view.when(s.started_at),
+                "last_active": view.when(s.updated_at),
+                "message_count": s.message_count,
+                "preview": _clip(" ".join((preview or "").split()), 80),
+            }
+        )
     return {"shape": "browse", "sessions": items}
 
 
@@ -264,7 +325,9 @@ def parse_batch(lines: Sequence[str] | Any, default_limit: int) -> list[tuple[st
             problems.append(f"line {number}: not valid JSON ({exc.msg})")
             continue
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            problems.append(f'line {number}: expected an object like {{"query": "...", "limit": 10}}')
+            problems.append(
+                f'line {number}: expected an object like {{"query": "...", "limit": 10}}'
+            )
             continue
         limit = item.get("limit", default_limit)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:

@@ -30,8 +30,10 @@ def _safe_entry(entry: str, filename: str) -> str:
     if not threats:
         return entry
     names = ", ".join(sorted({t.name for t in threats}))
-    return (f"[BLOCKED: a {filename} entry contained {names}; it is not shown. Use the memory "
-            "tool (action=remove) to delete the original.]")
+    return (
+        f"[BLOCKED: a {filename} entry contained {names}; it is not shown. Use the memory "
+        "tool (action=remove) to delete the original.]"
+    )
 
 
 def _truncate(text: str, cap: int) -> str:

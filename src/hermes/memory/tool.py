@@ -73,8 +73,10 @@ def _locate(entries: list[str], old_text: str | None, action: str) -> int:
     """Index of the one entry `old_text` names (identical duplicates: the first)."""
     needle = (old_text or "").strip()
     if not needle:
-        raise NotesError(f"{action} needs `old_text`: a short unique part of the entry to change."
-                         f" Current entries:\n{_listing(entries)}")
+        raise NotesError(
+            f"{action} needs `old_text`: a short unique part of the entry to change."
+            f" Current entries:\n{_listing(entries)}"
+        )
     hits = [i for i, e in enumerate(entries) if needle in e]
     if not hits:  # forgive case and spacing differences before giving up
         folded = " ".join(needle.lower().split())
@@ -83,8 +85,10 @@ def _locate(entries: list[str], old_text: str | None, action: str) -> int:
         raise NotesError(f"no entry contains {needle!r}. Current entries:\n{_listing(entries)}")
     if len({entries[i] for i in hits}) > 1:
         previews = "\n".join(f"[{i + 1}] {_preview(entries[i])}" for i in hits)
-        raise NotesError(f"{needle!r} matches {len(hits)} different entries; use a longer, "
-                         f"unique part of the one you mean. Matches:\n{previews}")
+        raise NotesError(
+            f"{needle!r} matches {len(hits)} different entries; use a longer, "
+            f"unique part of the one you mean. Matches:\n{previews}"
+        )
     return hits[0]
 
 
@@ -129,7 +133,10 @@ def check_budget(before: NotesState, after: list[str]) -> None:
 
 
 def _operations(
-    action: str | None, content: str | None, old_text: str | None, batch: list[dict[str, Any]] | None
+    action: str | None,
+    content: str | None,
+    old_text: str | None,
+    batch: list[dict[str, Any]] | None,
 ) -> list[Operation]:
     if batch:
         if action is not None:
@@ -167,8 +174,10 @@ def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[s
     if changed:
         result["note"] = "Saved. This update is complete — do not repeat it."
     if backup is not None:
-        result["backup"] = (f"{state.path.name} was not valid UTF-8 text; the original was kept "
-                            f"as {backup.name} before this write.")
+        result["backup"] = (
+            f"{state.path.name} was not valid UTF-8 text; the original was kept "
+            f"as {backup.name} before this write."
+        )
     return result
 
 

@@ -66,6 +66,7 @@ def _openai() -> ModuleType:
     """
     return importlib.import_module("openai")
 
+
 # Local servers accept any bearer (or none); the SDK insists on a non-empty key.
 _PLACEHOLDER_API_KEY = "not-needed"
 
@@ -294,8 +295,11 @@ class OpenAICompatClient:
                 # The same headers as the aiohttp path: our User-Agent, and none of the
                 # organisation/project headers the SDK would add from OPENAI_ORG_ID /
                 # OPENAI_PROJECT_ID, settings Hermes does not have.
-                default_headers={"User-Agent": _USER_AGENT, "OpenAI-Organization": sdk.Omit(),
-                                 "OpenAI-Project": sdk.Omit()},
+                default_headers={
+                    "User-Agent": _USER_AGENT,
+                    "OpenAI-Organization": sdk.Omit(),
+                    "OpenAI-Project": sdk.Omit(),
+                },
                 http_client=sdk.DefaultAioHttpClient(),
             )
         return self._sdk
@@ -316,8 +320,10 @@ class OpenAICompatClient:
         """One non-streamed request: the decoded JSON answer, or `_AttemptFailed`."""
         http = self._require_http()
         try:
-            async with http.post(self._completions_url, data=body, headers=self._headers,
-                                 proxy=self._proxy) as resp:
+            assert self._completions_url is not None  # set by _require_http
+            async with http.post(
+                self._completions_url, data=body, headers=self._headers, proxy=self._proxy
+            ) as resp:
                 raw = await resp.read()
                 status, headers = resp.status, resp.headers
         except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
@@ -330,8 +336,12 @@ class OpenAICompatClient:
         except ValueError:
             decoded = None
         if status >= 400:
-            raise _AttemptFailed("status", status=status, headers=headers,
-                                 body=decoded if decoded is not None else text)
+            raise _AttemptFailed(
+                "status",
+                status=status,
+                headers=headers,
+                body=decoded if decoded is not None else text,
+            )
         if decoded is None:
             raise ModelUnavailableError(
                 f"The model endpoint at {self._display_url()} answered HTTP {status} with a body "
@@ -370,8 +380,11 @@ class OpenAICompatClient:
         except openai.OpenAIError as exc:
             failure = _failure_from_sdk(exc)
             if failure.kind in ("connect", "timeout"):
-                how = ("the connection broke" if failure.kind == "connect"
-                       else f"nothing came for {self.timeout:g}s")
+                how = (
+                    "the connection broke"
+                    if failure.kind == "connect"
+                    else f"nothing came for {self.timeout:g}s"
+                )
                 raise ModelUnavailableError(
                     f"The model endpoint at {self._display_url()} stopped mid-answer: {how} "
                     "after the stream had started."
@@ -404,7 +417,9 @@ class OpenAICompatClient:
                     limit=_context_limit(failure),
                     status_code=None,
                 )
-            return ModelUnavailableError(f"{where} reported an error mid-stream (HTTP 200){detail}.")
+            return ModelUnavailableError(
+                f"{where} reported an error mid-stream (HTTP 200){detail}."
+            )
 
         status = failure.status
         if status in (401, 403):
@@ -539,7 +554,7 @@ class _StreamAccumulator:
 def _from_payload(payload: Any, model_name: str) -> Completion:
     """A non-streamed chat.completion (plain JSON) as a Completion; odd shapes are upstream errors."""
     choices = payload.get("choices") if isinstance(payload, dict) else None
-    choice = choices[0] if isinstance(choices, list) and choices else None
+    choice: Any = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise ModelUnavailableError(
@@ -554,14 +569,15 @@ def _from_payload(payload: Any, model_name: str) -> Completion:
         if not isinstance(arguments, str):  # a few servers send the object instead of its JSON
             arguments = json.dumps(arguments)
         calls.append(
-            ToolCall(id=tc.get("id") or f"call_{i}", name=str(fn.get("name") or ""),
-                     arguments=arguments)
+            ToolCall(
+                id=tc.get("id") or f"call_{i}", name=str(fn.get("name") or ""), arguments=arguments
+            )
         )
     content = message.get("content")
     return Completion(
         content=content if isinstance(content, str) or content is None else str(content),
         tool_calls=calls,
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
         usage=_usage_from_json(payload.get("usage")),
         model=payload.get("model") or model_name,
     )
@@ -605,8 +621,14 @@ def _failure_from_sdk(exc: openai.OpenAIError) -> _AttemptFailed:
     if isinstance(exc, openai.APIConnectionError):
         return _AttemptFailed("connect")
     if isinstance(exc, openai.APIStatusError):
-        return _AttemptFailed("status", status=exc.status_code, headers=exc.response.headers,
-                              body=exc.body, message=exc.message, code=exc.code)
+        return _AttemptFailed(
+            "status",
+            status=exc.status_code,
+            headers=exc.response.headers,
+            body=exc.body,
+            message=exc.message,
+            code=exc.code,
+        )
     if isinstance(exc, openai.APIError):
         return _AttemptFailed("stream", body=exc.body, message=exc.message, code=exc.code)
     return _AttemptFailed("connect", message=str(exc))
@@ -638,8 +660,11 @@ def _error_field(body: Any, name: str) -> str | None:
 
 
 def _error_text(failure: _AttemptFailed) -> str:
-    parts = [failure.message, _error_field(failure.body, "message") or "",
-             _error_field(failure.body, "type") or ""]
+    parts = [
+        failure.message,
+        _error_field(failure.body, "message") or "",
+        _error_field(failure.body, "type") or "",
+    ]
     if isinstance(failure.body, str):
         parts.append(failure.body)
     elif failure.body is not None:

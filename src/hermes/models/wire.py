@@ -96,7 +96,7 @@ class _RunCache:
         while end < len(messages) and type(messages[end]) is FrozenMessage:
             end += 1
         if end - start > len(known):
-            rest = _join(messages[start + len(known):end])
+            rest = _join(messages[start + len(known) : end])
             text = f"{text},{rest}" if text else rest
         if end - start >= self.MIN_RUN:
             # holding the run keeps messages[start] alive, so its id cannot be reused
@@ -109,10 +109,12 @@ class _RunCache:
 
 def _join(messages: Sequence[Mapping[str, Any]]) -> str:
     # a cached fragment is one attribute read
-    return ",".join([
-        m._json if type(m) is FrozenMessage and m._json is not None else _fragment(m)
-        for m in messages
-    ])
+    return ",".join(
+        [
+            m._json if type(m) is FrozenMessage and m._json is not None else _fragment(m)
+            for m in messages
+        ]
+    )
 
 
 _runs = _RunCache()

@@ -36,8 +36,12 @@ from hermes.server.middleware import HygieneMiddleware
 log = logging.getLogger("hermes.server")
 
 CORS_ALLOW_HEADERS = [
-    "Authorization", "Content-Type", "Idempotency-Key",
-    "X-Hermes-Session-Id", "X-Hermes-Session-Key", "X-Hermes-User-Id",
+    "Authorization",
+    "Content-Type",
+    "Idempotency-Key",
+    "X-Hermes-Session-Id",
+    "X-Hermes-Session-Key",
+    "X-Hermes-User-Id",
 ]
 CORS_EXPOSE_HEADERS = ["X-Hermes-Session-Id", "Idempotency-Replayed"]
 

@@ -40,9 +40,12 @@ def session_from_headers(request: Request) -> str | None:
     sid = request.headers.get(SESSION_HEADER)
     key = request.headers.get(SESSION_KEY_HEADER)
     if sid is not None and key is not None and sid != key:
-        raise APIError(400, f"{SESSION_HEADER} and {SESSION_KEY_HEADER} are synonyms but differ; "
-                       "send one of them.", code="conflicting_session_headers",
-                       param=SESSION_HEADER)
+        raise APIError(
+            400,
+            f"{SESSION_HEADER} and {SESSION_KEY_HEADER} are synonyms but differ; send one of them.",
+            code="conflicting_session_headers",
+            param=SESSION_HEADER,
+        )
     value = sid if sid is not None else key
     if value is None:
         return None
@@ -77,8 +80,13 @@ async def _run(runtime: Runtime, req: TurnRequest, observer: TurnObserver | None
 
 async def _complete(runtime: Runtime, req: TurnRequest, call: ChatCall) -> StoredResponse:
     result = await _run(runtime, req, None)
-    body = completion_body(new_completion_id(), call.model, result.content,
-                           result.finish_reason or "stop", result.usage)
+    body = completion_body(
+        new_completion_id(),
+        call.model,
+        result.content,
+        result.finish_reason or "stop",
+        result.usage,
+    )
     return StoredResponse(200, json.dumps(body).encode(), {SESSION_HEADER: result.session_id})
 
 
@@ -98,28 +106,37 @@ async def chat_completions(request: Request) -> Response:
     session_id = session_from_headers(request)
     raw = await request.body()
     settings = runtime.settings.server
-    call = parse_chat_body(raw, default_model=settings.model_name,
-                           ignore_client_tools=settings.ignore_client_tools)
+    call = parse_chat_body(
+        raw, default_model=settings.model_name, ignore_client_tools=settings.ignore_client_tools
+    )
     req = _turn_request(call, session_id, scope)
     if call.stream:
         headers = {SESSION_HEADER: session_id} if session_id else {}
-        return TurnStreamResponse(lambda obs: _run(runtime, req, obs),
-                                  ChunkWriter(new_completion_id(), call.model), headers)
+        return TurnStreamResponse(
+            lambda obs: _run(runtime, req, obs),
+            ChunkWriter(new_completion_id(), call.model),
+            headers,
+        )
     key = request.headers.get(IDEMPOTENCY_HEADER)
     if key is None:
         stored = await _complete(runtime, req, call)
         replayed = False
     else:
         stored, replayed = await _idempotency(request).run(
-            scope, validate_key(key), fingerprint(raw, session_id),
-            lambda: _complete(runtime, req, call), request.app.state.turns.spawn,
+            scope,
+            validate_key(key),
+            fingerprint(raw, session_id),
+            lambda: _complete(runtime, req, call),
+            request.app.state.turns.spawn,
         )
     headers = dict(stored.headers)
     if replayed:
         headers["Idempotency-Replayed"] = "true"
-    return Response(stored.body, status_code=stored.status, headers=headers,
-                    media_type="application/json")
+    return Response(
+        stored.body, status_code=stored.status, headers=headers, media_type="application/json"
+    )
 
 
-router.add_route("/v1/chat/completions", chat_completions, methods=["POST"],
-                 include_in_schema=False)
+router.add_route(
+    "/v1/chat/completions", chat_completions, methods=["POST"], include_in_schema=False
+)

@@ -40,11 +40,11 @@ def server_key(runtime: Runtime) -> str | None:
 
 
 def _key_bytes(request: Request) -> bytes | None:
-    cached = getattr(request.app.state, "server_key_bytes", False)
-    if cached is False:
-        key = server_key(request.app.state.runtime)
-        cached = key.encode("utf-8") if key else None
-        request.app.state.server_key_bytes = cached
+    state = request.app.state
+    if not hasattr(state, "server_key_bytes"):
+        key = server_key(state.runtime)
+        state.server_key_bytes = key.encode("utf-8") if key else None
+    cached: bytes | None = state.server_key_bytes
     return cached
 
 
@@ -56,13 +56,20 @@ async def require_auth(request: Request) -> None:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if not header:
-        raise APIError(401, "Missing API key: send `Authorization: Bearer <key>` with the "
-                       "server key (server.api_key / HERMES_API_KEY).", code="invalid_api_key")
+        raise APIError(
+            401,
+            "Missing API key: send `Authorization: Bearer <key>` with the "
+            "server key (server.api_key / HERMES_API_KEY).",
+            code="invalid_api_key",
+        )
     # Header values arrive latin-1 decoded: encode back to the exact bytes that were sent.
     given = token.strip().encode("latin-1") if scheme.lower() == "bearer" else b""
     if not hmac.compare_digest(given, expected):
-        raise APIError(401, "Invalid API key: the bearer token does not match the server key.",
-                       code="invalid_api_key")
+        raise APIError(
+            401,
+            "Invalid API key: the bearer token does not match the server key.",
+            code="invalid_api_key",
+        )
 
 
 async def get_scope(request: Request) -> str:
@@ -71,11 +78,17 @@ async def get_scope(request: Request) -> str:
     if user is None:
         return "default"
     if _key_bytes(request) is None:
-        raise APIError(403, "X-Hermes-User-Id needs a server key: without one any caller could "
-                       "claim any user. Set server.api_key (HERMES_API_KEY) to use per-user "
-                       "scopes.", code="user_scope_requires_key", param="X-Hermes-User-Id")
+        raise APIError(
+            403,
+            "X-Hermes-User-Id needs a server key: without one any caller could "
+            "claim any user. Set server.api_key (HERMES_API_KEY) to use per-user "
+            "scopes.",
+            code="user_scope_requires_key",
+            param="X-Hermes-User-Id",
+        )
     try:
         return scope_for_user(user)
     except InvalidIdError as exc:
-        raise APIError(400, f"X-Hermes-User-Id: {exc}.", code="invalid_user_id",
-                       param="X-Hermes-User-Id") from None
+        raise APIError(
+            400, f"X-Hermes-User-Id: {exc}.", code="invalid_user_id", param="X-Hermes-User-Id"
+        ) from None

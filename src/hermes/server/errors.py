@@ -68,7 +68,10 @@ class APIError(StarletteHTTPException):
 
 
 def error_body(
-    message: str, type: str = INVALID_REQUEST, code: str | None = None, param: str | None = None  # noqa: A002
+    message: str,
+    type: str = INVALID_REQUEST,
+    code: str | None = None,
+    param: str | None = None,  # noqa: A002
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": type, "code": code, "param": param}}
 
@@ -92,32 +95,57 @@ def from_model_error(exc: ModelError) -> APIError:
     """Map an upstream model failure to the status a client can act on (never a bare 500)."""
     text = str(exc)
     if isinstance(exc, ModelNotConfiguredError):
-        return APIError(503, f"Hermes has no model endpoint to answer with. {text}",
-                        SERVER_ERROR, "model_not_configured")
+        return APIError(
+            503,
+            f"Hermes has no model endpoint to answer with. {text}",
+            SERVER_ERROR,
+            "model_not_configured",
+        )
     if isinstance(exc, ModelAuthError):
-        return APIError(502, f"Upstream authentication failed: {text} Check model.api_key "
-                        "(OPENAI_API_KEY) in Hermes' configuration.", SERVER_ERROR,
-                        "upstream_auth_error")
+        return APIError(
+            502,
+            f"Upstream authentication failed: {text} Check model.api_key "
+            "(OPENAI_API_KEY) in Hermes' configuration.",
+            SERVER_ERROR,
+            "upstream_auth_error",
+        )
     if isinstance(exc, ModelRateLimitError):
-        return APIError(503, f"The upstream model is rate-limiting Hermes: {text} Retry later.",
-                        SERVER_ERROR, "upstream_rate_limited", headers={"Retry-After": "10"})
+        return APIError(
+            503,
+            f"The upstream model is rate-limiting Hermes: {text} Retry later.",
+            SERVER_ERROR,
+            "upstream_rate_limited",
+            headers={"Retry-After": "10"},
+        )
     if isinstance(exc, ContextLengthExceededError):
         limit = f" ({exc.limit} tokens)" if exc.limit else ""
-        return APIError(400, f"The conversation does not fit the model's context window{limit}, "
-                        f"even after compression: {text}", INVALID_REQUEST,
-                        "context_length_exceeded", "messages")
+        return APIError(
+            400,
+            f"The conversation does not fit the model's context window{limit}, "
+            f"even after compression: {text}",
+            INVALID_REQUEST,
+            "context_length_exceeded",
+            "messages",
+        )
     if isinstance(exc, ModelUnavailableError):
         if exc.status_code is not None:
-            return APIError(502, f"The upstream model failed: {text}", SERVER_ERROR,
-                            "upstream_error")
+            return APIError(
+                502, f"The upstream model failed: {text}", SERVER_ERROR, "upstream_error"
+            )
         if "did not answer within" in text:
-            return APIError(504, f"The upstream model timed out: {text}", SERVER_ERROR,
-                            "upstream_timeout")
-        return APIError(503, f"The upstream model is unavailable: {text}", SERVER_ERROR,
-                        "upstream_unavailable")
+            return APIError(
+                504, f"The upstream model timed out: {text}", SERVER_ERROR, "upstream_timeout"
+            )
+        return APIError(
+            503, f"The upstream model is unavailable: {text}", SERVER_ERROR, "upstream_unavailable"
+        )
     if isinstance(exc, ModelBadRequestError):
-        return APIError(502, f"The upstream model refused Hermes' request: {text}", SERVER_ERROR,
-                        "upstream_bad_request")
+        return APIError(
+            502,
+            f"The upstream model refused Hermes' request: {text}",
+            SERVER_ERROR,
+            "upstream_bad_request",
+        )
     return APIError(502, f"The upstream model failed: {text}", SERVER_ERROR, "upstream_error")
 
 
@@ -128,8 +156,12 @@ def from_turn_error(exc: Exception) -> APIError | None:
     if isinstance(exc, ModelError):
         return from_model_error(exc)
     if isinstance(exc, SessionBusyError):
-        return APIError(409, f"{exc}; retry when its current turn has finished.",
-                        INVALID_REQUEST, "session_busy")
+        return APIError(
+            409,
+            f"{exc}; retry when its current turn has finished.",
+            INVALID_REQUEST,
+            "session_busy",
+        )
     return None
 
 
@@ -158,11 +190,12 @@ async def _validation_error(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-    param = _loc_to_param(first.get("loc", ()))
+    param = _loc_to_param(tuple(first.get("loc", ())))
     msg = str(first.get("msg", "invalid value"))
     if first.get("type") == "json_invalid":
-        return error_response(400, f"The request body is not valid JSON: {msg}.",
-                              code="invalid_json")
+        return error_response(
+            400, f"The request body is not valid JSON: {msg}.", code="invalid_json"
+        )
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     return error_response(400, f"`{param}`: {msg}{more}.", code="invalid_value", param=param)
 
@@ -170,7 +203,9 @@ async def _validation_error(_: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 404:
-        message = f"No route {request.method} {request.url.path}; see /v1/models, /v1/chat/completions."
+        message = (
+            f"No route {request.method} {request.url.path}; see /v1/models, /v1/chat/completions."
+        )
         return error_response(404, message, code="not_found", headers=exc.headers)
     if exc.status_code == 405:
         message = f"{request.method} is not allowed on {request.url.path}."

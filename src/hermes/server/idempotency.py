@@ -39,8 +39,12 @@ class _Entry:
 
 def validate_key(key: str) -> str:
     if not KEY_PATTERN.match(key):
-        raise APIError(400, "Idempotency-Key must be 1–255 visible ASCII characters (no spaces).",
-                       code="invalid_idempotency_key", param="Idempotency-Key")
+        raise APIError(
+            400,
+            "Idempotency-Key must be 1–255 visible ASCII characters (no spaces).",
+            code="invalid_idempotency_key",
+            param="Idempotency-Key",
+        )
     return key
 
 
@@ -81,9 +85,13 @@ class IdempotencyCache:
         entry = self._live(slot)
         if entry is not None:
             if entry.fingerprint != print_:
-                raise APIError(409, "This Idempotency-Key was already used with a different "
-                               "request; use a new key for a new request.",
-                               code="idempotency_key_conflict", param="Idempotency-Key")
+                raise APIError(
+                    409,
+                    "This Idempotency-Key was already used with a different "
+                    "request; use a new key for a new request.",
+                    code="idempotency_key_conflict",
+                    param="Idempotency-Key",
+                )
             return await asyncio.shield(entry.task), True
         task = spawn(compute())
         entry = _Entry(print_, time.monotonic(), task)

@@ -94,15 +94,20 @@ def _store(runtime: Runtime, scope: str) -> JobStore:
     try:
         tz = resolve_timezone(runtime.settings.timezone)
     except ScheduleError as exc:
-        raise APIError(500, f"Hermes' configuration is invalid: {exc}.", SERVER_ERROR,
-                       "invalid_timezone") from None
+        raise APIError(
+            500, f"Hermes' configuration is invalid: {exc}.", SERVER_ERROR, "invalid_timezone"
+        ) from None
     return JobStore(runtime.settings.home, scope, tz, clock=scheduler_for(runtime).clock)
 
 
 def _job_id(job_id: str) -> str:
     if not _JOB_ID.match(job_id):
-        raise APIError(400, f"{job_id!r} is not a job id (12 hex characters, e.g. "
-                       "'3f2a9c0b1d4e').", code="invalid_job_id", param="id")
+        raise APIError(
+            400,
+            f"{job_id!r} is not a job id (12 hex characters, e.g. '3f2a9c0b1d4e').",
+            code="invalid_job_id",
+            param="id",
+        )
     return job_id
 
 
@@ -140,7 +145,9 @@ def _find(store: JobStore, job_id: str) -> Job:
 
 
 @router.get("")
-async def list_jobs(runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)) -> dict[str, Any]:
+async def list_jobs(
+    runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
+) -> dict[str, Any]:
     jobs = await _call(_store(runtime, scope).load)
     return {"jobs": jobs}
 
@@ -155,10 +162,17 @@ async def create(
     session_id = body.session_id if body.session_id is not None else session_from_headers(request)
     store = _store(runtime, scope)
     job = await _call(
-        create_job, store, schedule=body.schedule, prompt=body.prompt, name=body.name,
-        deliver=body.deliver, repeat=body.repeat, skills=body.skills,
+        create_job,
+        store,
+        schedule=body.schedule,
+        prompt=body.prompt,
+        name=body.name,
+        deliver=body.deliver,
+        repeat=body.repeat,
+        skills=body.skills,
         session_id=session_id,
-        paused=body.paused, origin={"platform": "api"},
+        paused=body.paused,
+        origin={"platform": "api"},
     )
     if body.paused and body.paused_reason:
         job = await _call(pause_job, store, job["id"], body.paused_reason)
@@ -167,8 +181,9 @@ async def create(
 
 
 @router.get("/{job_id}")
-async def get_job(job_id: str, runtime: Runtime = Depends(get_runtime),
-                  scope: str = Depends(get_scope)) -> dict[str, Any]:
+async def get_job(
+    job_id: str, runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
+) -> dict[str, Any]:
     return {"job": await _call(_find, _store(runtime, scope), _job_id(job_id))}
 
 
@@ -187,8 +202,9 @@ async def patch_job(
 
 
 @router.delete("/{job_id}")
-async def delete_job(job_id: str, runtime: Runtime = Depends(get_runtime),
-                     scope: str = Depends(get_scope)) -> dict[str, Any]:
+async def delete_job(
+    job_id: str, runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
+) -> dict[str, Any]:
     store = _store(runtime, scope)
     await _call(_find, store, _job_id(job_id))
     job = await _call(remove_job, store, job_id)
@@ -196,16 +212,18 @@ async def delete_job(job_id: str, runtime: Runtime = Depends(get_runtime),
 
 
 @router.post("/{job_id}/pause")
-async def pause(job_id: str, runtime: Runtime = Depends(get_runtime),
-                scope: str = Depends(get_scope)) -> dict[str, Any]:
+async def pause(
+    job_id: str, runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
+) -> dict[str, Any]:
     store = _store(runtime, scope)
     await _call(_find, store, _job_id(job_id))
     return {"job": await _call(pause_job, store, job_id)}
 
 
 @router.post("/{job_id}/resume")
-async def resume(job_id: str, runtime: Runtime = Depends(get_runtime),
-                 scope: str = Depends(get_scope)) -> dict[str, Any]:
+async def resume(
+    job_id: str, runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
+) -> dict[str, Any]:
     store = _store(runtime, scope)
     await _call(_find, store, _job_id(job_id))
     job = await _call(resume_job, store, job_id)
@@ -214,8 +232,9 @@ async def resume(job_id: str, runtime: Runtime = Depends(get_runtime),
 
 
 @router.post("/{job_id}/run")
-async def run(job_id: str, runtime: Runtime = Depends(get_runtime),
-              scope: str = Depends(get_scope)) -> dict[str, Any]:
+async def run(
+    job_id: str, runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
+) -> dict[str, Any]:
     """Start a run now in the background; its output appears under /runs when done."""
     store = _store(runtime, scope)
     await _call(_find, store, _job_id(job_id))
@@ -227,8 +246,9 @@ async def run(job_id: str, runtime: Runtime = Depends(get_runtime),
 
 
 @router.get("/{job_id}/runs")
-async def runs(job_id: str, runtime: Runtime = Depends(get_runtime),
-               scope: str = Depends(get_scope)) -> dict[str, Any]:
+async def runs(
+    job_id: str, runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
+) -> dict[str, Any]:
     """Saved outputs of the job, newest first."""
     store = _store(runtime, scope)
     job = await _call(_find, store, _job_id(job_id))
@@ -236,4 +256,3 @@ async def runs(job_id: str, runtime: Runtime = Depends(get_runtime),
     for item in outputs:
         item.pop("path", None)  # server paths are not the client's business
     return {"runs": outputs}
-

@@ -72,6 +72,10 @@ async def get_model(
 ) -> dict[str, Any]:
     entry = _model_entry(request, runtime)
     if model_id != entry["id"]:
-        raise APIError(404, f"The model {model_id!r} does not exist here; this server offers "
-                       f"{entry['id']!r}.", code="model_not_found", param="model")
+        raise APIError(
+            404,
+            f"The model {model_id!r} does not exist here; this server offers {entry['id']!r}.",
+            code="model_not_found",
+            param="model",
+        )
     return entry

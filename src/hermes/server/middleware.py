@@ -24,8 +24,12 @@ _SECURITY_HEADERS = [
 
 class BodyTooLargeError(APIError):
     def __init__(self, limit: int) -> None:
-        super().__init__(413, f"The request body is larger than the server's limit of {limit:,} "
-                         "bytes (server.max_body_bytes).", code="body_too_large")
+        super().__init__(
+            413,
+            f"The request body is larger than the server's limit of {limit:,} "
+            "bytes (server.max_body_bytes).",
+            code="body_too_large",
+        )
 
 
 def _content_length(scope: Scope) -> bytes | None:
@@ -49,8 +53,14 @@ class HygieneMiddleware:
         declared = _content_length(scope)
         if declared is not None:
             if not declared.isdigit():
-                await _send_error(send, APIError(400, "The Content-Length header is not a number.",
-                                                 code="invalid_content_length"))
+                await _send_error(
+                    send,
+                    APIError(
+                        400,
+                        "The Content-Length header is not a number.",
+                        code="invalid_content_length",
+                    ),
+                )
                 return
             if int(declared) > self.max_body_bytes:
                 await _send_error(send, BodyTooLargeError(self.max_body_bytes))
@@ -85,9 +95,16 @@ class HygieneMiddleware:
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if started:
                 raise
-            await _send_error(send, APIError(500, "Internal server error: Hermes hit an "
-                                             "unexpected problem; the server log has details.",
-                                             SERVER_ERROR, "internal_error"))
+            await _send_error(
+                send,
+                APIError(
+                    500,
+                    "Internal server error: Hermes hit an "
+                    "unexpected problem; the server log has details.",
+                    SERVER_ERROR,
+                    "internal_error",
+                ),
+            )
 
 
 async def _send_error(send: Send, exc: APIError) -> None:

@@ -44,17 +44,23 @@ def _collapse(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise _bad(f"{where} must be a string or a list of content parts, not "
-                   f"{type(content).__name__}.", where)
+        raise _bad(
+            f"{where} must be a string or a list of content parts, not {type(content).__name__}.",
+            where,
+        )
     texts: list[str] = []
     for j, part in enumerate(content):
         here = f"{where}[{j}]"
         if not isinstance(part, dict):
-            raise _bad(f"{here} must be an object like {{\"type\": \"text\", \"text\": \"...\"}}.", here)
+            raise _bad(f'{here} must be an object like {{"type": "text", "text": "..."}}.', here)
         kind = part.get("type")
         if kind not in TEXT_PART_TYPES:
-            raise _bad(f"{here} is a {kind!r} part; Hermes passes only text to the model, so "
-                       "send text parts (type \"text\").", here, "unsupported_content_type")
+            raise _bad(
+                f"{here} is a {kind!r} part; Hermes passes only text to the model, so "
+                'send text parts (type "text").',
+                here,
+                "unsupported_content_type",
+            )
         text = part.get("text")
         if not isinstance(text, str):
             raise _bad(f"{here}.text must be a string.", f"{here}.text")
@@ -64,9 +70,13 @@ def _collapse(content: Any, where: str) -> str:
 
 def _check_options(body: dict[str, Any], ignore_client_tools: bool) -> None:
     if body.get("tools") and not ignore_client_tools:
-        raise _bad("Client-supplied `tools` are not executed: Hermes runs its own tools on the "
-                   "server. Remove `tools` (or set server.ignore_client_tools: true to have them "
-                   "ignored).", "tools", "client_tools_unsupported")
+        raise _bad(
+            "Client-supplied `tools` are not executed: Hermes runs its own tools on the "
+            "server. Remove `tools` (or set server.ignore_client_tools: true to have them "
+            "ignored).",
+            "tools",
+            "client_tools_unsupported",
+        )
     n = body.get("n")
     if n is not None and n != 1:
         raise _bad("`n` must be 1: Hermes produces one answer per turn.", "n")
@@ -85,13 +95,18 @@ def _message_fields(i: int, message: Any, ignore_client_tools: bool) -> tuple[st
         raise _bad(f"{where} must be an object with `role` and `content`.", where)
     role = message.get("role")
     if role not in KNOWN_ROLES:
-        raise _bad(f"{where}.role must be one of system, developer, user, assistant; got "
-                   f"{role!r}.", f"{where}.role")
+        raise _bad(
+            f"{where}.role must be one of system, developer, user, assistant; got {role!r}.",
+            f"{where}.role",
+        )
     if role in TOOL_ROLES or (role == "assistant" and message.get("tool_calls")):
         if not ignore_client_tools:
-            raise _bad(f"{where} carries client tool traffic ({role!r}); Hermes runs its own "
-                       "tools server-side. Send only system, user and assistant text.",
-                       where, "client_tools_unsupported")
+            raise _bad(
+                f"{where} carries client tool traffic ({role!r}); Hermes runs its own "
+                "tools server-side. Send only system, user and assistant text.",
+                where,
+                "client_tools_unsupported",
+            )
         if role in TOOL_ROLES:
             return None
     return role, _collapse(message.get("content"), f"{where}.content")
@@ -123,8 +138,12 @@ def parse_chat_body(raw: bytes, *, default_model: str, ignore_client_tools: bool
             convo.append((i, role, text))
     if not convo or convo[-1][1] != "user":
         where = f"messages[{convo[-1][0]}]" if convo else "messages"
-        raise _bad("The last non-system message must be the user's new message; it is the turn "
-                   "Hermes answers.", where, "no_user_message")
+        raise _bad(
+            "The last non-system message must be the user's new message; it is the turn "
+            "Hermes answers.",
+            where,
+            "no_user_message",
+        )
     last_index, _, user_text = convo[-1]
     if not user_text.strip():
         raise _bad(f"messages[{last_index}].content is empty.", f"messages[{last_index}].content")
@@ -185,13 +204,16 @@ class ChunkWriter:
         }
 
     def chunk(
-        self, delta: dict[str, Any], finish_reason: str | None = None,
+        self,
+        delta: dict[str, Any],
+        finish_reason: str | None = None,
         usage: Usage | None = None,
     ) -> bytes:
         obj: dict[str, Any] = {
             **self._head,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                         "finish_reason": finish_reason}],
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
         }
         if usage is not None:
             obj["usage"] = usage_dict(usage)
@@ -203,8 +225,14 @@ class ChunkWriter:
         `choices: []` keeps SDKs that parse every data line as a chunk (the openai SDK does)
         from choking: to them it looks like an empty chunk.
         """
-        obj = {**self._head, "object": "hermes.tool.progress", "choices": [],
-               "tool": tool, "toolCallId": call_id, "status": status}
+        obj = {
+            **self._head,
+            "object": "hermes.tool.progress",
+            "choices": [],
+            "tool": tool,
+            "toolCallId": call_id,
+            "status": status,
+        }
         return b"event: hermes.tool.progress\ndata: " + json.dumps(obj).encode() + b"\n\n"
 
     @staticmethod

@@ -46,11 +46,15 @@ def check_bind(settings: Settings, host: str) -> str | None:
     key = secret.get_secret_value() if secret is not None else ""
     if is_loopback(host):
         if not key:
-            return ("no server key is set: every local client is accepted "
-                    "(set HERMES_API_KEY to require one)")
+            return (
+                "no server key is set: every local client is accepted "
+                "(set HERMES_API_KEY to require one)"
+            )
         return None
     if len(key) < MIN_PUBLIC_KEY_CHARS:
-        what = "no server key is set" if not key else f"the server key has only {len(key)} characters"
+        what = (
+            "no server key is set" if not key else f"the server key has only {len(key)} characters"
+        )
         raise ServeError(
             f"refusing to listen on {host}, which is reachable from other machines, because "
             f"{what}; set HERMES_API_KEY (server.api_key) to at least {MIN_PUBLIC_KEY_CHARS} "
@@ -107,8 +111,11 @@ def _uvicorn_config(app: object) -> uvicorn.Config:
 
 
 async def serve(
-    settings: Settings, host: str, port: int,
-    *, announce: Callable[[str], None] = lambda line: None,
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    announce: Callable[[str], None] = lambda line: None,
 ) -> None:
     """Serve until a signal; raises ServeError for bind problems before anything is opened."""
     warning = check_bind(settings, host)
@@ -141,8 +148,9 @@ async def serve(
         raise ServeError("the server did not start; the log above says why")
 
 
-def run(settings: Settings, host: str, port: int, *,
-        announce: Callable[[str], None] = lambda line: None) -> None:
+def run(
+    settings: Settings, host: str, port: int, *, announce: Callable[[str], None] = lambda line: None
+) -> None:
     """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio."""
     try:
         import uvloop

@@ -63,8 +63,12 @@ class TurnStreamResponse(Response):
     """Runs the turn while streaming it; cancels it when the client goes away."""
 
     def __init__(self, run: TurnRunner, writer: ChunkWriter, headers: dict[str, str]) -> None:
-        super().__init__(content=None, status_code=200, headers=headers,
-                         media_type="text/event-stream; charset=utf-8")
+        super().__init__(
+            content=None,
+            status_code=200,
+            headers=headers,
+            media_type="text/event-stream; charset=utf-8",
+        )
         self._run = run
         self._writer = writer
         self.raw_headers = [h for h in self.raw_headers if h[0] != b"content-length"]
@@ -86,8 +90,11 @@ class TurnStreamResponse(Response):
             await asyncio.gather(turn, watcher, return_exceptions=True)
 
     async def _pump(
-        self, queue: asyncio.Queue[Any], turn: asyncio.Future[TurnResult],
-        observer: _QueueObserver, send: Send,
+        self,
+        queue: asyncio.Queue[Any],
+        turn: asyncio.Future[TurnResult],
+        observer: _QueueObserver,
+        send: Send,
     ) -> None:
         first = await queue.get()
         if first is _DISCONNECTED:
@@ -137,8 +144,12 @@ def _as_api_error(exc: BaseException | None) -> APIError:
     err = from_turn_error(exc) if isinstance(exc, Exception) else None
     if err is None:
         log.error("streamed turn failed", exc_info=exc)
-        err = APIError(500, "Internal server error: the turn failed unexpectedly; the server log "
-                       "has details.", SERVER_ERROR, "internal_error")
+        err = APIError(
+            500,
+            "Internal server error: the turn failed unexpectedly; the server log has details.",
+            SERVER_ERROR,
+            "internal_error",
+        )
     return err
 
 

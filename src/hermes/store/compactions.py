@@ -66,8 +66,14 @@ class CompactionStoreMixin:
             (scope, session_id),
         )
         return [
-            {"seq": r[0], "head_end": r[1], "upto_index": r[2], "kind": r[3], "created_at": r[4],
-             "summary_chars": r[5]}
+            {
+                "seq": r[0],
+                "head_end": r[1],
+                "upto_index": r[2],
+                "kind": r[3],
+                "created_at": r[4],
+                "summary_chars": r[5],
+            }
             for r in rows
         ]
 

@@ -143,7 +143,7 @@ def _quote(term: str) -> str:
 def window_match(scope: str, terms: Sequence[str]) -> str:
     """An FTS5 query: any of the terms in a message or its neighbours, inside one scope."""
     alternatives = " OR ".join(_quote(t) for t in terms)
-    return f'tag : {_quote(scope_tag(scope))} AND {{before body after}} : ({alternatives})'
+    return f"tag : {_quote(scope_tag(scope))} AND {{before body after}} : ({alternatives})"
 
 
 def window_candidates(

@@ -162,8 +162,13 @@ class SQLiteStore(CompactionStoreMixin):
             return existing
         with self._write() as conn:
             return self._ensure_session_in(
-                conn, scope, session_id, source=source, title=title,
-                parent_session_id=parent_session_id, started_at=started_at,
+                conn,
+                scope,
+                session_id,
+                source=source,
+                title=title,
+                parent_session_id=parent_session_id,
+                started_at=started_at,
             )
 
     def _ensure_session_in(
@@ -325,9 +330,17 @@ class SQLiteStore(CompactionStoreMixin):
                 "output_tokens = output_tokens + ?, "
                 "last_prompt_tokens = COALESCE(?, last_prompt_tokens), "
                 "system_prompt = COALESCE(system_prompt, ?) WHERE scope = ? AND id = ?",
-                (len(messages), sum(m.role == "user" for m in messages), max(last_ts, now),
-                 prompt_tokens, completion_tokens,
-                 last_prompt_tokens, system_prompt, scope, session_id),
+                (
+                    len(messages),
+                    sum(m.role == "user" for m in messages),
+                    max(last_ts, now),
+                    prompt_tokens,
+                    completion_tokens,
+                    last_prompt_tokens,
+                    system_prompt,
+                    scope,
+                    session_id,
+                ),
             )
             if release is not None:
                 self._drop_lease(conn, release.name, release.holder)
@@ -421,7 +434,9 @@ class SQLiteStore(CompactionStoreMixin):
     @staticmethod
     def _take_lease(conn: sqlite3.Connection, name: str, holder: str, ttl_seconds: float) -> bool:
         now = time.time()
-        row = conn.execute("SELECT holder, expires_at FROM locks WHERE name = ?", (name,)).fetchone()
+        row = conn.execute(
+            "SELECT holder, expires_at FROM locks WHERE name = ?", (name,)
+        ).fetchone()
         if row is not None and row[0] != holder and row[1] > now:
             return False
         conn.execute(

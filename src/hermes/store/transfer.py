@@ -127,7 +127,9 @@ def import_sessions(store: Store, scope: str, sessions: list[ImportedSession]) -
     return report
 
 
-def export_sessions(store: Store, scope: str, session_ids: list[str] | None = None) -> Iterator[str]:
+def export_sessions(
+    store: Store, scope: str, session_ids: list[str] | None = None
+) -> Iterator[str]:
     """Yield one JSON line per session of the scope (all, or the ids given)."""
     if session_ids is None:
         records = []

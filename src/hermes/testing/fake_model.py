@@ -328,7 +328,8 @@ class _Server(ThreadingHTTPServer):
     def server_bind(self) -> None:
         # HTTPServer.server_bind calls socket.getfqdn(), a DNS lookup that can take seconds.
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # Registered on the accept thread, so stop() cannot miss a just-accepted connection.
@@ -566,7 +567,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
@@ -680,7 +681,9 @@ def _summarise(body: dict) -> str:
 
 def _echo(body: dict) -> Response:
     """Demo responder: repeats the newest user message, so a quickstart works with no real model."""
-    last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
+    last: dict[str, Any] = next(
+        (m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {}
+    )
     content = last.get("content")
     if isinstance(content, list):
         content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))

@@ -199,8 +199,11 @@ class Toolset:
         """Run one tool call; every failure becomes error text for the model, never a crash."""
         found = self._tools.get(name)
         if found is None:
-            return ToolOutcome(f"Error: there is no tool named {name!r}. Available: "
-                               f"{', '.join(self._tools) or 'none'}.", ok=False)
+            return ToolOutcome(
+                f"Error: there is no tool named {name!r}. Available: "
+                f"{', '.join(self._tools) or 'none'}.",
+                ok=False,
+            )
         try:
             parsed = json.loads(arguments) if arguments and arguments.strip() else {}
         except json.JSONDecodeError as exc:
