@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
-from hermes.cron.destinations import DestinationRefused, PinnedDestination, pin_destination
 from hermes.cron.runner import RunResult
 from hermes.cron.store import Job
+from hermes.netguard import DestinationRefused, PinnedDestination, pin_destination
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ async def post_webhook(
 ) -> str | None:
     """POST with retries on network errors, 429 and 5xx; returns an error sentence or None.
 
-    The URL's host is resolved and checked first (`hermes.cron.destinations`); a refused
+    The URL's host is resolved and checked first (`hermes.netguard`); a refused
     destination is reported, not retried, and never contacted."""
     try:
         target = await pin_destination(url, allow_private=allow_private)

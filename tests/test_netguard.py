@@ -1,10 +1,10 @@
-"""Which webhook destinations cron may call (the SSRF guard), through `pin_destination`."""
+"""Which destinations the server may call (the SSRF guard), through `pin_destination`."""
 
 from __future__ import annotations
 
 import pytest
 
-from hermes.cron.destinations import DestinationRefused, pin_destination
+from hermes.netguard import DestinationRefused, parse_address, pin_destination, why_not_public
 
 
 @pytest.mark.parametrize(
@@ -21,6 +21,16 @@ from hermes.cron.destinations import DestinationRefused, pin_destination
         ("http://0.0.0.0/hook", "unspecified"),
         ("http://100.64.0.1/hook", "not a public address"),  # carrier-grade NAT
         ("http://224.0.0.1/hook", "multicast"),
+        # IPv4 addresses wrapped in IPv6 are unwrapped before the check
+        ("http://[2002:7f00:1::]/hook", "loopback"),  # 6to4 of 127.0.0.1
+        ("http://[2002:a9fe:a9fe::1]/hook", "link-local"),  # 6to4 of 169.254.169.254
+        ("http://[2002:c0a8:1::]/hook", "private-network"),  # 6to4 of 192.168.0.1
+        ("http://[64:ff9b::a00:1]/hook", "private-network"),  # NAT64 of 10.0.0.1
+        ("http://[64:ff9b::7f00:1]/hook", "loopback"),  # NAT64 of 127.0.0.1
+        ("http://[64:ff9b:1::a9fe:a9fe]/hook", "link-local"),  # local-use NAT64
+        ("http://[::127.0.0.1]/hook", "loopback"),  # IPv4-compatible
+        ("http://[::ffff:169.254.169.254]/hook", "link-local"),
+        ("http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/hook", "private-network"),  # Teredo
     ],
 )
 async def test_non_public_destinations_are_refused(url: str, reason: str) -> None:
@@ -51,3 +61,17 @@ async def test_allowed_private_name_is_pinned_to_its_addresses() -> None:
         "headers": {"Host": "localhost:8080"},
         "extensions": {"sni_hostname": "localhost"},
     }
+
+
+@pytest.mark.parametrize(
+    "address", ["2002:5db8:d822::1", "64:ff9b::5db8:d822", "::ffff:93.184.216.34"]
+)
+def test_wrapped_public_ipv4_counts_as_public(address: str) -> None:
+    assert why_not_public(parse_address(address)) is None
+
+
+async def test_refusal_names_the_callers_setting() -> None:
+    with pytest.raises(DestinationRefused, match="web.allow_private"):
+        await pin_destination(
+            "http://10.0.0.1/", allow_private=False, allow_setting="web.allow_private"
+        )
