@@ -62,9 +62,22 @@ async def test_tool_progress_events_never_leak_arguments_or_results(
     ]
     assert progress[0]["toolCallId"] == progress[1]["toolCallId"] == "call_1"
     assert all(
-        set(p) <= {"id", "object", "created", "model", "choices", "tool", "toolCallId", "status"}
+        set(p)
+        <= {"id", "object", "created", "model", "choices", "hermes", "tool", "toolCallId", "status"}
         for p in progress
     )
+    # an ordinary chunk with an empty delta, so plain client loops pass over it
+    assert all(p["object"] == "chat.completion.chunk" for p in progress)
+    assert all(
+        p["choices"] == [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": None}]
+        for p in progress
+    )
+    assert progress[0]["hermes"] == {
+        "type": "tool.progress",
+        "tool": "lookup_secret",
+        "toolCallId": "call_1",
+        "status": "running",
+    }
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks(r.text))
     assert text == "Let me check.All done."
     # the tool result really was produced and sent to the model, just not to the client
@@ -82,10 +95,10 @@ async def test_openai_sdk_streams_through_tool_progress(
                 model="hermes", messages=[{"role": "user", "content": "1+2"}], stream=True
             )
             text, usage, finish = "", None, None
+            # the plain loop every tutorial shows: no guard for empty `choices`
             async for chunk in stream:
-                if chunk.choices:
-                    text += chunk.choices[0].delta.content or ""
-                    finish = chunk.choices[0].finish_reason or finish
+                text += chunk.choices[0].delta.content or ""
+                finish = chunk.choices[0].finish_reason or finish
                 usage = chunk.usage or usage
         finally:
             await client.close()

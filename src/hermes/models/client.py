@@ -345,7 +345,8 @@ class OpenAICompatClient:
         if decoded is None:
             raise ModelUnavailableError(
                 f"The model endpoint at {self._display_url()} answered HTTP {status} with a body "
-                "that is not JSON."
+                "that is not JSON.",
+                reason="bad_answer",
             )
         return decoded
 
@@ -387,7 +388,8 @@ class OpenAICompatClient:
                 )
                 raise ModelUnavailableError(
                     f"The model endpoint at {self._display_url()} stopped mid-answer: {how} "
-                    "after the stream had started."
+                    "after the stream had started.",
+                    reason="broken_stream",
                 ) from exc
             raise self._error(failure, attempts=1) from exc
         return acc.result()
@@ -401,11 +403,13 @@ class OpenAICompatClient:
 
         if failure.kind == "timeout":
             return ModelUnavailableError(
-                f"{where} did not answer within {self.timeout:g}s{tried}, so there is no status code."
+                f"{where} did not answer within {self.timeout:g}s{tried}, so there is no status code.",
+                reason="timeout",
             )
         if failure.kind == "connect":
             return ModelUnavailableError(
-                f"{where} could not be reached{tried}: connection failed, so there is no status code."
+                f"{where} could not be reached{tried}: connection failed, so there is no status code.",
+                reason="unreachable",
             )
         detail = self._upstream_detail(failure)
         if failure.kind == "stream" or failure.status is None:
@@ -418,7 +422,8 @@ class OpenAICompatClient:
                     status_code=None,
                 )
             return ModelUnavailableError(
-                f"{where} reported an error mid-stream (HTTP 200){detail}."
+                f"{where} reported an error mid-stream (HTTP 200){detail}.",
+                reason="stream_error",
             )
 
         status = failure.status
@@ -558,7 +563,8 @@ def _from_payload(payload: Any, model_name: str) -> Completion:
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise ModelUnavailableError(
-            "The model endpoint returned a completion with no choices (HTTP 200)."
+            "The model endpoint returned a completion with no choices (HTTP 200).",
+            reason="bad_answer",
         )
     calls: list[ToolCall] = []
     for i, tc in enumerate(message.get("tool_calls") or []):

@@ -7,10 +7,16 @@ class ModelError(Exception):
     """Base class: the model endpoint failed in a way the caller should handle."""
 
     status_code: int | None = None
+    reason: str | None = None
+    """What went wrong, in a word a client may be told without the endpoint's address:
+    "unreachable", "timeout", "broken_stream", "stream_error", "bad_answer" (or None)."""
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, reason: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.reason = reason
 
 
 class ModelNotConfiguredError(ModelError):

@@ -60,7 +60,8 @@ async def require_auth(request: Request) -> None:
             401,
             "Missing API key: send `Authorization: Bearer <key>` with the "
             "server key (server.api_key / HERMES_API_KEY).",
-            code="invalid_api_key",
+            "authentication_error",
+            "invalid_api_key",
         )
     # Header values arrive latin-1 decoded: encode back to the exact bytes that were sent.
     given = token.strip().encode("latin-1") if scheme.lower() == "bearer" else b""
@@ -68,7 +69,8 @@ async def require_auth(request: Request) -> None:
         raise APIError(
             401,
             "Invalid API key: the bearer token does not match the server key.",
-            code="invalid_api_key",
+            "authentication_error",
+            "invalid_api_key",
         )
 
 

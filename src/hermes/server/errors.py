@@ -91,28 +91,52 @@ def error_response(
 # ---------------------------------------------------------------------- mapping
 
 
+_UNAVAILABLE = {
+    # reason: (status, code, what the client is told)
+    "timeout": (504, "upstream_timeout", "The upstream model did not answer in time."),
+    "unreachable": (
+        503,
+        "upstream_unavailable",
+        "The upstream model could not be reached (connection failed).",
+    ),
+    "broken_stream": (
+        502,
+        "upstream_error",
+        "The upstream model's answer broke off after it had started.",
+    ),
+    "stream_error": (502, "upstream_error", "The upstream model reported an error mid-answer."),
+    "bad_answer": (502, "upstream_error", "The upstream model sent an answer Hermes cannot read."),
+}
+
+
 def from_model_error(exc: ModelError) -> APIError:
-    """Map an upstream model failure to the status a client can act on (never a bare 500)."""
-    text = str(exc)
+    """Map an upstream model failure to the status a client can act on (never a bare 500).
+
+    Clients are told what kind of failure it was and the upstream status, never the model
+    endpoint's address or what it said (which may name internal hosts or echo keys); the
+    server log keeps the full sentence for the operator.
+    """
+    log.warning("upstream model failure: %s", exc)
+    status = f" (HTTP {exc.status_code})" if exc.status_code else ""
     if isinstance(exc, ModelNotConfiguredError):
         return APIError(
             503,
-            f"Hermes has no model endpoint to answer with. {text}",
+            f"Hermes has no model endpoint to answer with. {exc}",
             SERVER_ERROR,
             "model_not_configured",
         )
     if isinstance(exc, ModelAuthError):
         return APIError(
             502,
-            f"Upstream authentication failed: {text} Check model.api_key "
-            "(OPENAI_API_KEY) in Hermes' configuration.",
+            f"Upstream authentication failed{status}: the model endpoint rejected Hermes' "
+            "key. The server's operator should check model.api_key (OPENAI_API_KEY).",
             SERVER_ERROR,
             "upstream_auth_error",
         )
     if isinstance(exc, ModelRateLimitError):
         return APIError(
             503,
-            f"The upstream model is rate-limiting Hermes: {text} Retry later.",
+            f"The upstream model is rate-limiting Hermes{status}. Retry later.",
             SERVER_ERROR,
             "upstream_rate_limited",
             headers={"Retry-After": "10"},
@@ -121,32 +145,28 @@ def from_model_error(exc: ModelError) -> APIError:
         limit = f" ({exc.limit} tokens)" if exc.limit else ""
         return APIError(
             400,
-            f"The conversation does not fit the model's context window{limit}, "
-            f"even after compression: {text}",
+            f"The conversation does not fit the model's context window{limit}, even after "
+            "compression. Shorten the messages or start a new session.",
             INVALID_REQUEST,
             "context_length_exceeded",
             "messages",
         )
-    if isinstance(exc, ModelUnavailableError):
-        if exc.status_code is not None:
-            return APIError(
-                502, f"The upstream model failed: {text}", SERVER_ERROR, "upstream_error"
-            )
-        if "did not answer within" in text:
-            return APIError(
-                504, f"The upstream model timed out: {text}", SERVER_ERROR, "upstream_timeout"
-            )
-        return APIError(
-            503, f"The upstream model is unavailable: {text}", SERVER_ERROR, "upstream_unavailable"
-        )
     if isinstance(exc, ModelBadRequestError):
         return APIError(
             502,
-            f"The upstream model refused Hermes' request: {text}",
+            f"The upstream model refused Hermes' request{status}; the server log has details.",
             SERVER_ERROR,
             "upstream_bad_request",
         )
-    return APIError(502, f"The upstream model failed: {text}", SERVER_ERROR, "upstream_error")
+    if isinstance(exc, ModelUnavailableError) and exc.reason in _UNAVAILABLE:
+        code_status, code, message = _UNAVAILABLE[exc.reason]
+        return APIError(code_status, message, SERVER_ERROR, code)
+    return APIError(
+        502,
+        f"The upstream model failed{status}; the server log has details.",
+        SERVER_ERROR,
+        "upstream_error",
+    )
 
 
 def from_turn_error(exc: Exception) -> APIError | None:

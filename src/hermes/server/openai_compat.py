@@ -220,18 +220,19 @@ class ChunkWriter:
         return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
     def tool_progress(self, tool: str, call_id: str, status: str) -> bytes:
-        """A custom `hermes.tool.progress` event: tool name and status only, never arguments.
+        """A tool-progress frame: tool name and status only, never arguments or results.
 
-        `choices: []` keeps SDKs that parse every data line as a chunk (the openai SDK does)
-        from choking: to them it looks like an empty chunk.
+        It is an ordinary `chat.completion.chunk` whose one choice has an empty delta, so a
+        client's plain `for chunk in stream: chunk.choices[0].delta` loop passes over it (SDKs
+        ignore SSE event names and parse every data line as a chunk). Hermes-aware clients
+        read the `hermes` field, or listen for the `hermes.tool.progress` event name.
         """
+        progress = {"tool": tool, "toolCallId": call_id, "status": status}
         obj = {
             **self._head,
-            "object": "hermes.tool.progress",
-            "choices": [],
-            "tool": tool,
-            "toolCallId": call_id,
-            "status": status,
+            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": None}],
+            "hermes": {"type": "tool.progress", **progress},
+            **progress,
         }
         return b"event: hermes.tool.progress\ndata: " + json.dumps(obj).encode() + b"\n\n"
 
