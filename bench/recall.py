@@ -36,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from recall_data import write_dataset  # noqa: E402
 
 from hermes.memory.ranking import DEFAULT_CONFIG, RankConfig, rank_messages  # noqa: E402
-from hermes.store.search_index import WindowWeights  # noqa: E402
 from hermes.store.sqlite import SQLiteStore  # noqa: E402
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -146,27 +145,26 @@ def plain_search(conn: sqlite3.Connection) -> Callable[[str, str], Hits]:
 
 def store_search(store: SQLiteStore) -> Callable[[str, str], Hits]:
     def search(scope: str, query: str) -> Hits:
-        return [(h.session_id, h.message_index) for h in store.search(scope, query, limit=10)]
+        words = list(dict.fromkeys(_WORD.findall(query.lower())))
+        hits = store.match_messages(scope, words, view="message", limit=10)
+        return [(h.session_id, h.index) for h in hits]
 
     return search
 
 
 def ranked(store: SQLiteStore, config: RankConfig) -> Callable[[str, str], Hits]:
     def search(scope: str, query: str) -> Hits:
-        with store.lock:
-            hits = rank_messages(store.connection, scope, query, limit=10, config=config)
+        hits = rank_messages(store, scope, query, limit=10, config=config)
         return [(h.session_id, h.index) for h in hits]
 
     return search
 
 
 ABLATIONS: list[tuple[str, RankConfig]] = [
-    ("  without neighbouring turns", replace(DEFAULT_CONFIG, weights=WindowWeights(0.0, 1.0, 0.0))),
+    ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),
     ("  without role prior", replace(DEFAULT_CONFIG, role=0.0)),
     ("  without per-session cap", replace(DEFAULT_CONFIG, per_session=0)),
-    ("  + message-level BM25 fused", replace(DEFAULT_CONFIG, body=1.0)),
-    ("  + session-level score fused", replace(DEFAULT_CONFIG, session=0.5)),
 ]
 
 # ----------------------------------------------------------------------------- report

@@ -18,10 +18,13 @@ def store(tmp_path: Path):
 
 
 def _fts_ids(store: SQLiteStore, word: str) -> list[int]:
-    rows = store.connection.execute(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (word,)
-    ).fetchall()
-    return [r[0] for r in rows]
+    """Messages holding `word` in every view that indexes it (each kept in sync alike)."""
+    found = [
+        sorted(m.message_id for m in store.match_messages("default", [word], view=view))
+        for view in ("message", "exact", "window")
+    ]
+    assert found[0] == found[1], found
+    return found[0]
 
 
 def test_wal_and_schema_version(store: SQLiteStore) -> None:
@@ -48,7 +51,8 @@ def test_migrates_an_old_schema_keeping_data(tmp_path: Path) -> None:
     session = new.get_session("default", "s1")
     assert session is not None and session.system_prompt is None
     assert [m.content for m in new.get_messages("default", "s1")] == ["remember the blue kettle"]
-    assert new.search("default", "kettle")[0].session_id == "s1"
+    assert new.match_messages("default", ["kettle"])[0].session_id == "s1"
+    assert new.check_search_index().ok
     new.close()
 
 
@@ -72,10 +76,16 @@ def test_search_is_confined_to_scope_and_stems(store: SQLiteStore) -> None:
         store.append_messages(
             scope, "chat-1", [NewMessage("user", f"{scope} is running marathons")]
         )
-    hits = store.search("user:bob", "run marathon")
-    assert [h.session_id for h in hits] == ["chat-1"]
-    assert "user:bob" in hits[0].snippet
-    assert store.search("user:carol", "marathon") == []
+    for view in ("message", "window"):
+        hits = store.match_messages("user:bob", ["run", "marathon"], view=view)
+        assert [h.session_id for h in hits] == ["chat-1"]
+        assert hits[0].source == "api" and hits[0].role == "user"
+    snippets = store.message_snippets("user:bob", ["marathon"], [hits[0].message_id])
+    assert "user:bob" in snippets[hits[0].message_id]
+    assert "[marathons]" in snippets[hits[0].message_id]
+    assert store.match_messages("user:bob", ["run"], view="exact") == []  # word forms kept
+    assert store.match_messages("user:carol", ["marathon"]) == []
+    assert store.message_snippets("user:carol", ["marathon"], [hits[0].message_id]) == {}
 
 
 def test_append_requires_session_and_is_all_or_nothing(store: SQLiteStore) -> None:
@@ -197,3 +207,28 @@ def test_processes_opening_a_fresh_database_at_once_all_succeed(tmp_path: Path) 
         assert results == ["ok"] * 4
         with closing(sqlite3.connect(path)) as conn:
             assert current_version(conn) == MIGRATIONS[-1].version
+
+
+def test_cjk_is_found_through_trigrams_and_stays_in_scope(store: SQLiteStore) -> None:
+    for scope, text in (("default", "我们下周去京都旅行"), ("user:x", "京都旅行的计划")):
+        store.ensure_session(scope, "s", source="cli")
+        store.append_messages(scope, "s", [NewMessage("user", text), NewMessage("user", "ok")])
+    hits = store.match_messages("default", ["京都旅行"], view="trigram")
+    assert [(h.session_id, h.index) for h in hits] == [("s", 0)]
+    assert store.match_messages("default", ["京都"], view="trigram") == []  # under 3 chars
+    assert len(store.match_messages("user:x", ["京都旅行"], view="trigram")) == 1
+    assert store.check_search_index().ok
+
+
+def test_damaged_search_index_is_reported_and_rebuilt(store: SQLiteStore) -> None:
+    store.ensure_session("default", "s", source="cli")
+    store.append_messages("default", "s", [NewMessage("user", "the blue kettle")])
+    store.connection.execute(
+        "INSERT INTO message_exact_fts (rowid, content, tag) VALUES (999, 'ghost', 'x')"
+    )
+    health = store.check_search_index()
+    assert not health.ok and "hermes sessions reindex" in health.detail
+    assert store.health()["ok"] is False
+    assert store.rebuild_search_index() == 1
+    assert store.check_search_index().ok and store.health()["search_index"] == "ok"
+    assert [m.index for m in store.match_messages("default", ["kettle"], view="exact")] == [0]

@@ -22,9 +22,8 @@ def store(tmp_path: Path):
 
 def check(store: SQLiteStore) -> None:
     """FTS5 verifies its index against the content (raises if the triggers drifted)."""
-    store.connection.execute(
-        "INSERT INTO message_windows_fts (message_windows_fts, rank) VALUES ('integrity-check', 1)"
-    )
+    health = store.check_search_index()
+    assert health.ok, health.detail
 
 
 def windows(store: SQLiteStore, session: str) -> list[tuple[str, str, str]]:
@@ -78,7 +77,7 @@ def test_windows_follow_inserts_updates_and_deletes(store: SQLiteStore) -> None:
     add(store, "user:x", "s", ("user", "x says hi"), ("assistant", "hello x"))
     store.delete_scope("user:x")
     check(store)
-    assert rank_messages(store.connection, "user:x", "hello") == []
+    assert rank_messages(store, "user:x", "hello") == []
 
 
 def test_migration_indexes_existing_messages(tmp_path: Path) -> None:
@@ -100,7 +99,7 @@ def test_migration_indexes_existing_messages(tmp_path: Path) -> None:
     new = SQLiteStore(path)
     try:
         check(new)
-        hits = rank_messages(new.connection, "default", "beagle")
+        hits = rank_messages(new, "default", "beagle")
         assert [(h.session_id, h.index) for h in hits][:1] == [("s", 0)]
     finally:
         new.close()
@@ -131,14 +130,15 @@ def test_stemming_and_neighbouring_turns_find_spread_evidence(store: SQLiteStore
             ("assistant", "Rinse it first and use less water than you think."),
         )
     add(store, "default", "noise", ("user", "My friend has a dog."), ("assistant", "Nice."))
-    hits = rank_messages(store.connection, "default", "What was the dog called?", limit=5)
+    hits = rank_messages(store, "default", "What was the dog called?", limit=5)
     found = [(h.session_id, h.index) for h in hits]
     assert ("pets", 2) in found  # the answer holds no query word; its neighbour does
     plain = [
-        (h.session_id, h.message_index) for h in store.search("default", "dog called", limit=10)
+        (h.session_id, h.index)
+        for h in store.match_messages("default", ["dog", "called"], view="message", limit=10)
     ]
     assert ("pets", 2) not in plain  # single-message search cannot see it
-    stemmed = rank_messages(store.connection, "default", "decided calling dogs")
+    stemmed = rank_messages(store, "default", "decided calling dogs")
     assert (stemmed[0].session_id, stemmed[0].index) == ("pets", 1)
 
 
@@ -151,15 +151,13 @@ def test_role_prior_and_recency_tie_break(store: SQLiteStore) -> None:
         ("assistant", "Try the podcast Radiolab for your commute."),
         ts=1_000,
     )
-    hits = rank_messages(
-        store.connection, "default", "which podcast did you recommend for the commute"
-    )
+    hits = rank_messages(store, "default", "which podcast did you recommend for the commute")
     assert hits[0].role == "assistant"
-    hits = rank_messages(store.connection, "default", "which podcast did I want for my commute")
+    hits = rank_messages(store, "default", "which podcast did I want for my commute")
     assert hits[0].role == "user"
     add(store, "default", "old", ("user", "I live in Denver now."), ts=2_000)
     add(store, "default", "new", ("user", "I live in Austin now."), ts=3_000)
-    assert rank_messages(store.connection, "default", "live now")[0].session_id == "new"
+    assert rank_messages(store, "default", "live now")[0].session_id == "new"
 
 
 def test_search_is_confined_to_its_scope_and_skips_excluded_sessions(store: SQLiteStore) -> None:
@@ -178,7 +176,7 @@ def test_search_is_confined_to_its_scope_and_skips_excluded_sessions(store: SQLi
 @pytest.mark.parametrize("query", ['" OR tag : x', "NEAR(a b)", "col:thing*", "^start", "-x AND"])
 def test_fts_syntax_in_queries_is_harmless(store: SQLiteStore, query: str) -> None:
     add(store, "default", "s", ("user", "start col thing tag near"))
-    rank_messages(store.connection, "default", query)  # no sqlite error
+    rank_messages(store, "default", query)  # no sqlite error
 
 
 def test_a_busy_live_session_does_not_hide_older_hits(store: SQLiteStore) -> None:

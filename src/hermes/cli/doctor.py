@@ -87,6 +87,9 @@ def doctor() -> None:
             )
             and ok
         )
+        if "search_index" in health:
+            index_ok = health["search_index"] == "ok"
+            ok = _line(index_ok, "search index", health["search_index"]) and ok
     except Exception as exc:
         ok = _line(False, "store", str(exc)) and ok
     ok = asyncio.run(_check_model(settings)) and ok

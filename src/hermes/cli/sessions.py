@@ -213,6 +213,29 @@ def import_cmd(
     )
 
 
+@app.command("reindex")
+def reindex_cmd(
+    check: bool = typer.Option(False, "--check", help="Only verify the index; exit 1 if broken."),
+) -> None:
+    """Verify the full-text search index and rebuild it from the stored messages."""
+    store = open_store(settings_or_exit())
+    try:
+        health = store.check_search_index()
+        if check:
+            if not health.ok:
+                fail(health.detail, 1)
+            typer.echo(f"search index ok ({health.rows:,} messages indexed)")
+            return
+        rows = store.rebuild_search_index()
+        after = store.check_search_index()
+    finally:
+        store.close()
+    if not after.ok:
+        fail(after.detail, 1)
+    before = "was ok" if health.ok else "was damaged"
+    typer.echo(f"search index rebuilt ({rows:,} messages indexed; it {before})")
+
+
 @app.command("delete")
 def delete_cmd(
     session_id: str = typer.Argument(...),

@@ -7,7 +7,7 @@ One tool, four shapes chosen by the arguments given:
 - `session_id` → read: the whole session (a long one: its head and tail);
 - nothing → browse: the most recent sessions with a preview.
 Everything is confined to `ToolContext.scope`, and the live session is never returned (it is
-already in the model's context). Ranking lives in ranking.py, SQL in store/search_index.py.
+already in the model's context). Ranking lives in ranking.py; the store only matches words.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from hermes.memory.ranking import query_terms, rank_messages
-from hermes.store.base import MessageRecord, SearchHit, SessionRecord, Store
-from hermes.store.search_index import body_snippet
+from hermes.memory.query import query_terms
+from hermes.memory.ranking import rank_messages
+from hermes.store.base import MessageRecord, SessionRecord, Store
 from hermes.tools.registry import ToolContext, ToolError, tool
 
 MAX_LIMIT = 10
@@ -33,19 +33,25 @@ CONTEXT = 2  # messages shown on each side of a discovery match
 BOOKEND = 2  # first/last conversational messages shown as bookends
 
 
+@dataclass(slots=True)
+class SearchHit:
+    """One ranked message: where it is (session id + message index) and why it matched."""
+
+    session_id: str
+    message_index: int
+    role: str
+    snippet: str
+    score: float
+    message_id: int = 0
+    timestamp: float = 0.0
+
+
 def search_hits(
     store: Store, scope: str, query: str, *, limit: int = 10, exclude: Sequence[str] = ()
 ) -> list[SearchHit]:
-    """Ranked message hits with snippets; the SQLite index when present, else `store.search`."""
-    conn = getattr(store, "connection", None)
-    lock = getattr(store, "lock", None)
-    if conn is None or lock is None:
-        hits = store.search(scope, query, limit=limit + 20)
-        return [h for h in hits if h.session_id not in exclude][:limit]
-    with lock:
-        ranked = rank_messages(conn, scope, query, limit=limit, exclude_sessions=exclude)
-        terms = query_terms(query)
-        snippets = {r.message_id: body_snippet(conn, scope, terms, r.message_id) for r in ranked}
+    """Ranked message hits with highlighted snippets."""
+    ranked = rank_messages(store, scope, query, limit=limit, exclude_sessions=exclude)
+    snippets = store.message_snippets(scope, query_terms(query), [r.message_id for r in ranked])
     return [
         SearchHit(
             session_id=r.session_id,

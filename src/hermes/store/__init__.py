@@ -4,10 +4,13 @@ from hermes.store.base import (
     DEFAULT_SCOPE,
     MessageRecord,
     NewMessage,
-    SearchHit,
+    Searcher,
+    SearchIndexHealth,
+    SearchView,
     SessionRecord,
     Store,
     StoreError,
+    TextMatch,
 )
 from hermes.store.sqlite import SQLiteStore
 
@@ -16,8 +19,11 @@ __all__ = [
     "MessageRecord",
     "NewMessage",
     "SQLiteStore",
-    "SearchHit",
+    "SearchIndexHealth",
+    "SearchView",
+    "Searcher",
     "SessionRecord",
     "Store",
     "StoreError",
+    "TextMatch",
 ]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 DEFAULT_SCOPE = "default"
 
@@ -75,19 +76,84 @@ class Lease:
     holder: str
 
 
-@dataclass(slots=True)
-class SearchHit:
+SearchView = Literal["message", "exact", "window", "trigram"]
+"""How a message is indexed for `Searcher.match_messages`; each view ranks on its own:
+
+- `message`: the message's own text, stemmed (\"dogs\" finds \"dog\");
+- `exact`: the message's own text, word forms as written (names, numbers, rare forms);
+- `window`: the message with its neighbouring conversational turns (weighted lower) and its
+  session's date and speaker name, so evidence split over two turns is found as one;
+- `trigram`: character trigrams of the message, for scripts written without spaces (CJK)
+  and for substrings.
+"""
+
+SEARCH_VIEWS: tuple[SearchView, ...] = ("message", "exact", "window", "trigram")
+
+
+@dataclass(frozen=True, slots=True)
+class TextMatch:
+    """One conversational message that matched a query in one view.
+
+    `score` is higher-is-better and only comparable within one `match_messages` call (the
+    caller fuses views by rank, never by raw score, so backends need not agree on scales).
+    """
+
+    message_id: int
     session_id: str
-    message_index: int
+    index: int
     role: str
-    snippet: str
+    timestamp: float
     score: float
-    message_id: int = 0
-    timestamp: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
 
 
-class Store(Protocol):
+@dataclass(frozen=True, slots=True)
+class SearchIndexHealth:
+    """What `check_search_index` found: ok, and a sentence saying what is wrong if not."""
+
+    ok: bool
+    detail: str
+    rows: int = 0
+
+
+class Searcher(Protocol):
+    """Full-text search over one scope's user/assistant messages.
+
+    The ranking policy (which views, how they are fused, priors) lives above the store in
+    `hermes.memory.ranking`; a backend only answers "which messages match these words in
+    this view, best first". Every call is confined to `scope`.
+    """
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: SearchView = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        """The best `limit` messages containing any of `terms` (lowercased words), best
+        first, skipping the sessions in `exclude_sessions`. Empty `terms` → []."""
+        ...
+
+    def message_snippets(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, str]:
+        """A short excerpt of each message around its matches, matches marked `[like this]`;
+        ids that are not in `scope` are left out."""
+        ...
+
+    def check_search_index(self) -> SearchIndexHealth:
+        """Verify the search index against the stored messages (may read the whole index)."""
+        ...
+
+    def rebuild_search_index(self) -> int:
+        """Rebuild the search index from the stored messages; returns messages indexed."""
+        ...
+
+
+class Store(Searcher, Protocol):
     """Sessions, messages and search, always addressed within a scope."""
 
     def ensure_session(
@@ -151,8 +217,6 @@ class Store(Protocol):
         completion_tokens: int,
         last_prompt_tokens: int | None = None,
     ) -> None: ...
-
-    def search(self, scope: str, query: str, *, limit: int = 10) -> list[SearchHit]: ...
 
     def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool: ...
 

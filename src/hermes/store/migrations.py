@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes.store.search_index import M003_MESSAGE_WINDOWS
+from hermes.store.search_schema import M003_MESSAGE_WINDOWS, M005_MESSAGE_VIEWS
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,7 @@ MIGRATIONS: list[Migration] = [
     Migration(2, "prompts_and_locks", _script(M002_PROMPTS_AND_LOCKS)),
     Migration(3, "message_windows", _script(M003_MESSAGE_WINDOWS)),
     Migration(4, "compactions", _script(M004_COMPACTIONS)),
+    Migration(5, "message_views", _script(M005_MESSAGE_VIEWS)),
 ]
 
 

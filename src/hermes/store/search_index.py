@@ -1,123 +1,24 @@
-"""The neighbouring-turn search index (migration 3) and the SQL that queries it.
+"""SQLite side of the `Searcher` contract: the search views queried with FTS5.
 
-Why a second FTS index: evidence in a conversation is often spread over a user turn and the
-reply next to it ("we adopted a puppy" / "Biscuit is a lovely name for a dog"), and a single
-message rarely holds every word of a later question. Each conversational message (user or
-assistant, non-empty) gets one row whose columns are its previous conversational message
-(`before`), itself (`body`) and its next one (`after`), so BM25 with column weights scores a
-message together with its context. The rows are an external-content FTS5 table over a view
-computed from `messages`: nothing is stored twice. Triggers keep it in sync; they remove a
-row with the exact text it was indexed with, which the view still yields *before* the change.
-A `tag` column holds a token derived from the scope so a query never leaves its scope, even
-inside the index.
+Views (schema in search_schema.py): `window` and `message` share `message_windows_fts` (the
+message with its neighbouring turns; `message` matches and scores only the message's own
+column), `exact` is `message_exact_fts` (no stemming), `trigram` is `message_trigram_fts`
+(only messages in scripts without spaces). Each query is confined to a scope by a join on
+`messages.scope` and, in the tagged tables, by the scope's token inside the index itself.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-BEFORE_CHARS = 1000
-AFTER_CHARS = 1000
-BODY_CHARS = 20000
+from hermes.store.base import SearchIndexHealth, SearchView, StoreError, TextMatch
+from hermes.store.search_schema import SEARCH_TABLES, scope_tag
 
-_CONV = "{t}.role IN ('user', 'assistant') AND coalesce({t}.content, '') <> ''"
-
-
-def _neighbour(alias: str, row: str, direction: str) -> str:
-    """SQL for the id of the nearest conversational message before/after `row` in its session."""
-    op, order = ("<", "DESC") if direction == "prev" else (">", "ASC")
-    return (
-        f"(SELECT {alias}.id FROM messages {alias} WHERE {alias}.scope = {row}.scope "
-        f"AND {alias}.session_id = {row}.session_id AND {alias}.idx {op} {row}.idx "
-        f"AND {_CONV.format(t=alias)} ORDER BY {alias}.idx {order} LIMIT 1)"
-    )
-
-
-def _window_ids(row: str, *, include_self: bool) -> str:
-    ids = [_neighbour("p", row, "prev"), _neighbour("n", row, "next")]
-    if include_self:
-        ids.insert(1, f"{row}.id")
-    return ", ".join(ids)
-
-
-_COLS = "before, body, after, tag"
-
-
-def _delete(where: str) -> str:
-    return (
-        f"INSERT INTO message_windows_fts (message_windows_fts, rowid, {_COLS}) "
-        f"SELECT 'delete', w.id, w.before, w.body, w.after, w.tag FROM message_windows w "
-        f"WHERE {where};"
-    )
-
-
-def _insert(where: str) -> str:
-    return (
-        f"INSERT INTO message_windows_fts (rowid, {_COLS}) "
-        f"SELECT w.id, w.before, w.body, w.after, w.tag FROM message_windows w WHERE {where};"
-    )
-
-
-_SESSION_EXISTS = (
-    "EXISTS (SELECT 1 FROM sessions s WHERE s.scope = {r}.scope AND s.id = {r}.session_id)"
-)
-
-M003_MESSAGE_WINDOWS = f"""
-CREATE VIEW message_windows (id, scope, session_id, before, body, after, tag) AS
-SELECT m.id, m.scope, m.session_id,
-    coalesce((SELECT substr(p.content, -{BEFORE_CHARS}) FROM messages p
-              WHERE p.scope = m.scope AND p.session_id = m.session_id AND p.idx < m.idx
-                AND {_CONV.format(t="p")} ORDER BY p.idx DESC LIMIT 1), ''),
-    substr(m.content, 1, {BODY_CHARS}),
-    coalesce((SELECT substr(n.content, 1, {AFTER_CHARS}) FROM messages n
-              WHERE n.scope = m.scope AND n.session_id = m.session_id AND n.idx > m.idx
-                AND {_CONV.format(t="n")} ORDER BY n.idx ASC LIMIT 1), ''),
-    's' || lower(hex(m.scope))
-FROM messages m
-WHERE {_CONV.format(t="m")};
-CREATE VIRTUAL TABLE message_windows_fts USING fts5(
-    before, body, after, tag, content='message_windows', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER message_windows_bi BEFORE INSERT ON messages
-WHEN {_CONV.format(t="new")} BEGIN
-    {_delete("w.id IN (" + _window_ids("new", include_self=False) + ")")}
-END;
-CREATE TRIGGER message_windows_ai AFTER INSERT ON messages
-WHEN {_CONV.format(t="new")} BEGIN
-    {_insert("w.id IN (" + _window_ids("new", include_self=True) + ")")}
-END;
-CREATE TRIGGER message_windows_bd BEFORE DELETE ON messages
-WHEN {_CONV.format(t="old")} AND {_SESSION_EXISTS.format(r="old")} BEGIN
-    {_delete("w.id IN (" + _window_ids("old", include_self=True) + ")")}
-END;
-CREATE TRIGGER message_windows_ad AFTER DELETE ON messages
-WHEN {_CONV.format(t="old")} AND {_SESSION_EXISTS.format(r="old")} BEGIN
-    {_insert("w.id IN (" + _window_ids("old", include_self=False) + ")")}
-END;
-CREATE TRIGGER message_windows_bu BEFORE UPDATE OF content ON messages
-WHEN old.role IN ('user', 'assistant') AND old.content IS NOT new.content BEGIN
-    {_delete("w.id IN (" + _window_ids("old", include_self=True) + ")")}
-END;
-CREATE TRIGGER message_windows_au AFTER UPDATE OF content ON messages
-WHEN new.role IN ('user', 'assistant') AND old.content IS NOT new.content BEGIN
-    {_insert("w.id IN (" + _window_ids("new", include_self=True) + ")")}
-END;
-CREATE TRIGGER message_windows_session_bd BEFORE DELETE ON sessions BEGIN
-    {_delete("w.scope = old.scope AND w.session_id = old.id")}
-END;
-INSERT INTO message_windows_fts (message_windows_fts) VALUES ('rebuild');
-"""
-# Deleting a session cascades to its messages after the session row is gone: the session
-# trigger above drops all its windows at once, and the per-message triggers stand aside
-# (their WHEN clause sees no session), so a cascade never re-indexes rows about to vanish.
-
-
-def scope_tag(scope: str) -> str:
-    """The token the `tag` column holds for a scope (same formula as the view's SQL)."""
-    return "s" + scope.encode("utf-8").hex()
+MAX_CANDIDATES = 5000
+SNIPPET_TOKENS = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,50 +30,160 @@ class WindowWeights:
     after: float = 0.3
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    message_id: int
-    window_score: float
-    body_score: float
+WINDOW_WEIGHTS = WindowWeights()
 
 
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def window_match(scope: str, terms: Sequence[str]) -> str:
-    """An FTS5 query: any of the terms in a message or its neighbours, inside one scope."""
-    alternatives = " OR ".join(_quote(t) for t in terms)
-    return f"tag : {_quote(scope_tag(scope))} AND {{before body after}} : ({alternatives})"
+def _any(terms: Sequence[str]) -> str:
+    return "(" + " OR ".join(_quote(t) for t in terms) + ")"
 
 
-def window_candidates(
-    conn: sqlite3.Connection,
-    scope: str,
-    terms: Sequence[str],
-    *,
-    limit: int,
-    weights: WindowWeights = WindowWeights(),
-) -> list[Candidate]:
-    """The best `limit` messages by windowed BM25 (higher is better), with body-only BM25."""
-    if not terms:
-        return []
-    rows = conn.execute(
-        "SELECT rowid, bm25(message_windows_fts, ?, ?, ?, 0.0) AS s, "
-        "bm25(message_windows_fts, 0.0, 1.0, 0.0, 0.0) "
-        "FROM message_windows_fts WHERE message_windows_fts MATCH ? ORDER BY s LIMIT ?",
-        (weights.before, weights.body, weights.after, window_match(scope, terms), limit),
-    ).fetchall()
-    return [Candidate(int(r[0]), -float(r[1]), -float(r[2])) for r in rows]
+def _plan(view: SearchView, scope: str, terms: Sequence[str]) -> tuple[str, str, str]:
+    """(FTS table, rank expression, MATCH expression) for one view."""
+    tag = _quote(scope_tag(scope))
+    if view == "window":
+        w = WINDOW_WEIGHTS
+        rank = f"bm25(message_windows_fts, {w.before}, {w.body}, {w.after}, 0.0)"
+        return "message_windows_fts", rank, f"tag : {tag} AND {{before body after}} : {_any(terms)}"
+    if view == "message":
+        rank = "bm25(message_windows_fts, 0.0, 1.0, 0.0, 0.0)"
+        return "message_windows_fts", rank, f"tag : {tag} AND body : {_any(terms)}"
+    if view == "exact":
+        rank = "bm25(message_exact_fts, 1.0, 0.0)"
+        return "message_exact_fts", rank, f"tag : {tag} AND content : {_any(terms)}"
+    if view == "trigram":
+        usable = [t for t in terms if len(t) >= 3]
+        if not usable:
+            return "message_trigram_fts", "", ""
+        # trigram cannot index the scope's token; its rows are few, so filter the column
+        match = f"content : {_any(usable)}"
+        return "message_trigram_fts", "bm25(message_trigram_fts)", match
+    raise StoreError(f"unknown search view {view!r}; use one of message, exact, window, trigram")
 
 
-def body_snippet(
-    conn: sqlite3.Connection, scope: str, terms: Sequence[str], message_id: int, *, tokens: int = 24
-) -> str | None:
-    """FTS5's highlighted snippet of one message's own text ([term] marks the matches)."""
-    row = conn.execute(
-        "SELECT snippet(message_windows_fts, 1, '[', ']', '…', ?) FROM message_windows_fts "
-        "WHERE message_windows_fts MATCH ? AND rowid = ?",
-        (tokens, window_match(scope, terms), message_id),
-    ).fetchone()
-    return row[0] if row else None
+class SearchIndexMixin:
+    """Mixed into SQLiteStore: `match_messages`, snippets, index check and rebuild."""
+
+    _conn: sqlite3.Connection
+    _lock: threading.RLock
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: SearchView = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        """Best-first messages of `scope` matching any term in `view` (see the contract)."""
+        terms = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
+        if not terms or limit <= 0:
+            return []
+        table, rank, match = _plan(view, scope, terms)
+        if not match:
+            return []
+        excluded = set(exclude_sessions)
+        size = limit + 20 if excluded else limit
+        while True:
+            found = self._candidates(table, rank, match, scope, size)
+            kept = [m for m in found if m.session_id not in excluded]
+            # an excluded (live) session may fill the candidates: look deeper, boundedly
+            if len(kept) >= limit or len(found) < size or size >= MAX_CANDIDATES:
+                return kept[:limit]
+            size *= 4
+
+    def _candidates(
+        self, table: str, rank: str, match: str, scope: str, size: int
+    ) -> list[TextMatch]:
+        tagged = " AND tag = ?" if table == "message_trigram_fts" else ""
+        params: tuple[object, ...] = (match, scope_tag(scope)) if tagged else (match,)
+        sql = (
+            f"SELECT f.id, f.score, m.session_id, m.idx, m.role, m.timestamp, s.source "
+            f"FROM (SELECT rowid AS id, {rank} AS score FROM {table} "
+            f"WHERE {table} MATCH ?{tagged} ORDER BY score LIMIT ?) f "
+            f"JOIN messages m ON m.id = f.id "
+            f"JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
+            f"WHERE m.scope = ? ORDER BY f.score, f.id"
+        )
+        try:
+            with self._lock:
+                rows = self._conn.execute(sql, (*params, size, scope)).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"search failed: {exc}; `hermes sessions reindex` rebuilds") from None
+        return [
+            TextMatch(
+                message_id=int(r[0]),
+                session_id=r[2],
+                index=int(r[3]),
+                role=r[4],
+                timestamp=float(r[5]),
+                score=-float(r[1]),
+                source=r[6],
+            )
+            for r in rows
+        ]
+
+    def message_snippets(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, str]:
+        """FTS5 highlighted excerpts of the messages' own text; plain text where none match."""
+        ids = list(dict.fromkeys(message_ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        out: dict[int, str] = {}
+        words = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
+        with self._lock:
+            if words:
+                _, _, match = _plan("message", scope, words)
+                rows = self._conn.execute(
+                    f"SELECT rowid, snippet(message_windows_fts, 1, '[', ']', '…', "
+                    f"{SNIPPET_TOKENS}) FROM message_windows_fts "
+                    f"WHERE message_windows_fts MATCH ? AND rowid IN ({marks})",
+                    (match, *ids),
+                ).fetchall()
+                out.update({int(r[0]): r[1] for r in rows})
+            rest = [i for i in ids if i not in out]
+            if rest:
+                rows = self._conn.execute(
+                    f"SELECT id, substr(content, 1, 200) FROM messages "
+                    f"WHERE scope = ? AND id IN ({','.join('?' * len(rest))})",
+                    (scope, *rest),
+                ).fetchall()
+                out.update({int(r[0]): r[1] or "" for r in rows})
+        return out
+
+    def check_search_index(self) -> SearchIndexHealth:
+        """FTS5's own integrity check of every search table against the messages."""
+        try:
+            with self._lock:
+                for table in SEARCH_TABLES:
+                    self._conn.execute(
+                        f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)"
+                    )
+                rows = self._conn.execute("SELECT COUNT(*) FROM message_exact").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            return SearchIndexHealth(
+                ok=False,
+                detail=f"the search index does not match the messages ({exc}); "
+                "run `hermes sessions reindex` to rebuild it",
+            )
+        return SearchIndexHealth(ok=True, detail="ok", rows=int(rows))
+
+    def rebuild_search_index(self) -> int:
+        """Rebuild every search table from the messages in one transaction."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for table in SEARCH_TABLES:
+                    self._conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
+                rows = self._conn.execute("SELECT COUNT(*) FROM message_exact").fetchone()[0]
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return int(rows)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -17,12 +16,12 @@ from hermes.store.base import (
     Lease,
     MessageRecord,
     NewMessage,
-    SearchHit,
     SessionRecord,
     StoreError,
 )
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.migrations import MIGRATIONS, Migration, current_version, migrate
+from hermes.store.search_index import SearchIndexMixin
 
 _SESSION_COLUMNS = (
     "scope, id, source, started_at, updated_at, title, parent_session_id, ended_at, "
@@ -32,7 +31,6 @@ _MESSAGE_COLUMNS = (
     "id, scope, session_id, idx, role, content, timestamp, tool_calls, tool_call_id, "
     "tool_name, token_count"
 )
-_WORD = re.compile(r"\w+", re.UNICODE)
 _OPEN_TIMEOUT_S = 30.0
 
 
@@ -41,18 +39,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-def fts_query(text: str, *, max_terms: int = 32) -> str | None:
-    """Free text -> an FTS5 OR-query of quoted terms (no syntax errors, no operator injection)."""
-    terms: list[str] = []
-    for word in _WORD.findall(text[:2048].lower()):
-        if word not in terms:
-            terms.append(word)
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms[:max_terms])
-
-
-class SQLiteStore(CompactionStoreMixin):
+class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
     """One connection guarded by a lock; writes in BEGIN IMMEDIATE transactions."""
 
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
@@ -392,34 +379,6 @@ class SQLiteStore(CompactionStoreMixin):
                 (prompt_tokens, completion_tokens, last_prompt_tokens, scope, session_id),
             )
 
-    # -- search ---------------------------------------------------------------------------
-
-    def search(self, scope: str, query: str, *, limit: int = 10) -> list[SearchHit]:
-        """Plain BM25 ranking over single messages, confined to one scope."""
-        match = fts_query(query)
-        if match is None:
-            return []
-        rows = self._read(
-            "SELECT m.session_id, m.idx, m.role, "
-            "snippet(messages_fts, 0, '[', ']', '…', 16), bm25(messages_fts), m.id, m.timestamp "
-            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.scope = ? "
-            "ORDER BY bm25(messages_fts) LIMIT ?",
-            (match, scope, limit),
-        )
-        return [
-            SearchHit(
-                session_id=r[0],
-                message_index=r[1],
-                role=r[2],
-                snippet=r[3],
-                score=-float(r[4]),
-                message_id=r[5],
-                timestamp=r[6],
-            )
-            for r in rows
-        ]
-
     # -- cross-process locks ----------------------------------------------------------------
 
     def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
@@ -461,12 +420,14 @@ class SQLiteStore(CompactionStoreMixin):
                 mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             return {"ok": False, "path": str(self.path), "error": str(exc)}
+        index = self.check_search_index()
         return {
-            "ok": quick == "ok",
+            "ok": quick == "ok" and index.ok,
             "path": str(self.path),
             "schema_version": version,
             "journal_mode": mode,
             "integrity": quick,
+            "search_index": index.detail,
         }
 
     def close(self) -> None:

@@ -1,0 +1,191 @@
+"""The schema of the search views (migrations 3 and 5); queries live in search_index.py.
+
+Why a second FTS index: evidence in a conversation is often spread over a user turn and the
+reply next to it ("we adopted a puppy" / "Biscuit is a lovely name for a dog"), and a single
+message rarely holds every word of a later question. Each conversational message (user or
+assistant, non-empty) gets one row whose columns are its previous conversational message
+(`before`), itself (`body`) and its next one (`after`), so BM25 with column weights scores a
+message together with its context. The rows are an external-content FTS5 table over a view
+computed from `messages`: nothing is stored twice. Triggers keep it in sync; they remove a
+row with the exact text it was indexed with, which the view still yields *before* the change.
+A `tag` column holds a token derived from the scope so a query never leaves its scope, even
+inside the index.
+"""
+
+from __future__ import annotations
+
+BEFORE_CHARS = 1000
+AFTER_CHARS = 1000
+BODY_CHARS = 20000
+
+_CONV = "{t}.role IN ('user', 'assistant') AND coalesce({t}.content, '') <> ''"
+
+
+def _neighbour(alias: str, row: str, direction: str) -> str:
+    """SQL for the id of the nearest conversational message before/after `row` in its session."""
+    op, order = ("<", "DESC") if direction == "prev" else (">", "ASC")
+    return (
+        f"(SELECT {alias}.id FROM messages {alias} WHERE {alias}.scope = {row}.scope "
+        f"AND {alias}.session_id = {row}.session_id AND {alias}.idx {op} {row}.idx "
+        f"AND {_CONV.format(t=alias)} ORDER BY {alias}.idx {order} LIMIT 1)"
+    )
+
+
+def _window_ids(row: str, *, include_self: bool) -> str:
+    ids = [_neighbour("p", row, "prev"), _neighbour("n", row, "next")]
+    if include_self:
+        ids.insert(1, f"{row}.id")
+    return ", ".join(ids)
+
+
+_COLS = "before, body, after, tag"
+
+
+def _delete(where: str) -> str:
+    return (
+        f"INSERT INTO message_windows_fts (message_windows_fts, rowid, {_COLS}) "
+        f"SELECT 'delete', w.id, w.before, w.body, w.after, w.tag FROM message_windows w "
+        f"WHERE {where};"
+    )
+
+
+def _insert(where: str) -> str:
+    return (
+        f"INSERT INTO message_windows_fts (rowid, {_COLS}) "
+        f"SELECT w.id, w.before, w.body, w.after, w.tag FROM message_windows w WHERE {where};"
+    )
+
+
+_SESSION_EXISTS = (
+    "EXISTS (SELECT 1 FROM sessions s WHERE s.scope = {r}.scope AND s.id = {r}.session_id)"
+)
+
+M003_MESSAGE_WINDOWS = f"""
+CREATE VIEW message_windows (id, scope, session_id, before, body, after, tag) AS
+SELECT m.id, m.scope, m.session_id,
+    coalesce((SELECT substr(p.content, -{BEFORE_CHARS}) FROM messages p
+              WHERE p.scope = m.scope AND p.session_id = m.session_id AND p.idx < m.idx
+                AND {_CONV.format(t="p")} ORDER BY p.idx DESC LIMIT 1), ''),
+    substr(m.content, 1, {BODY_CHARS}),
+    coalesce((SELECT substr(n.content, 1, {AFTER_CHARS}) FROM messages n
+              WHERE n.scope = m.scope AND n.session_id = m.session_id AND n.idx > m.idx
+                AND {_CONV.format(t="n")} ORDER BY n.idx ASC LIMIT 1), ''),
+    's' || lower(hex(m.scope))
+FROM messages m
+WHERE {_CONV.format(t="m")};
+CREATE VIRTUAL TABLE message_windows_fts USING fts5(
+    before, body, after, tag, content='message_windows', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER message_windows_bi BEFORE INSERT ON messages
+WHEN {_CONV.format(t="new")} BEGIN
+    {_delete("w.id IN (" + _window_ids("new", include_self=False) + ")")}
+END;
+CREATE TRIGGER message_windows_ai AFTER INSERT ON messages
+WHEN {_CONV.format(t="new")} BEGIN
+    {_insert("w.id IN (" + _window_ids("new", include_self=True) + ")")}
+END;
+CREATE TRIGGER message_windows_bd BEFORE DELETE ON messages
+WHEN {_CONV.format(t="old")} AND {_SESSION_EXISTS.format(r="old")} BEGIN
+    {_delete("w.id IN (" + _window_ids("old", include_self=True) + ")")}
+END;
+CREATE TRIGGER message_windows_ad AFTER DELETE ON messages
+WHEN {_CONV.format(t="old")} AND {_SESSION_EXISTS.format(r="old")} BEGIN
+    {_insert("w.id IN (" + _window_ids("old", include_self=False) + ")")}
+END;
+CREATE TRIGGER message_windows_bu BEFORE UPDATE OF content ON messages
+WHEN old.role IN ('user', 'assistant') AND old.content IS NOT new.content BEGIN
+    {_delete("w.id IN (" + _window_ids("old", include_self=True) + ")")}
+END;
+CREATE TRIGGER message_windows_au AFTER UPDATE OF content ON messages
+WHEN new.role IN ('user', 'assistant') AND old.content IS NOT new.content BEGIN
+    {_insert("w.id IN (" + _window_ids("new", include_self=True) + ")")}
+END;
+CREATE TRIGGER message_windows_session_bd BEFORE DELETE ON sessions BEGIN
+    {_delete("w.scope = old.scope AND w.session_id = old.id")}
+END;
+INSERT INTO message_windows_fts (message_windows_fts) VALUES ('rebuild');
+"""
+# Deleting a session cascades to its messages after the session row is gone: the session
+# trigger above drops all its windows at once, and the per-message triggers stand aside
+# (their WHEN clause sees no session), so a cascade never re-indexes rows about to vanish.
+
+
+def scope_tag(scope: str) -> str:
+    """The token the `tag` column holds for a scope (same formula as the views' SQL)."""
+    return "s" + scope.encode("utf-8").hex()
+
+
+# Migration 5: the single-message views. `messages_fts` (every message, stemmed) gives way to
+# two indexes over conversational messages only, each tagged with its scope like the windows:
+# `message_exact_fts` keeps word forms as written (names, numbers, "ran" vs "run"), and
+# `message_trigram_fts` indexes character trigrams of messages written in a script without
+# spaces between words (CJK, kana, hangul, thai), which unicode61 would keep as one token.
+# The trigram index only holds those messages, so it costs nothing for other text.
+_UNSEGMENTED = "'*[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]*'"
+_TAG = "'s' || lower(hex({t}.scope))"
+
+
+def _single_view(name: str, where: str) -> str:
+    return (
+        f"CREATE VIEW {name} (id, content, tag) AS SELECT m.id, substr(m.content, 1, "
+        f"{BODY_CHARS}), {_TAG.format(t='m')} FROM messages m WHERE {where.format(t='m')};"
+    )
+
+
+def _single_triggers(table: str, where: str) -> str:
+    def ins(t: str) -> str:
+        return (
+            f"INSERT INTO {table} (rowid, content, tag) VALUES "
+            f"({t}.id, substr({t}.content, 1, {BODY_CHARS}), {_TAG.format(t=t)});"
+        )
+
+    def dele(t: str) -> str:
+        return (
+            f"INSERT INTO {table} ({table}, rowid, content, tag) VALUES "
+            f"('delete', {t}.id, substr({t}.content, 1, {BODY_CHARS}), {_TAG.format(t=t)});"
+        )
+
+    return f"""
+CREATE TRIGGER {table}_ai AFTER INSERT ON messages WHEN {where.format(t="new")} BEGIN
+    {ins("new")}
+END;
+CREATE TRIGGER {table}_ad AFTER DELETE ON messages WHEN {where.format(t="old")} BEGIN
+    {dele("old")}
+END;
+CREATE TRIGGER {table}_bu BEFORE UPDATE OF content ON messages
+WHEN {where.format(t="old")} AND old.content IS NOT new.content BEGIN
+    {dele("old")}
+END;
+CREATE TRIGGER {table}_au AFTER UPDATE OF content ON messages
+WHEN {where.format(t="new")} AND old.content IS NOT new.content BEGIN
+    {ins("new")}
+END;
+"""
+
+
+_UNSEG_WHERE = _CONV + " AND {t}.content GLOB " + _UNSEGMENTED
+
+M005_MESSAGE_VIEWS = f"""
+DROP TRIGGER messages_fts_ai;
+DROP TRIGGER messages_fts_ad;
+DROP TRIGGER messages_fts_au;
+DROP TABLE messages_fts;
+{_single_view("message_exact", _CONV)}
+CREATE VIRTUAL TABLE message_exact_fts USING fts5(
+    content, tag, content='message_exact', content_rowid='id',
+    tokenize='unicode61 remove_diacritics 2'
+);
+{_single_triggers("message_exact_fts", _CONV)}
+INSERT INTO message_exact_fts (message_exact_fts) VALUES ('rebuild');
+{_single_view("message_unsegmented", _UNSEG_WHERE)}
+CREATE VIRTUAL TABLE message_trigram_fts USING fts5(
+    content, tag UNINDEXED, content='message_unsegmented', content_rowid='id',
+    tokenize='trigram'
+);
+{_single_triggers("message_trigram_fts", _UNSEG_WHERE)}
+INSERT INTO message_trigram_fts (message_trigram_fts) VALUES ('rebuild');
+"""
+
+# Every FTS table of the search views, for integrity checks and rebuilds.
+SEARCH_TABLES = ("message_windows_fts", "message_exact_fts", "message_trigram_fts")
