@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from hermes.store.base import DEFAULT_SCOPE
@@ -34,6 +35,46 @@ def scope_for_user(user_id: str | None) -> str:
     if user_id is None:
         return DEFAULT_SCOPE
     return USER_SCOPE_PREFIX + validate_id(user_id, what="user id")
+
+
+class ScopeConflictError(ValueError):
+    """A namespaced session id claims a different scope than the one the caller named."""
+
+
+def session_scope(session_id: str, namespaces: Sequence[str]) -> str | None:
+    """The scope a namespaced session id claims under `server.session_scopes`, or None.
+
+    `user:<id>` gets exactly the scope `X-Hermes-User-Id: <id>` would; another listed
+    namespace `ns:<rest>` gets the scope of the user id `ns:<rest>` (the whole session id),
+    so namespaces never share a brain: `team:7` is not `user:7`. An empty remainder claims
+    nothing, and neither does a namespace that is not listed.
+    """
+    namespace, sep, rest = session_id.partition(":")
+    if not sep or not rest or namespace not in namespaces:
+        return None
+    return scope_for_user(rest if namespace == "user" else session_id)
+
+
+def resolve_scope(scope: str, session_id: str | None, namespaces: Sequence[str]) -> str:
+    """Combine the scope the caller named (server key, `X-Hermes-User-Id`) with the one its
+    session id claims. One rule for every surface, so a per-session brain is the same brain
+    whether a turn, a job or a search asks for it.
+
+    The default scope adopts the session's scope (that is the opt-in); an end-user scope
+    must agree with it, or the request names two brains at once and is refused.
+    """
+    if session_id is None or not namespaces:
+        return scope
+    claimed = session_scope(validate_id(session_id, what="session id"), namespaces)
+    if claimed is None or claimed == scope:
+        return scope
+    if scope == DEFAULT_SCOPE:
+        return claimed
+    raise ScopeConflictError(
+        f"session id {session_id!r} belongs to the user {user_of_scope(claimed)!r} "
+        f"(server.session_scopes), but the request names the user {user_of_scope(scope)!r}; "
+        "send one of them, or the same user in both"
+    )
 
 
 def user_of_scope(scope: str) -> str | None:

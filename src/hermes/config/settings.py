@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ class ModelSettings(_Section):
     max_retries: int = Field(default=3, ge=0, le=10)
 
 
+_NAMESPACE = re.compile(r"^[A-Za-z0-9._/@-]{1,64}$")
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=11434, ge=0, le=65535)
@@ -40,6 +44,29 @@ class ServerSettings(_Section):
     cors_origins: list[str] = Field(default_factory=list)
     max_body_bytes: int = Field(default=10_000_000, gt=0)
     ignore_client_tools: bool = False
+    # Session-id namespaces that get their own scope: `user:42` -> the brain of user 42 (SPEC §6).
+    session_scopes: list[str] = Field(default_factory=list)
+    # Listen beyond loopback with no server key: only behind loopback-only publishing (Docker).
+    allow_unauthenticated_public_bind: bool = False
+
+    @field_validator("session_scopes", mode="before")
+    @classmethod
+    def _split_namespaces(cls, value: Any) -> Any:
+        """The environment gives one string: `user,team` is the list ["user", "team"]."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("session_scopes")
+    @classmethod
+    def _plain_namespaces(cls, value: list[str]) -> list[str]:
+        for namespace in value:
+            if not _NAMESPACE.match(namespace):
+                raise ValueError(
+                    f"{namespace!r} is not a session namespace: write the part before the "
+                    "colon (e.g. user for user:42), 1-64 letters, digits or . _ / @ -"
+                )
+        return value
 
 
 class AgentSettings(_Section):
@@ -108,6 +135,8 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_API_KEY": "server.api_key",
     "HERMES_HOST": "server.host",
     "HERMES_PORT": "server.port",
+    "HERMES_SESSION_SCOPES": "server.session_scopes",
+    "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND": "server.allow_unauthenticated_public_bind",
     "HERMES_TIMEZONE": "timezone",
 }
 

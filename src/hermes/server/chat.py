@@ -9,9 +9,14 @@ from starlette.responses import Response
 
 from hermes.agent.loop import TurnObserver, TurnRequest, TurnResult
 from hermes.runtime import Runtime
-from hermes.scopes import InvalidIdError, validate_id
-from hermes.server.deps import get_runtime, get_scope, require_auth
-from hermes.server.errors import APIError, from_turn_error
+from hermes.server.deps import (
+    SESSION_HEADER,
+    get_runtime,
+    get_scope,
+    require_auth,
+    session_from_headers,
+)
+from hermes.server.errors import from_turn_error
 from hermes.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from hermes.server.idempotency import (
     IdempotencyCache,
@@ -31,29 +36,6 @@ from hermes.server.streaming import TurnStreamResponse
 router = APIRouter()
 
 SOURCE = "api"
-SESSION_HEADER = "X-Hermes-Session-Id"
-SESSION_KEY_HEADER = "X-Hermes-Session-Key"
-
-
-def session_from_headers(request: Request) -> str | None:
-    """The client's session id (X-Hermes-Session-Id, or its synonym X-Hermes-Session-Key)."""
-    sid = request.headers.get(SESSION_HEADER)
-    key = request.headers.get(SESSION_KEY_HEADER)
-    if sid is not None and key is not None and sid != key:
-        raise APIError(
-            400,
-            f"{SESSION_HEADER} and {SESSION_KEY_HEADER} are synonyms but differ; send one of them.",
-            code="conflicting_session_headers",
-            param=SESSION_HEADER,
-        )
-    value = sid if sid is not None else key
-    if value is None:
-        return None
-    header = SESSION_HEADER if sid is not None else SESSION_KEY_HEADER
-    try:
-        return validate_id(value, what="session id")
-    except InvalidIdError as exc:
-        raise APIError(400, f"{header}: {exc}.", code="invalid_session_id", param=header) from None
 
 
 def _turn_request(call: ChatCall, session_id: str | None, scope: str) -> TurnRequest:

@@ -20,10 +20,18 @@ import hmac
 from fastapi import Request
 
 from hermes.runtime import Runtime
-from hermes.scopes import InvalidIdError, scope_for_user
+from hermes.scopes import (
+    InvalidIdError,
+    ScopeConflictError,
+    resolve_scope,
+    scope_for_user,
+    validate_id,
+)
 from hermes.server.errors import APIError
 
 USER_HEADER = "x-hermes-user-id"
+SESSION_HEADER = "X-Hermes-Session-Id"
+SESSION_KEY_HEADER = "X-Hermes-Session-Key"
 
 
 async def get_runtime(request: Request) -> Runtime:
@@ -74,8 +82,29 @@ async def require_auth(request: Request) -> None:
         )
 
 
-async def get_scope(request: Request) -> str:
-    """The caller's scope: `X-Hermes-User-Id` → "user:<id>" (needs a server key), else "default"."""
+def session_from_headers(request: Request) -> str | None:
+    """The client's session id (X-Hermes-Session-Id, or its synonym X-Hermes-Session-Key)."""
+    sid = request.headers.get(SESSION_HEADER)
+    key = request.headers.get(SESSION_KEY_HEADER)
+    if sid is not None and key is not None and sid != key:
+        raise APIError(
+            400,
+            f"{SESSION_HEADER} and {SESSION_KEY_HEADER} are synonyms but differ; send one of them.",
+            code="conflicting_session_headers",
+            param=SESSION_HEADER,
+        )
+    value = sid if sid is not None else key
+    if value is None:
+        return None
+    header = SESSION_HEADER if sid is not None else SESSION_KEY_HEADER
+    try:
+        return validate_id(value, what="session id")
+    except InvalidIdError as exc:
+        raise APIError(400, f"{header}: {exc}.", code="invalid_session_id", param=header) from None
+
+
+def _user_scope(request: Request) -> str:
+    """`X-Hermes-User-Id` → "user:<id>" (needs a server key), else "default"."""
     user = request.headers.get(USER_HEADER)
     if user is None:
         return "default"
@@ -94,3 +123,24 @@ async def get_scope(request: Request) -> str:
         raise APIError(
             400, f"X-Hermes-User-Id: {exc}.", code="invalid_user_id", param="X-Hermes-User-Id"
         ) from None
+
+
+def scope_with_session(request: Request, scope: str, session_id: str | None) -> str:
+    """`scope` combined with what a namespaced session id claims (`server.session_scopes`);
+    a conflict (X-Hermes-User-Id names another user) is a 400."""
+    namespaces = request.app.state.runtime.settings.server.session_scopes
+    try:
+        return resolve_scope(scope, session_id, namespaces)
+    except ScopeConflictError as exc:
+        raise APIError(400, f"{exc}.", code="conflicting_scope", param="X-Hermes-User-Id") from None
+    except InvalidIdError as exc:
+        raise APIError(400, f"{exc}.", code="invalid_session_id", param="session_id") from None
+
+
+async def get_scope(request: Request) -> str:
+    """The caller's scope: `X-Hermes-User-Id` → "user:<id>" (needs a server key); else, with
+    `server.session_scopes`, the scope a namespaced session id claims; else "default"."""
+    scope = _user_scope(request)
+    if not request.app.state.runtime.settings.server.session_scopes:
+        return scope
+    return scope_with_session(request, scope, session_from_headers(request))

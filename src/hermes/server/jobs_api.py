@@ -35,8 +35,13 @@ from hermes.cron.store import (
 from hermes.cron.ticker import JobRunningError, Scheduler
 from hermes.runtime import Runtime
 from hermes.server.app import Service
-from hermes.server.chat import session_from_headers
-from hermes.server.deps import get_runtime, get_scope, require_auth
+from hermes.server.deps import (
+    get_runtime,
+    get_scope,
+    require_auth,
+    scope_with_session,
+    session_from_headers,
+)
 from hermes.server.errors import SERVER_ERROR, APIError
 
 router = APIRouter(prefix="/api/jobs", dependencies=[Depends(require_auth)])
@@ -160,6 +165,8 @@ async def create(
     scope: str = Depends(get_scope),
 ) -> JSONResponse:
     session_id = body.session_id if body.session_id is not None else session_from_headers(request)
+    if body.session_id is not None:  # a job in a per-session brain lives in that brain
+        scope = scope_with_session(request, scope, body.session_id)
     store = _store(runtime, scope)
     job = await _call(
         create_job,

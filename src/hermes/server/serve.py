@@ -51,6 +51,15 @@ def check_bind(settings: Settings, host: str) -> str | None:
                 "(set HERMES_API_KEY to require one)"
             )
         return None
+    if not key and settings.server.allow_unauthenticated_public_bind:
+        return (
+            f"!!! open to the network on {host} with NO server key, because "
+            "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND (server.allow_unauthenticated_public_bind) "
+            "is set: anyone who reaches this port can talk to the agent, read its memory and "
+            "use its tools. That is safe only while the port is published on loopback alone "
+            "(docker run -p 127.0.0.1:11434:11434 ...); set HERMES_API_KEY before exposing it "
+            "further !!!"
+        )
     if len(key) < MIN_PUBLIC_KEY_CHARS:
         what = (
             "no server key is set" if not key else f"the server key has only {len(key)} characters"
@@ -58,7 +67,14 @@ def check_bind(settings: Settings, host: str) -> str | None:
         raise ServeError(
             f"refusing to listen on {host}, which is reachable from other machines, because "
             f"{what}; set HERMES_API_KEY (server.api_key) to at least {MIN_PUBLIC_KEY_CHARS} "
-            "random characters (e.g. `openssl rand -hex 32`) or bind to 127.0.0.1."
+            "random characters (e.g. `openssl rand -hex 32`) or bind to 127.0.0.1"
+            + (
+                ""
+                if key
+                else " (in a container whose port is published on loopback only, "
+                "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND=1 accepts the risk)"
+            )
+            + "."
         )
     return None
 
