@@ -9,6 +9,7 @@ import pytest
 from hermes.agent.compression import SUMMARIZER_INSTRUCTIONS, SUMMARY_PREFIX
 from hermes.agent.history import CompressingHistory
 from hermes.agent.loop import TurnRequest
+from hermes.agent.memory import MemoryProvider
 from hermes.config.settings import Settings
 from hermes.models.errors import ContextLengthExceededError
 from hermes.runtime import Runtime, build_runtime
@@ -232,10 +233,15 @@ async def test_memory_flush_runs_before_the_summary(small: Runtime, fake: FakeMo
     fake.default = scripted()
     seen: list[tuple[str, int, int]] = []
 
-    async def flush(scope: str, session_id: str, messages: list[dict[str, Any]]) -> None:
-        seen.append((scope, len(messages), len(summary_requests(fake))))
+    class Recorder(MemoryProvider):
+        builtin = True
 
-    small.agent.policy.flush = flush
+        async def on_pre_compress(
+            self, scope: str, session_id: str, messages: list[dict[str, Any]]
+        ) -> None:
+            seen.append((scope, len(messages), len(summary_requests(fake))))
+
+    small.agent.memory.providers.append(Recorder())
     for i in range(12):
         await chat(small, f"turn {i} {FILLER}", scope="user:zoe")
     assert seen and seen[0][0] == "user:zoe"

@@ -1,19 +1,22 @@
-"""Wiring: settings → store → model client → toolset → agent. Shared by every entry point."""
+"""The composition root: settings → store → model client → parts → agent. Every entry point
+(CLI, server, cron, gateway) builds its runtime here and nowhere else."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from hermes.agent.history import CompressingHistory
 from hermes.agent.loop import Agent
+from hermes.agent.memory import MemoryLayers
 from hermes.config.settings import Settings
-from hermes.memory.review import flush as memory_flush
-from hermes.memory.review import review_hook
-from hermes.memory.snapshot import notes_block
+from hermes.delivery import Deliverers
 from hermes.models.client import OpenAICompatClient
+from hermes.plugins import Registry, Service, load_registry
+from hermes.services import Services
 from hermes.store.sqlite import SQLiteStore
-from hermes.tools.catalog import default_toolset
+from hermes.tools.registry import Toolset
+
+__all__ = ["Runtime", "Service", "build_runtime", "make_model_client", "open_store"]
 
 
 @dataclass
@@ -22,7 +25,17 @@ class Runtime:
     store: SQLiteStore
     model: OpenAICompatClient
     agent: Agent
-    extras: dict[str, Any] = field(default_factory=dict)
+    registry: Registry
+
+    @property
+    def services(self) -> Services:
+        """The typed services every tool and part sees (the agent's)."""
+        return self.agent.services
+
+    def background_services(self) -> list[Service]:
+        """The parts' `hermes serve` services that are on for these settings, in order."""
+        made = (factory(self) for factory in self.registry.services)
+        return [service for service in made if service is not None]
 
     async def aclose(self) -> None:
         """Close in reverse order of opening: background work, model client, store."""
@@ -46,27 +59,33 @@ def make_model_client(settings: Settings, *, model: str | None = None) -> OpenAI
     )
 
 
-def build_runtime(settings: Settings) -> Runtime:
+def _toolset(settings: Settings, registry: Registry, agent_tools: Toolset) -> Toolset:
+    toolset = agent_tools.plus(entry.tool for entry in registry.enabled_tools(settings))
+    if settings.agent.toolsets is not None:
+        toolset = toolset.only(settings.agent.toolsets)
+    return toolset
+
+
+def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Runtime:
     """Open everything an entry point needs; call `aclose()` when done."""
+    registry = registry or load_registry()
+    memory = [factory(settings) for factory in registry.memory_providers]
+    MemoryLayers(memory)  # refuse a bad provider set before anything is opened
     store = open_store(settings)
     model = make_model_client(settings)
-    services: dict[str, Any] = {"settings": settings, "store": store}
-    policy = CompressingHistory(settings=settings, store=store, model=model)
+    provider_tools = Toolset(t for provider in memory for t in provider.tools())
     agent = Agent(
         settings=settings,
         store=store,
         model=model,
-        toolset=default_toolset(settings),
-        policy=policy,
-        prompt_blocks=[notes_block(settings)],
-        after_turn=[review_hook(settings)],
-        services=services,
+        toolset=_toolset(settings, registry, provider_tools),
+        memory=memory,
+        prompt_blocks=[factory(settings) for factory in registry.prompt_blocks],
+        policy=CompressingHistory(settings=settings, store=store, model=model),
     )
-
-    async def flush_before_compression(
-        scope: str, session_id: str, messages: list[dict[str, Any]]
-    ) -> None:
-        await memory_flush(agent, scope, session_id, messages)
-
-    policy.flush = flush_before_compression
-    return Runtime(settings=settings, store=store, model=model, agent=agent)
+    runtime = Runtime(settings=settings, store=store, model=model, agent=agent, registry=registry)
+    for make in registry.components:
+        agent.services.provide(make(runtime))
+    agent.services.provide(Deliverers([make(runtime) for make in registry.deliverers]))
+    agent.start()
+    return runtime

@@ -264,7 +264,7 @@ async def test_gateway_targets_fail_clearly_until_the_gateway_exists(
     assert result.status == "ok"
     [saved] = read_jobs(settings.home)
     assert saved["last_status"] == "delivery_failed"
-    assert "messaging gateway is not built yet" in saved["last_error"]
+    assert "nothing can deliver to" in saved["last_error"]
     assert saved["last_delivery_error"] == saved["last_error"]
 
 

@@ -15,6 +15,7 @@ from hermes.config.settings import MemorySettings, Settings
 from hermes.memory.notes import NotesStore, parse_entries, serialize
 from hermes.memory.scan import scan_text
 from hermes.memory.tool import Operation, change_notes, memory_tool
+from hermes.services import Services
 from hermes.tools.registry import ToolContext, Toolset
 
 TOOLS = Toolset([memory_tool])
@@ -26,7 +27,7 @@ def cfg(home: Path) -> Settings:
 
 
 def ctx(cfg: Settings, scope: str = "default") -> ToolContext:
-    return ToolContext(scope=scope, session_id="s", services={"settings": cfg})
+    return ToolContext(scope=scope, session_id="s", services=Services(cfg))
 
 
 async def call(cfg: Settings, scope: str = "default", **args: object) -> tuple[bool, str]:

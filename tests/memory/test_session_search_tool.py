@@ -9,7 +9,8 @@ import pytest
 
 from hermes.config.settings import Settings
 from hermes.memory.search import session_search
-from hermes.store.base import NewMessage
+from hermes.services import Services
+from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore
 from hermes.tools.registry import ToolContext, Toolset
 
@@ -37,13 +38,19 @@ def fill(
     )
 
 
+def _services(home: Path, store: SQLiteStore) -> Services:
+    services = Services(Settings(home=home, timezone="UTC"))
+    services.provide(store, Store)  # type: ignore[type-abstract]
+    return services
+
+
 async def search(
     store: SQLiteStore, home: Path, scope: str = "default", live: str = "live", **args: object
 ) -> tuple[bool, dict | str]:
     ctx = ToolContext(
         scope=scope,
         session_id=live,
-        services={"settings": Settings(home=home, timezone="UTC"), "store": store},
+        services=_services(home, store),
     )
     outcome = await TOOLS.call("session_search", json.dumps(args), ctx)
     return outcome.ok, json.loads(outcome.text) if outcome.ok else outcome.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -25,8 +26,20 @@ PLATFORM_HINTS = {
     "telegram": "You are chatting on Telegram; keep messages short and avoid wide tables.",
 }
 
-# A prompt block renders a section of the system prompt for a scope (notes, skills, …).
-PromptBlock = Callable[[str], str | None]
+
+@dataclass(frozen=True)
+class PromptContext:
+    """What a prompt block may tailor its section to: whose session, the message that opened
+    it, where the user is, and which tools the session offers."""
+
+    scope: str
+    user_message: str
+    platform: str
+    tool_names: tuple[str, ...]
+
+
+# A prompt block renders a section of the system prompt (skills index, …) or None.
+PromptBlock = Callable[[PromptContext], str | None]
 
 
 def load_identity(home: Path) -> str:
@@ -42,22 +55,22 @@ def load_identity(home: Path) -> str:
 def build_system_prompt(
     *,
     home: Path,
-    scope: str,
+    ctx: PromptContext,
+    memory_blocks: Sequence[str],
     blocks: Sequence[PromptBlock],
-    tool_names: Sequence[str],
-    platform: str,
     now: datetime,
 ) -> str:
-    """Render the frozen system prompt for a new session."""
+    """Render the frozen system prompt for a new session, in SPEC §7 order."""
     parts = [load_identity(home)]
-    if tool_names:
+    if ctx.tool_names:
         parts.append(TOOL_GUIDANCE)
+    parts.extend(text.strip() for text in memory_blocks if text)
     for block in blocks:
-        text = block(scope)
+        text = block(ctx)
         if text:
             parts.append(text.strip())
     parts.append(f"Conversation started: {now.strftime('%A, %Y-%m-%d %H:%M %Z').strip()}")
-    hint = PLATFORM_HINTS.get(platform)
+    hint = PLATFORM_HINTS.get(ctx.platform)
     if hint:
         parts.append(hint)
     return "\n\n".join(parts)

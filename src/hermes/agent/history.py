@@ -10,7 +10,6 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +33,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CONTEXT_WINDOW = 128_000
 COOLDOWN_STEPS = (60.0, 300.0, 900.0)
 CACHE_SESSIONS = 256
-
-FlushHook = Callable[[str, str, list[dict[str, Any]]], Awaitable[None]]
 
 
 @dataclass
@@ -76,12 +73,10 @@ class CompressingHistory:
         settings: Settings,
         store: SQLiteStore,
         model: ModelClient,
-        flush: FlushHook | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.model = model
-        self.flush = flush
         self.stats = CompressionStats()
         self._views: OrderedDict[tuple[str, str], _View] = OrderedDict()
         self._window: int | None = None
@@ -268,11 +263,11 @@ class CompressingHistory:
         return True
 
     async def _flush(self, state: CallState, middle: list[dict[str, Any]]) -> None:
-        if self.flush is None or state.stateless or state.source == "cron":
+        if state.on_pre_compress is None or state.stateless or state.source == "cron":
             return
         self.stats.flushes += 1
         try:
-            await self.flush(state.scope, state.session_id, middle)
+            await state.on_pre_compress(state.scope, state.session_id, middle)
         except Exception:
             log.exception("memory flush before compression failed; compressing anyway")
 

@@ -13,15 +13,18 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from hermes.agent.context import PromptBlock, build_system_prompt
+from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
 from hermes.agent.locks import HeldSession, SessionLocks, run_settled
+from hermes.agent.memory import MemoryLayers, MemoryProvider
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
 from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
 from hermes.models.types import Completion, ToolCall, Usage
+from hermes.services import Services
 from hermes.store.base import DEFAULT_SCOPE, MessageRecord, NewMessage, Store
+from hermes.tools.approval import Approver
 from hermes.tools.registry import ToolContext, Toolset
 
 log = logging.getLogger(__name__)
@@ -54,7 +57,8 @@ class TurnRequest:
     history: list[dict[str, Any]] | None = None
     system_extra: str | None = None
     toolset: Toolset | None = None
-    services: dict[str, Any] = field(default_factory=dict)
+    approver: Approver | None = None
+    """Who can approve a dangerous tool action on this surface; None: nobody to ask."""
 
 
 @dataclass
@@ -116,19 +120,23 @@ class Agent:
         store: Store,
         model: ModelClient,
         toolset: Toolset | None = None,
+        memory: Sequence[MemoryProvider] = (),
         prompt_blocks: Sequence[PromptBlock] = (),
         policy: ContextPolicy | None = None,
         after_turn: Sequence[AfterTurnHook] = (),
-        services: dict[str, Any] | None = None,
+        services: Services | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.model = model
         self.toolset = toolset or Toolset()
+        self.memory = MemoryLayers(memory)
         self.prompt_blocks = list(prompt_blocks)
         self.policy: ContextPolicy = policy or FullHistory(store)
         self.after_turn = list(after_turn)
-        self.services = dict(services or {})
+        self.services = (services or Services()).derive(settings, self)
+        self.services.provide(store, Store)  # type: ignore[type-abstract]
+        self.services.provide(model, ModelClient)  # type: ignore[type-abstract]
         self.locks = SessionLocks(store)
         self._background: set[asyncio.Task[None]] = set()
 
@@ -140,21 +148,33 @@ class Agent:
         session_id = req.session_id or f"{req.source}-{uuid.uuid4().hex[:16]}"
         async with self.locks.hold(req.scope, session_id, source=req.source) as held:
             result = await self._run_locked(req, held, stateless, observer)
+        self._spawn(self.memory.sync_turn(result))
         for hook in self.after_turn:
             self._spawn(hook(result, self))
         return result
+
+    def start(self) -> None:
+        """Hand the providers the runtime's services; called once the runtime is wired."""
+        self.memory.initialize(self.services)
 
     def now(self) -> datetime:
         tz = ZoneInfo(self.settings.timezone) if self.settings.timezone else None
         return datetime.now(UTC).astimezone(tz)
 
-    def system_prompt_for(self, scope: str, toolset: Toolset, platform: str) -> str:
+    def system_prompt_for(
+        self, scope: str, toolset: Toolset, platform: str, user_message: str = ""
+    ) -> str:
+        ctx = PromptContext(
+            scope=scope,
+            user_message=user_message,
+            platform=platform,
+            tool_names=tuple(toolset.names()),
+        )
         return build_system_prompt(
             home=self.settings.home,
-            scope=scope,
+            ctx=ctx,
+            memory_blocks=self.memory.prompt_blocks(ctx),
             blocks=self.prompt_blocks,
-            tool_names=toolset.names(),
-            platform=platform,
             now=self.now(),
         )
 
@@ -197,25 +217,32 @@ class Agent:
         system_prompt = new_system_prompt = session.system_prompt
         if system_prompt is None:
             system_prompt = new_system_prompt = await asyncio.to_thread(
-                self.system_prompt_for, req.scope, toolset, req.source
+                self.system_prompt_for, req.scope, toolset, req.source, req.user_message
             )
         system = [{"role": "system", "content": system_prompt}]
         if req.system_extra:
             system.append({"role": "system", "content": req.system_extra})
+
         if stateless:
             history = list(req.history or [])
         else:
             history = await self.policy.load_history(session)
         user = {"role": "user", "content": req.user_message}
+        # recalled for this turn only: sent with it, never stored or frozen
+        recalled = [
+            {"role": "system", "content": text}
+            for text in await self.memory.prefetch(req.scope, session.id, req.user_message)
+        ]
         state = CallState(
             scope=req.scope,
             session_id=session.id,
             system=system,
             history=history,
-            turn=[user],
+            turn=[*recalled, user],
             tools=toolset.schemas(),
             stateless=stateless,
             source=req.source,
+            on_pre_compress=self.memory.on_pre_compress,
         )
         if session.last_prompt_tokens and history and not stateless:
             # the previous turn's last call covered everything but its final answer
@@ -270,7 +297,8 @@ class Agent:
             scope=req.scope,
             session_id=turn.state.session_id,
             platform=req.source,
-            services={**self.services, **req.services, "agent": self},
+            services=self.services,
+            approver=req.approver,
         )
         for iteration in range(1, limit + 1):
             completion = await self._call_model(turn, observer, tools=True)
@@ -353,9 +381,8 @@ class Agent:
             )
         )
         turn.held.released = True
-        note = getattr(self.policy, "note_persisted", None)
-        if note is not None and not turn.state.stateless:
-            note(scope, session_id, records)
+        if not turn.state.stateless:
+            self.policy.note_persisted(scope, session_id, records)
         return records
 
     async def _persist_interrupted(self, req: TurnRequest, turn: _Turn) -> None:

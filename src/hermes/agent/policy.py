@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hermes.models.errors import ContextLengthExceededError
 from hermes.models.types import Usage
-from hermes.store.base import SessionRecord, Store
+from hermes.store.base import MessageRecord, SessionRecord, Store
+
+# Told the messages about to leave the prompt (scope, session id, messages) before compressing.
+PreCompressHook = Callable[[str, str, list[dict[str, Any]]], Awaitable[None]]
 
 
 @dataclass
@@ -28,6 +32,7 @@ class CallState:
     anchor_len: int = 0
     source: str = "cli"
     notes: dict[str, Any] = field(default_factory=dict)
+    on_pre_compress: PreCompressHook | None = None
 
     def messages(self) -> list[dict[str, Any]]:
         return [*self.system, *self.history, *self.turn]
@@ -43,6 +48,10 @@ class ContextPolicy(Protocol):
         ...
 
     async def after_response(self, state: CallState, usage: Usage | None) -> None: ...
+
+    def note_persisted(self, scope: str, session_id: str, records: list[MessageRecord]) -> None:
+        """The turn's messages were stored (a cache of the history may extend itself)."""
+        ...
 
 
 class FullHistory:
@@ -62,4 +71,7 @@ class FullHistory:
         return False
 
     async def after_response(self, state: CallState, usage: Usage | None) -> None:
+        return None
+
+    def note_persisted(self, scope: str, session_id: str, records: list[MessageRecord]) -> None:
         return None

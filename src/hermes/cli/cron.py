@@ -218,7 +218,7 @@ async def _run_now(settings: Settings, scope: str, job_id: str) -> Any:
     from hermes.runtime import build_runtime
 
     runtime = build_runtime(settings)
-    scheduler = Scheduler(runtime.agent)
+    scheduler = runtime.services.get(Scheduler)
     try:
         with _reported():
             _, task = await scheduler.start_run(scope, job_id)
@@ -249,7 +249,7 @@ async def _tick(settings: Settings) -> list[Any]:
     from hermes.runtime import build_runtime
 
     runtime = build_runtime(settings)
-    scheduler = Scheduler(runtime.agent)
+    scheduler = runtime.services.get(Scheduler)
     try:
         return await scheduler.tick()
     finally:

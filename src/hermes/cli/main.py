@@ -50,5 +50,18 @@ app.add_typer(cron_cli.app, name="cron")
 app.add_typer(memory_cli.app, name="memory")
 
 
+def _add_part_commands() -> None:
+    """Command groups contributed by parts and plugins (`hermes.command(...)`)."""
+    from hermes.plugins import load_registry
+
+    taken = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    for name, factory in load_registry().commands:
+        if name not in taken:
+            app.add_typer(factory(), name=name)
+
+
+_add_part_commands()
+
+
 def run() -> None:
     app()

@@ -1,5 +1,5 @@
 """Where a run's answer goes: `local` (the saved file is enough), a webhook URL (POST JSON,
-retried), or a messaging platform (not possible until the gateway exists: a clear error)."""
+retried), or any target a registered `Deliverer` accepts (the gateway's platforms)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import httpx
 
 from hermes.cron.runner import RunResult
 from hermes.cron.store import Job
+from hermes.delivery import Deliverers, DeliveryError, Outbound
 from hermes.netguard import DestinationRefused, PinnedDestination, pin_destination
 
 log = logging.getLogger(__name__)
@@ -20,9 +21,9 @@ log = logging.getLogger(__name__)
 # Attempts = 1 + len(RETRY_DELAYS); seconds slept before each retry.
 RETRY_DELAYS: tuple[float, ...] = (2.0, 8.0)
 WEBHOOK_TIMEOUT = 15.0
-GATEWAY_NOT_BUILT = (
-    "the messaging gateway is not built yet, so the answer cannot be delivered to {target!r}; "
-    "use 'local' (output files) or a webhook URL"
+NO_DELIVERER = (
+    "nothing can deliver to {target!r}: messaging targets need `hermes serve` with that "
+    "platform configured (see `hermes gateway status`); 'local' and webhook URLs always work"
 )
 
 
@@ -124,6 +125,7 @@ async def deliver(
     http_client: httpx.AsyncClient | None = None,
     allow_private: bool = False,
     retry_delays: Sequence[float] = RETRY_DELAYS,
+    deliverers: Deliverers | None = None,
 ) -> DeliveryReport:
     """Send the run's message to every target of `job['deliver']` (comma-separated)."""
     report = DeliveryReport()
@@ -149,7 +151,7 @@ async def deliver(
                     retry_delays=retry_delays,
                 )
             else:
-                error = GATEWAY_NOT_BUILT.format(target=target)
+                error = await _to_deliverer(deliverers, target, job, result, content)
             if error:
                 report.errors.append(error)
             else:
@@ -158,3 +160,27 @@ async def deliver(
         if own_client:
             await client.aclose()
     return report
+
+
+async def _to_deliverer(
+    deliverers: Deliverers | None, target: str, job: Job, result: RunResult, content: str
+) -> str | None:
+    """Hand a non-webhook target to the deliverer that accepts it; the error text, or None."""
+    found = deliverers.find(target) if deliverers is not None else None
+    if found is None:
+        return NO_DELIVERER.format(target=target)
+    message = Outbound(
+        text=content,
+        scope=result.scope,
+        source="cron",
+        title=str(job.get("name") or job["id"]),
+        details=webhook_payload(job, result, content),
+    )
+    try:
+        await found.deliver(target, message)
+    except DeliveryError as exc:
+        return f"{target}: {exc}"
+    except Exception as exc:  # a broken deliverer must not lose the run record
+        log.exception("deliverer %s failed for %s", found.name, target)
+        return f"{target}: {type(exc).__name__}: {exc}"
+    return None

@@ -49,6 +49,7 @@ from hermes.cron.store import (
     scope_of_file,
     utc_now,
 )
+from hermes.delivery import Deliverers
 from hermes.store.base import DEFAULT_SCOPE
 
 log = logging.getLogger(__name__)
@@ -337,6 +338,7 @@ class Scheduler:
                     http_client=self.http_client,
                     allow_private=self.settings.cron.webhook_allow_private,
                     retry_delays=self.retry_delays,
+                    deliverers=self.agent.services.find(Deliverers),
                 )
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_off(scope, job, claim, None, None))
@@ -452,6 +454,11 @@ class Scheduler:
     def wake(self) -> None:
         """Tick again now (after a job was created or changed)."""
         self._wake.set()
+
+    @property
+    def ticking(self) -> bool:
+        """True while the periodic loop runs (inside `hermes serve`)."""
+        return self._loop_task is not None
 
     async def stop(self) -> None:
         """Stop ticking and cancel runs in flight (each is recorded as interrupted)."""

@@ -41,7 +41,7 @@ def summary(job: Job) -> dict[str, Any]:
 
 
 def _store(ctx: ToolContext) -> JobStore:
-    settings = ctx.service("settings")
+    settings = ctx.settings
     try:
         return JobStore(settings.home, ctx.scope, resolve_timezone(settings.timezone))
     except ScheduleError as exc:
@@ -57,21 +57,15 @@ def _need(value: str | None, what: str, action: str) -> str:
 async def _run(ctx: ToolContext, store: JobStore, ref: str) -> dict[str, Any]:
     from hermes.cron.ticker import Scheduler  # the ticker imports the agent loop
 
-    scheduler = ctx.services.get("scheduler")
-    if isinstance(scheduler, Scheduler):
-        job, _task = await scheduler.start_run(ctx.scope, ref)
+    scheduler = ctx.service(Scheduler)
+    job, task = await scheduler.start_run(ctx.scope, ref)
+    if scheduler.ticking:  # `hermes serve`: the run goes on after this turn
         return {
             "started": True,
             "job": summary(job),
             "note": "The run continues in the background; its output is delivered as usual.",
         }
-    agent = ctx.service("agent")
-    local = Scheduler(agent)
-    try:
-        job, task = await local.start_run(ctx.scope, ref)
-        result = await task
-    finally:
-        await local.stop()
+    result = await task  # a one-off process (`hermes chat`) waits for the run to finish
     return {
         "job": summary(job),
         "status": result.status,
@@ -179,6 +173,8 @@ def _manage(
 
 
 def _wake(ctx: ToolContext) -> None:
-    scheduler = ctx.services.get("scheduler")
-    if scheduler is not None and hasattr(scheduler, "wake"):
+    from hermes.cron.ticker import Scheduler
+
+    scheduler = ctx.services.find(Scheduler)
+    if scheduler is not None:
         scheduler.wake()

@@ -1,7 +1,7 @@
 """The memory pass: a background model call, with only the memory tool, over recent turns.
 
-Runs after every `memory.review_interval`-th user turn of a session (an `after_turn` hook,
-so the user's answer is already out), and on demand through `flush` before compression
+Runs after every `memory.review_interval`-th user turn of a session (the notes provider's
+`sync_turn`, so the user's answer is already out), and on demand through `flush` before compression
 discards messages. It never raises: a failing model or tool is logged and the turn stands.
 """
 
@@ -19,7 +19,7 @@ from hermes.models.errors import ModelError
 from hermes.tools.registry import ToolContext, Toolset
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import AfterTurnHook, Agent, TurnResult
+    from hermes.agent.loop import Agent, TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ async def memory_pass(
         scope=scope,
         session_id=session_id,
         platform="memory-review",
-        services={"settings": settings, "store": agent.store},
+        services=agent.services,
     )
     saved = 0
     for _ in range(MAX_ROUNDS):
@@ -187,23 +187,16 @@ async def _tail(agent: Agent, scope: str, session_id: str, end: int, turns: int)
     return records
 
 
-def review_hook(settings: Settings) -> AfterTurnHook:
-    """The after-turn hook: every `review_interval` user turns, one background memory pass."""
-
-    async def review(result: TurnResult, agent: Agent) -> None:
-        interval = settings.memory.review_interval
-        if not settings.memory.enabled or interval <= 0 or result.user_turn_number % interval:
-            return
-        if result.source in SKIPPED_SOURCES:
-            return
-        records = await _tail(
-            agent, result.scope, result.session_id, result.message_count, interval
-        )
-        messages = _recent_turns(records, interval)
-        if not messages:
-            return
-        await _guarded(
-            agent, result.scope, result.session_id, messages, REVIEW_PROMPT, "memory review"
-        )
-
-    return review
+async def review(agent: Agent, result: TurnResult) -> None:
+    """Every `review_interval` user turns of a session, one background memory pass."""
+    settings = agent.settings
+    interval = settings.memory.review_interval
+    if not settings.memory.enabled or interval <= 0 or result.user_turn_number % interval:
+        return
+    if result.source in SKIPPED_SOURCES:
+        return
+    records = await _tail(agent, result.scope, result.session_id, result.message_count, interval)
+    messages = _recent_turns(records, interval)
+    if not messages:
+        return
+    await _guarded(agent, result.scope, result.session_id, messages, REVIEW_PROMPT, "memory review")

@@ -268,13 +268,12 @@ def _browse(view: _View, limit: int) -> dict[str, Any]:
 
 
 def _view(ctx: ToolContext) -> _View:
-    settings = ctx.services.get("settings")
-    tz_name = getattr(settings, "timezone", None)
+    tz_name = ctx.settings.timezone
     try:
         tz = ZoneInfo(tz_name) if tz_name else None
     except (KeyError, ValueError):
         tz = None
-    return _View(store=ctx.service("store"), scope=ctx.scope, live=ctx.session_id, tz=tz)
+    return _View(store=ctx.store, scope=ctx.scope, live=ctx.session_id, tz=tz)
 
 
 @tool(name="session_search")

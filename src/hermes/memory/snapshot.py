@@ -9,7 +9,6 @@ never deleted from the file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from hermes.config.settings import Settings
@@ -63,14 +62,3 @@ def render_scope(home: Path, scope: str, settings: Settings) -> str | None:
     if not blocks:
         return None
     return "\n\n".join([GUIDANCE, *blocks])
-
-
-def notes_block(settings: Settings) -> Callable[[str], str | None]:
-    """The prompt block for Agent(prompt_blocks=[...]): scope → rendered notes (or None)."""
-
-    def block(scope: str) -> str | None:
-        if not settings.memory.enabled:
-            return None
-        return render_scope(settings.home, scope, settings)
-
-    return block

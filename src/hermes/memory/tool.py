@@ -182,7 +182,7 @@ def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[s
 
 
 def notes_for(ctx: ToolContext) -> NotesStore:
-    settings = ctx.service("settings")
+    settings = ctx.settings
     return NotesStore(settings.home, ctx.scope, settings.memory)
 
 

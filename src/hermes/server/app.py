@@ -1,18 +1,11 @@
 """The ASGI app: routes + pure-ASGI middleware + a lifespan that opens services and closes them in reverse.
 
-Adding a part to `hermes serve` takes two small edits in this file:
-
-* a router (e.g. cron's `/api/jobs`): append it in `_part_routers()`; protect it with
-  `APIRouter(dependencies=[Depends(require_auth)])` and read the caller's scope with
-  `Depends(get_scope)` (see `hermes.server.deps`); raise `hermes.server.errors.APIError` for
-  errors so they share the envelope.
-* a background service (e.g. the cron ticker, the gateway): append a `Service(name, start,
-  stop)` in `_part_services(runtime)`. `start` and `stop` are async callables without
-  arguments; services start in list order after the runtime is open and stop in reverse
-  order, before the runtime closes. A service whose `start` fails stops the server from
-  starting (with the services already started stopped again).
-
-Tests and embedders can pass extra `services=` / `routers=` to `create_app` as well.
+The server's own routes (`/health`, `/v1/…`, `/api/jobs`) are included here; other parts add
+routers and background services through the Registry (`hermes.plugins`): `hermes.router(...)`
+and `hermes.service(...)`. Services start in registration order after the runtime is open and
+stop in reverse, before the runtime closes; a service whose `start` fails stops the server
+from starting (with the services already started stopped again). Tests and embedders can pass
+extra `services=` / `routers=` to `create_app` as well.
 """
 
 from __future__ import annotations
@@ -22,13 +15,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 
 from fastapi import APIRouter, FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
+from hermes.plugins import Service
 from hermes.runtime import Runtime
-from hermes.server import chat, meta
+from hermes.server import chat, jobs_api, meta
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.middleware import HygieneMiddleware
@@ -44,31 +37,6 @@ CORS_ALLOW_HEADERS = [
     "X-Hermes-User-Id",
 ]
 CORS_EXPOSE_HEADERS = ["X-Hermes-Session-Id", "Idempotency-Replayed"]
-
-
-@dataclass(frozen=True)
-class Service:
-    """A background part of `hermes serve` with an async start and stop (no arguments)."""
-
-    name: str
-    start: Callable[[], Awaitable[None]]
-    stop: Callable[[], Awaitable[None]] | None = None
-
-
-def _part_routers() -> list[APIRouter]:
-    """Routers contributed by other parts (cron's /api/jobs, …). One line per part."""
-    from hermes.server import jobs_api
-
-    routers: list[APIRouter] = [jobs_api.router]
-    return routers
-
-
-def _part_services(runtime: Runtime) -> list[Service]:
-    """Background services started with the server (cron ticker, gateway). One line per part."""
-    from hermes.server import jobs_api
-
-    services: list[Service] = [jobs_api.cron_service(runtime)]
-    return services
 
 
 async def _warm_up_model(runtime: Runtime) -> None:
@@ -87,7 +55,7 @@ def create_app(
     close_runtime: bool = True,
 ) -> FastAPI:
     """Build the HTTP app around one Runtime; the lifespan closes it unless `close_runtime=False`."""
-    all_services = [*_part_services(runtime), *services]
+    all_services = [*runtime.background_services(), *services]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -116,9 +84,8 @@ def create_app(
     app.state.turns = TurnTracker()
     app.state.idempotency = IdempotencyCache()
     install_error_handlers(app)
-    app.include_router(meta.router)
-    app.include_router(chat.router)
-    for router in [*_part_routers(), *routers]:
+    part_routers = [make() for make in runtime.registry.routers]
+    for router in [meta.router, chat.router, jobs_api.router, *part_routers, *routers]:
         app.include_router(router)
     settings = runtime.settings.server
     if settings.cors_origins:

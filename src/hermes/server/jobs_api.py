@@ -1,7 +1,6 @@
 """`/api/jobs`: scheduled prompts over HTTP (SPEC §6), always within the caller's scope.
 
-Also owns the glue that puts the cron ticker inside `hermes serve`: `cron_service(runtime)`
-is registered in `hermes.server.app._part_services`.
+The ticker itself is a service of the cron part (`hermes.cron.part`).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from hermes.cron.store import (
 )
 from hermes.cron.ticker import JobRunningError, Scheduler
 from hermes.runtime import Runtime
-from hermes.server.app import Service
 from hermes.server.deps import (
     get_runtime,
     get_scope,
@@ -47,7 +45,6 @@ from hermes.server.errors import SERVER_ERROR, APIError
 router = APIRouter(prefix="/api/jobs", dependencies=[Depends(require_auth)])
 
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_SCHEDULER_KEY = "cron_scheduler"
 T = TypeVar("T")
 
 
@@ -71,28 +68,8 @@ class JobCreate(BaseModel):
 
 
 def scheduler_for(runtime: Runtime) -> Scheduler:
-    """The one Scheduler of this runtime, shared by the ticker service, routes and the tool."""
-    scheduler = runtime.extras.get(_SCHEDULER_KEY)
-    if scheduler is None:
-        scheduler = Scheduler(runtime.agent)
-        runtime.extras[_SCHEDULER_KEY] = scheduler
-        runtime.agent.services["scheduler"] = scheduler
-    return scheduler
-
-
-def cron_service(runtime: Runtime) -> Service:
-    """The ticker as a `hermes serve` service: ticks at start (catch-up), then periodically."""
-
-    async def start() -> None:
-        if runtime.settings.cron.enabled:
-            scheduler_for(runtime).start()
-
-    async def stop() -> None:
-        scheduler = runtime.extras.get(_SCHEDULER_KEY)
-        if scheduler is not None:
-            await scheduler.stop()
-
-    return Service("cron ticker", start, stop)
+    """The runtime's one Scheduler (made by the cron part), shared with the ticker and the tool."""
+    return runtime.services.get(Scheduler)
 
 
 def _store(runtime: Runtime, scope: str) -> JobStore:

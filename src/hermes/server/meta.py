@@ -19,6 +19,8 @@ router = APIRouter()
 # PRAGMA quick_check reads the whole database: a probe hammering /health must not do that
 # on every call, so the answer is reused for a few seconds.
 HEALTH_CACHE_SECONDS = 5.0
+PART_CHECK_TIMEOUT_S = 2.0
+HEALTHY = frozenset({"ok", "off"})
 
 
 async def _store_health(request: Request, runtime: Runtime) -> dict[str, Any]:
@@ -37,17 +39,39 @@ async def _store_health(request: Request, runtime: Runtime) -> dict[str, Any]:
     return report
 
 
+async def _parts_health(runtime: Runtime) -> dict[str, dict[str, Any]]:
+    """Each part's own check (`hermes.health(name, check)`), bounded so one cannot hang /health."""
+
+    async def one(check: Any) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = await asyncio.wait_for(check(runtime), PART_CHECK_TIMEOUT_S)
+        except TimeoutError:
+            return {"status": "error", "error": "the health check did not answer in time"}
+        except Exception as exc:
+            return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        return result
+
+    checks = runtime.registry.health_checks
+    results = await asyncio.gather(*(one(check) for _, check in checks))
+    return {name: result for (name, _), result in zip(checks, results, strict=True)}
+
+
 @router.get("/health")
 @router.get("/v1/health", include_in_schema=False)
 async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> JSONResponse:
     store = await _store_health(request, runtime)
+    parts = await _parts_health(runtime)
     ok = bool(store.get("ok"))
-    body = {
-        "status": "ok" if ok else "degraded",
+    degraded = [name for name, part in parts.items() if part.get("status") not in HEALTHY]
+    body: dict[str, Any] = {
+        "status": "ok" if ok and not degraded else "degraded",
         "version": __version__,
         "store": store,
         "model_configured": bool(runtime.settings.model.base_url and runtime.settings.model.name),
+        "parts": parts,
     }
+    if degraded:
+        body["degraded"] = degraded
     return JSONResponse(body, status_code=200 if ok else 503)
 
 

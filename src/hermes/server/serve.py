@@ -137,8 +137,9 @@ async def serve(
     warning = check_bind(settings, host)
     sock = bind_socket(host, port)
     # Heavy imports after the bind checks: a refused start stays fast.
+    from hermes.plugins import Service
     from hermes.runtime import build_runtime
-    from hermes.server.app import Service, create_app
+    from hermes.server.app import create_app
 
     if warning:
         announce(f"warning: {warning}")

@@ -8,16 +8,21 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from dataclasses import dataclass
+from typing import Any, TypeVar, get_type_hints
 
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
+from hermes.config.settings import Settings
 from hermes.models.wire import FrozenMessage
+from hermes.services import ServiceMissingError, Services
+from hermes.store.base import Store
+from hermes.tools.approval import Approver
 
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 50_000
+T = TypeVar("T")
 
 
 class ToolError(Exception):
@@ -26,18 +31,29 @@ class ToolError(Exception):
 
 @dataclass
 class ToolContext:
-    """What a tool may know about the call: whose data (scope), which session, shared services."""
+    """What a tool may know about the call: whose data (scope), which session, where from, the
+    runtime's typed services, and who can approve a dangerous action (None: nobody to ask)."""
 
     scope: str
     session_id: str
+    services: Services
     platform: str = "cli"
-    services: dict[str, Any] = field(default_factory=dict)
+    approver: Approver | None = None
 
-    def service(self, name: str) -> Any:
+    @property
+    def settings(self) -> Settings:
+        return self.services.get(Settings)
+
+    @property
+    def store(self) -> Store:
+        return self.services.get(Store)  # type: ignore[type-abstract]
+
+    def service(self, kind: type[T]) -> T:
+        """`services.get(kind)`, with a missing service reported to the model as a tool error."""
         try:
-            return self.services[name]
-        except KeyError:
-            raise ToolError(f"the {name!r} service is not available in this context") from None
+            return self.services.get(kind)
+        except ServiceMissingError as exc:
+            raise ToolError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""The memory-provider contract (SPEC §5.3) and the agent's fan-out over its providers.
+
+The built-in notes (MEMORY.md / USER.md) are the first provider; at most one external provider
+(a vector store, a knowledge graph, …) runs beside them. A slow or failing provider never
+blocks a turn: per-turn calls are bounded by a timeout and their errors are logged, not raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hermes.agent.context import PromptContext
+from hermes.services import Services
+from hermes.tools.registry import Tool
+
+if TYPE_CHECKING:
+    from hermes.agent.loop import TurnResult
+
+log = logging.getLogger(__name__)
+
+PREFETCH_TIMEOUT_S = 2.0
+
+
+class MemoryProvider:
+    """One memory layer. Override what the layer needs; every hook has a harmless default."""
+
+    name: str = "memory"
+    builtin: bool = False
+
+    def initialize(self, services: Services) -> None:
+        """Called once by the agent with the runtime's services (the agent itself included)."""
+        return None
+
+    def system_prompt_block(self, ctx: PromptContext) -> str | None:
+        """Text for the frozen system prompt of a new session (runs in a worker thread)."""
+        return None
+
+    async def prefetch(self, scope: str, session_id: str, user_message: str) -> str | None:
+        """Context recalled for this turn only (not stored, not frozen)."""
+        return None
+
+    async def sync_turn(self, result: TurnResult) -> None:
+        """After a turn is stored (runs in the background, never delays the answer)."""
+        return None
+
+    async def on_pre_compress(
+        self, scope: str, session_id: str, messages: list[dict[str, Any]]
+    ) -> None:
+        """Messages are about to leave the prompt: save what must not be forgotten."""
+        return None
+
+    async def on_session_end(self, scope: str, session_id: str) -> None:
+        return None
+
+    async def on_memory_write(self, scope: str, target: str, action: str, content: str) -> None:
+        """The built-in memory tool changed a note (external providers may mirror it)."""
+        return None
+
+    def tools(self) -> list[Tool]:
+        return []
+
+
+class MemoryLayers:
+    """The agent's providers, called in order with the failure rules of the contract."""
+
+    def __init__(self, providers: Sequence[MemoryProvider]) -> None:
+        external = [p for p in providers if not p.builtin]
+        if len(external) > 1:
+            names = ", ".join(p.name for p in external)
+            raise ValueError(f"at most one external memory provider may be active, not {names}")
+        self.providers = list(providers)
+
+    def initialize(self, services: Services) -> None:
+        for provider in self.providers:
+            provider.initialize(services)
+
+    def prompt_blocks(self, ctx: PromptContext) -> list[str]:
+        blocks = []
+        for provider in self.providers:
+            try:
+                text = provider.system_prompt_block(ctx)
+            except Exception:
+                log.exception("memory provider %s: system_prompt_block failed", provider.name)
+                continue
+            if text:
+                blocks.append(text)
+        return blocks
+
+    async def prefetch(self, scope: str, session_id: str, user_message: str) -> list[str]:
+        async def one(provider: MemoryProvider) -> str | None:
+            try:
+                return await asyncio.wait_for(
+                    provider.prefetch(scope, session_id, user_message), PREFETCH_TIMEOUT_S
+                )
+            except TimeoutError:
+                log.warning("memory provider %s: prefetch timed out; turn goes on", provider.name)
+            except Exception:
+                log.exception("memory provider %s: prefetch failed; turn goes on", provider.name)
+            return None
+
+        texts = await asyncio.gather(*(one(p) for p in self.providers))
+        return [t for t in texts if t]
+
+    async def sync_turn(self, result: TurnResult) -> None:
+        await self._each("sync_turn", result)
+
+    async def on_pre_compress(
+        self, scope: str, session_id: str, messages: list[dict[str, Any]]
+    ) -> None:
+        await self._each("on_pre_compress", scope, session_id, messages)
+
+    async def on_session_end(self, scope: str, session_id: str) -> None:
+        await self._each("on_session_end", scope, session_id)
+
+    async def on_memory_write(self, scope: str, target: str, action: str, content: str) -> None:
+        await self._each("on_memory_write", scope, target, action, content)
+
+    def tools(self) -> list[Tool]:
+        return [t for p in self.providers for t in p.tools()]
+
+    async def _each(self, hook: str, *args: Any) -> None:
+        for provider in self.providers:
+            try:
+                await getattr(provider, hook)(*args)
+            except Exception:
+                log.exception("memory provider %s: %s failed", provider.name, hook)

@@ -1,0 +1,164 @@
+"""Parts and third-party plugins share one mechanism: `register(hermes)` through the Registry."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hermes.agent.context import PromptContext
+from hermes.agent.loop import TurnRequest, TurnResult
+from hermes.agent.memory import MemoryProvider
+from hermes.config.settings import Settings
+from hermes.plugins import BUILTIN_PARTS, PluginError, Registry, load_registry
+from hermes.runtime import build_runtime
+from hermes.testing.fake_model import FakeModel, Text, ToolCalls
+from hermes.tools.registry import tool
+
+PLUGIN = '''
+from hermes.tools.registry import tool
+
+@tool
+def weather(city: str) -> str:
+    """Today's weather in a city.
+
+    Args:
+        city: the city's name
+    """
+    return f"Sunny in {city}"
+
+def register(hermes):
+    hermes.tool(weather, group="web")
+    hermes.prompt_block(lambda settings: lambda ctx: f"Weather desk open for {ctx.platform}.")
+'''
+
+
+@pytest.fixture
+def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real installed distribution with a `hermes.plugins` entry point (dist-info on sys.path)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "hermes_weather.py").write_text(PLUGIN)
+    info = site / "hermes_weather-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-weather\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent("""\
+            [hermes.plugins]
+            weather = hermes_weather
+        """)
+    )
+    monkeypatch.syspath_prepend(str(site))
+
+
+def test_builtin_parts_register_through_the_registry() -> None:
+    registry = load_registry(plugins=False)
+    assert registry.loaded == list(BUILTIN_PARTS)
+    assert [e.tool.name for e in registry.tools] == ["session_search", "cronjob"]
+    assert [p(Settings(home=Path("/nonexistent"))).name for p in registry.memory_providers] == [
+        "notes"
+    ]
+
+
+def test_two_tools_with_one_name_are_refused() -> None:
+    @tool
+    def twin() -> str:
+        """A tool."""
+        return ""
+
+    registry = Registry()
+    registry.tool(twin)
+    with pytest.raises(PluginError, match="twin"):
+        registry.tool(twin)
+
+
+async def test_entry_point_plugin_adds_a_tool_and_a_prompt_block(
+    installed_plugin: None, settings: Settings, fake: FakeModel
+) -> None:
+    registry = load_registry()
+    assert "plugin:weather" in registry.loaded
+    fake.enqueue(
+        ToolCalls([("weather", {"city": "Oslo"})]),
+        Text("It is sunny in Oslo."),
+    )
+    runtime = build_runtime(settings, registry=registry)
+    try:
+        result = await runtime.agent.run_turn(TurnRequest("Weather in Oslo?", session_id="w"))
+    finally:
+        await runtime.aclose()
+    assert result.content == "It is sunny in Oslo."
+    first, second = fake.chat_requests()
+    assert "weather" in [t["function"]["name"] for t in first["tools"]]
+    assert "Weather desk open for cli." in first["messages"][0]["content"]
+    tool_results = [m for m in second["messages"] if m["role"] == "tool"]
+    assert tool_results[-1]["content"] == "Sunny in Oslo"
+
+
+def test_a_broken_plugin_is_skipped_and_hermes_still_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "hermes_broken.py").write_text("def register(hermes):\n    raise RuntimeError('x')\n")
+    info = site / "hermes_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[hermes.plugins]\nbroken = hermes_broken\n")
+    monkeypatch.syspath_prepend(str(site))
+    registry = load_registry()
+    assert "plugin:broken" not in registry.loaded
+    assert registry.loaded[: len(BUILTIN_PARTS)] == list(BUILTIN_PARTS)
+    assert "plugin 'broken'" in caplog.text
+
+
+class _Recall(MemoryProvider):
+    """An external provider: a prompt block that sees the opening message, and per-turn recall."""
+
+    name = "recall"
+
+    def __init__(self, settings: Settings, *, slow: bool = False) -> None:
+        self.slow = slow
+        self.synced: list[str] = []
+
+    def system_prompt_block(self, ctx: PromptContext) -> str | None:
+        return f"Opened with: {ctx.user_message}"
+
+    async def prefetch(self, scope: str, session_id: str, user_message: str) -> str | None:
+        if self.slow:
+            await asyncio.Event().wait()  # never answers: the turn must not wait for it
+        return f"Recalled for {user_message!r}"
+
+    async def sync_turn(self, result: TurnResult) -> None:
+        self.synced.append(result.content)
+
+
+@pytest.mark.parametrize("slow", [False, True])
+async def test_external_memory_provider_hooks(
+    settings: Settings, fake: FakeModel, monkeypatch: pytest.MonkeyPatch, slow: bool
+) -> None:
+    monkeypatch.setattr("hermes.agent.memory.PREFETCH_TIMEOUT_S", 0.05)
+    provider = _Recall(settings, slow=slow)
+    registry = load_registry(plugins=False)
+    registry.memory_provider(lambda _settings: provider)
+    fake.enqueue(Text("hello"))
+    runtime = build_runtime(settings, registry=registry)
+    try:
+        await runtime.agent.run_turn(TurnRequest("hi there", session_id="p"))
+        await runtime.agent.drain()
+    finally:
+        await runtime.aclose()
+    messages = fake.chat_requests()[0]["messages"]
+    assert "Opened with: hi there" in messages[0]["content"]
+    recalled = [m["content"] for m in messages if m["content"].startswith("Recalled")]
+    assert recalled == ([] if slow else ["Recalled for 'hi there'"])
+    assert provider.synced == ["hello"]
+
+
+def test_only_one_external_memory_provider(settings: Settings) -> None:
+    registry = load_registry(plugins=False)
+    registry.memory_provider(_Recall)
+    registry.memory_provider(_Recall)
+    with pytest.raises(ValueError, match="at most one external memory provider"):
+        build_runtime(settings, registry=registry)
