@@ -34,6 +34,10 @@ Target = Literal["memory", "user"]
 FILES: dict[str, str] = {"memory": "MEMORY.md", "user": "USER.md"}
 DELIMITER = "\n§\n"
 _SPLIT = re.compile(r"^[ \t]*§[ \t]*$", re.MULTILINE)
+# A `§` line inside an entry would split it in two when the file is read back: on write it
+# gains a backslash (`\§`, and `\§` becomes `\\§`), on read one backslash is taken off.
+_ESCAPE = re.compile(r"^([ \t]*)(\\*)§([ \t]*)$", re.MULTILINE)
+_UNESCAPE = re.compile(r"^([ \t]*)\\(\\*)§([ \t]*)$", re.MULTILINE)
 
 _thread_locks: dict[Path, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
@@ -46,11 +50,16 @@ class NotesError(Exception):
 def parse_entries(text: str) -> list[str]:
     """Entries of a notes file: split on `§` lines, stripped, empty ones dropped."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return [e.strip() for e in _SPLIT.split(text) if e.strip()]
+    return [_UNESCAPE.sub(r"\1\2§\3", e.strip()) for e in _SPLIT.split(text) if e.strip()]
+
+
+def escape_entry(entry: str) -> str:
+    """An entry as written to the file: its own `§` lines escaped so they do not split it."""
+    return _ESCAPE.sub(r"\1\\\2§\3", entry.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def serialize(entries: list[str]) -> str:
-    return DELIMITER.join(entries) + "\n" if entries else ""
+    return DELIMITER.join(escape_entry(e) for e in entries) + "\n" if entries else ""
 
 
 def usage_chars(entries: list[str]) -> int:

@@ -1,9 +1,11 @@
 """Threat scan for text that will end up in a system prompt (notes, cron prompts, SOUL.md).
 
 Stored text is re-read into every future prompt, so one poisoned note would steer every
-later session. Three families are refused: prompt injection (instructions aimed at the
-model), exfiltration (sending secrets or keys somewhere, backdoors), and invisible Unicode
-(zero-width and bidi-control characters that hide text from a human reviewer). Used before
+later session. Four families are refused: prompt injection (instructions aimed at the
+model), exfiltration (sending secrets or keys somewhere, backdoors), secrets themselves (API
+keys, private keys: a note is pasted into every prompt and every transcript), and invisible
+Unicode (format characters, variation selectors, Hangul fillers: text hidden from a human
+reviewer). Used before
 storing and again before rendering, because files can be edited by hand.
 
     from hermes.memory.scan import scan_text
@@ -15,6 +17,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from hermes.memory.normalize import base64_payloads, compact, despace, first_invisible, fold
 
 MAX_SCAN_CHARS = 20_000
 
@@ -97,38 +101,95 @@ _COMPILED = [(re.compile(p, _I | re.MULTILINE), "prompt-injection", d) for p, d 
     (re.compile(p, _I), "exfiltration", d) for p, d in _EXFILTRATION
 ]
 
-# zero-width, bidi controls, word joiners, BOM, Unicode tags (invisible ASCII), variation
-# selectors used for steganography
-_INVISIBLE = re.compile(
-    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u206a-\u206f\ufeff\u00ad\u180e"
-    "\U000e0000-\U000e007f]"
-)
+_COMPACT = [
+    (
+        r"(ignore|disregard|forget|override|bypass)(all|any|the|your|of)*(previous|prior|above|"
+        r"earlier|system|developer)(instructions?|prompts?|directives|guidelines|rules)",
+        "asks to ignore earlier instructions",
+    ),
+    (r"youarenow(jailbroken|unrestricted|dan)", "tries to replace the assistant's identity"),
+    (
+        r"(reveal|print|repeat|output|leak)(the|your)?(systemprompt|hiddeninstructions|"
+        r"developermessage)",
+        "asks to reveal the system prompt",
+    ),
+    (r"donot(tell|inform|let)(the)?(user|human|owner)", "asks to hide things from the user"),
+]
+_COMPACT_COMPILED = [(re.compile(p), "prompt-injection", d) for p, d in _COMPACT]
+
+# Credentials that must never sit in a file that is pasted into every prompt.
+_SECRETS = [
+    (r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----", "a private key"),
+    (r"\bsk-(?:proj-|ant-|or-v1-|svcacct-)?[A-Za-z0-9_-]{20,}", "an API key (sk-…)"),
+    (r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})", "a GitHub token"),
+    (r"\bglpat-[A-Za-z0-9_-]{20,}", "a GitLab token"),
+    (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", "a Slack token"),
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "an AWS access key"),
+    (r"\bAIza[0-9A-Za-z_-]{35}", "a Google API key"),
+    (r"\b[rs]k_live_[0-9A-Za-z]{16,}", "a Stripe key"),
+    (r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b", "a Telegram bot token"),
+    (
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        "a signed token (JWT)",
+    ),
+    (
+        r"\b(?:api[_ -]?key|secret[_ -]?key|access[_ -]?token|auth[_ -]?token|client[_ -]?secret|"
+        r"password|passwd|private[_ -]?key)\b\s*[:=]\s*['\"]?[^\s'\"]{8,}",
+        "a credential assignment",
+    ),
+]
+_SECRETS_COMPILED = [(re.compile(p, re.IGNORECASE), d) for p, d in _SECRETS]
 
 
 def _invisible(text: str) -> Threat | None:
-    found = _INVISIBLE.search(text)
-    if found is None:
+    ch = first_invisible(text)
+    if ch is None:
         return None
-    ch = found.group(0)
     name = unicodedata.name(ch, f"U+{ord(ch):04X}")
     return Threat("invisible-unicode", f"contains invisible character {name} (U+{ord(ch):04X})")
 
 
+def _secret(text: str) -> Threat | None:
+    for pattern, what in _SECRETS_COMPILED:
+        if pattern.search(text):
+            return Threat("secret", f"contains what looks like {what}; keep secrets in .env")
+    return None
+
+
+def _patterns(text: str, seen: set[str], where: str = "") -> list[Threat]:
+    """Injection and exfiltration patterns over every normalised view of `text`."""
+    folded = fold(text)
+    views = [folded, despace(folded)] if folded != despace(folded) else [folded]
+    found: list[Threat] = []
+    for view in views:
+        for pattern, family, detail in _COMPILED:
+            if family not in seen and pattern.search(view):
+                found.append(Threat(family, detail + where))
+                seen.add(family)
+    squeezed = compact(folded)
+    for pattern, family, detail in _COMPACT_COMPILED:
+        if family not in seen and pattern.search(squeezed):
+            found.append(Threat(family, detail + where))
+            seen.add(family)
+    return found
+
+
 def scan_text(text: str) -> list[Threat]:
-    """Every threat family found in `text` (one Threat per family); [] when clean."""
+    """Every threat family found in `text` (one Threat per family); [] when clean.
+
+    Look-alike letters, spaced-out letters, invisible characters and base64 are undone
+    first (`hermes.memory.normalize`), so a disguised instruction is still found."""
     if len(text) > MAX_SCAN_CHARS:
         return [Threat("too-long", f"{len(text):,} characters is more than the scanner reads")]
-    threats: list[Threat] = []
-    invisible = _invisible(text)
-    if invisible:
-        threats.append(invisible)
-    # normalise look-alike forms (full-width letters and the like) before matching words
-    folded = unicodedata.normalize("NFKC", text)
-    seen: set[str] = set()
-    for pattern, family, detail in _COMPILED:
-        if family not in seen and pattern.search(folded):
-            threats.append(Threat(family, detail))
-            seen.add(family)
+    threats = [t for t in (_invisible(text), _secret(text)) if t is not None]
+    seen = {t.name for t in threats}
+    threats += _patterns(text, seen)
+    for payload in base64_payloads(text):
+        threats += _patterns(payload, seen, " (hidden in base64)")
+        secret = _secret(payload) if "secret" not in seen else None
+        if secret is not None:
+            threats.append(secret)
+            seen.add("secret")
     return threats
 
 
