@@ -56,6 +56,7 @@ def make_model_client(settings: Settings, *, model: str | None = None) -> OpenAI
         model=model or settings.model.name,
         timeout=settings.model.timeout,
         max_retries=settings.model.max_retries,
+        total_timeout=settings.model.total_timeout,
     )
 
 

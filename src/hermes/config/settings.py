@@ -31,6 +31,9 @@ class ModelSettings(_Section):
     context_length: int | None = Field(default=None, gt=0)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
+    # Bound on one call's whole wait for an answer, retries included (a stream, once started,
+    # is bounded by `timeout` per read instead).
+    total_timeout: float = Field(default=300.0, gt=0)
 
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9._/@-]{1,64}$")

@@ -17,6 +17,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, croniter
 
 ONE_SHOT_GRACE = timedelta(seconds=120)
+# Longest delay or interval accepted: ten years. Beyond it date arithmetic overflows (year 9999)
+# and no operator means it; a clear refusal beats a job that can never be computed.
+MAX_MINUTES = 10 * 366 * 1440
 # DST shifts are at most 2 h anywhere; near one we look this far around for the earliest slot.
 _DST_WINDOW = timedelta(hours=3)
 
@@ -79,6 +82,11 @@ _TIME_AT_END = re.compile(
 _CRON_FIELD = re.compile(r"^[A-Za-z0-9*,/?\-]+$")
 _CRON_TIME_FIELD = re.compile(r"^[0-9*,/\-]+$")
 _ISO_START = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_FIELD_NAMES = ("minute", "hour", "day-of-month", "month", "day-of-week")
+_MONTHS = {m: i for i, m in enumerate(
+    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1
+)}  # fmt: skip
+_WEEKDAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
 
 
 class ScheduleError(ValueError):
@@ -145,6 +153,11 @@ def parse_duration(text: str) -> int | None:
 def _positive(minutes: int, original: str) -> int:
     if minutes < 1:
         raise ScheduleError(f"the duration in {original!r} must be at least 1 minute")
+    if minutes > MAX_MINUTES:
+        raise ScheduleError(
+            f"the duration in {original!r} is longer than ten years ({MAX_MINUTES:,} minutes); "
+            "give a shorter one"
+        )
     return minutes
 
 
@@ -219,6 +232,7 @@ def _parse_cron(text: str, original: str, now: datetime, tz: tzinfo) -> dict[str
             f"{original!r} has {len(fields)} fields; cron expressions here have exactly 5 "
             "(minute hour day-of-month month day-of-week)"
         )
+    _check_ranges(fields, original)
     expr = " ".join(fields)
     if not croniter.is_valid(expr):
         raise ScheduleError(
@@ -232,6 +246,29 @@ def _parse_cron(text: str, original: str, now: datetime, tz: tzinfo) -> dict[str
     return {"kind": "cron", "expr": expr, "display": expr}
 
 
+def _range_end(text: str, names: dict[str, int]) -> int | None:
+    text = text.lower()
+    return int(text) if text.isdigit() else names.get(text)
+
+
+def _check_ranges(fields: list[str], original: str) -> None:
+    """Refuse backwards ranges (`1-0`, `fri-mon`): cron implementations disagree on them
+    (croniter wraps around, others refuse), so a job would not run when its owner expects."""
+    for position, field in enumerate(fields):
+        names = _MONTHS if position == 3 else _WEEKDAYS if position == 4 else {}
+        for part in field.split(","):
+            low, dash, high = part.split("/")[0].partition("-")
+            if not dash:
+                continue
+            start, end = _range_end(low, names), _range_end(high, names)
+            if start is not None and end is not None and start > end:
+                raise ScheduleError(
+                    f"the range {part.split('/')[0]!r} in the {_FIELD_NAMES[position]} field of "
+                    f"{original!r} goes backwards; write it low-high (e.g. '1-5'), or list "
+                    "both ends ('22-23,0-2')"
+                )
+
+
 def _parse_iso(original: str, now: datetime, tz: tzinfo) -> dict[str, Any]:
     try:
         moment = datetime.fromisoformat(original.upper().replace(" ", "T", 1))
@@ -242,11 +279,16 @@ def _parse_iso(original: str, now: datetime, tz: tzinfo) -> dict[str, Any]:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=tz)
+    try:
+        run_at = to_iso(moment, tz)
+    except OverflowError:
+        raise ScheduleError(f"{original!r} is outside the range of dates Hermes can schedule") from None
+    if moment - now > timedelta(minutes=MAX_MINUTES):
+        raise ScheduleError(f"{original!r} is more than ten years ahead; give a nearer time")
     if moment < now - ONE_SHOT_GRACE:
         raise ScheduleError(
             f"{original!r} is in the past (now is {to_iso(now, tz)}); give a future time"
         )
-    run_at = to_iso(moment, tz)
     return {"kind": "once", "run_at": run_at, "display": f"once at {run_at}"}
 
 

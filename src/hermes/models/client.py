@@ -168,11 +168,13 @@ class OpenAICompatClient:
         model: str | None,
         timeout: float = 120.0,
         max_retries: int = 3,
+        total_timeout: float | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.timeout = timeout
         self.max_retries = max_retries
+        self.total_timeout = total_timeout
         # Kept to authenticate and to scrub it out of error messages; never logged or formatted.
         self._api_key = api_key or _PLACEHOLDER_API_KEY
         self._headers = {
@@ -305,16 +307,31 @@ class OpenAICompatClient:
         return self._sdk
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Run `attempt` until it succeeds, fails for good, or the retries run out."""
+        """Run `attempt` until it succeeds, fails for good, the retries run out, or the
+        `total_timeout` budget is spent (a stalled upstream cannot hold a caller for
+        `timeout × retries` plus back-off)."""
         retries_taken = 0
+        budget = self.total_timeout
+        deadline = None if budget is None else asyncio.get_running_loop().time() + budget
         while True:
             try:
-                return await attempt()
+                async with asyncio.timeout_at(deadline):
+                    return await attempt()
             except _AttemptFailed as failure:
-                if not failure.retryable or retries_taken >= self.max_retries:
+                delay = retry_delay(retries_taken, failure.headers)
+                out_of_time = deadline is not None and (
+                    asyncio.get_running_loop().time() + delay >= deadline
+                )
+                if not failure.retryable or retries_taken >= self.max_retries or out_of_time:
                     raise self._error(failure, attempts=retries_taken + 1) from None
-                await asyncio.sleep(retry_delay(retries_taken, failure.headers))
+                await asyncio.sleep(delay)
                 retries_taken += 1
+            except TimeoutError:
+                tried = f" ({retries_taken + 1} attempts)" if retries_taken else ""
+                raise ModelUnavailableError(
+                    f"The model endpoint at {self._display_url()} did not answer within "
+                    f"{budget:g}s in total{tried} (model.total_timeout)."
+                ) from None
 
     async def _post_once(self, body: bytes) -> Any:
         """One non-streamed request: the decoded JSON answer, or `_AttemptFailed`."""
@@ -371,13 +388,21 @@ class OpenAICompatClient:
 
         stream = await self._retrying(open_stream)
         acc = _StreamAccumulator(model=model_name)
+        chunks = 0
         try:
             # `async with` closes the response even if on_delta raises or we are cancelled.
             async with stream:
+                self._check_event_stream(stream)
                 async for chunk in stream:
+                    chunks += 1
                     text = acc.add(chunk)
                     if text:
                         on_delta(text)
+        except (ValueError, TypeError, AttributeError) as exc:  # undecodable or mis-shaped event
+            raise ModelUnavailableError(
+                f"The model endpoint at {self._display_url()} sent a malformed stream event "
+                f"(HTTP 200): {type(exc).__name__}; no answer was kept."
+            ) from exc
         except openai.OpenAIError as exc:
             failure = _failure_from_sdk(exc)
             if failure.kind in ("connect", "timeout"):
@@ -392,7 +417,26 @@ class OpenAICompatClient:
                     reason="broken_stream",
                 ) from exc
             raise self._error(failure, attempts=1) from exc
+        if chunks == 0:
+            raise ModelUnavailableError(
+                f"The model endpoint at {self._display_url()} answered HTTP 200 with an event "
+                "stream that held no completion chunks; no answer was kept."
+            )
         return acc.result()
+
+    def _check_event_stream(self, stream: Any) -> None:
+        """Refuse a 200 answer that is not an event stream (an HTML login page from a proxy,
+        a JSON body from a server that ignored `stream`): parsing it as SSE finds nothing and
+        would pass for an empty answer."""
+        response = getattr(stream, "response", None)
+        kind = str(getattr(response, "headers", {}).get("content-type", "")).lower()
+        if kind and "event-stream" not in kind:
+            shown = kind.split(";")[0].strip()
+            raise ModelUnavailableError(
+                f"The model endpoint at {self._display_url()} answered HTTP 200 with {shown} "
+                "instead of an event stream; check model.base_url points at an "
+                "OpenAI-compatible API."
+            )
 
     # ------------------------------------------------------------------ errors
 
@@ -642,12 +686,15 @@ def _failure_from_sdk(exc: openai.OpenAIError) -> _AttemptFailed:
 
 def _refused(exc: BaseException) -> bool:
     """True when a 'timeout' was really a failed connect (the aiohttp transport reports
-    refused connections as connect timeouts); the cause chain still holds the OSError."""
+    refused connections, and servers that hang up without answering, as connect timeouts);
+    the cause chain still holds the OSError or aiohttp's disconnect error."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
         if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return True
+        if isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError):
             return True
         cause = cause.__cause__ or cause.__context__
     return False

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "ContextLengthError",
+    "Drop",
     "Error",
     "FakeModel",
     "Hang",
@@ -114,7 +115,12 @@ class Raw:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Response: TypeAlias = Text | ToolCalls | Error | ContextLengthError | Hang | Raw
+@dataclass(frozen=True)
+class Drop:
+    """Close the connection without answering (an upstream that crashed or was cut off)."""
+
+
+Response: TypeAlias = Text | ToolCalls | Error | ContextLengthError | Hang | Raw | Drop
 Predicate: TypeAlias = Callable[[dict], bool]
 Default: TypeAlias = Response | Callable[[dict], Response] | None
 
@@ -415,6 +421,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(
                 500, "fake model: script exhausted", "script_exhausted", {"x-should-retry": "false"}
             )
+        elif isinstance(response, Drop):
+            raise _Aborted
         elif isinstance(response, Hang):
             if fake._stopping.wait(response.seconds):
                 raise _Aborted
