@@ -92,3 +92,27 @@ async def test_a_good_stream_still_works(settings: Settings, fake: FakeModel) ->
             },
         )
     assert r.status_code == 200 and "all fine" in r.text.replace('"', "")
+
+
+@pytest.mark.parametrize(
+    ("response", "status", "says"),
+    [
+        (Drop(), 503, "could not be reached"),
+        (HTML, 502, "cannot read"),
+        (BAD_SSE, 502, "cannot read"),
+    ],
+)
+async def test_stream_failures_map_like_plain_ones(
+    settings: Settings, fake: FakeModel, response: Response, status: int, says: str
+) -> None:
+    fake.enqueue(response)
+    async with open_api(settings) as api:
+        r = await api.client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "hermes",
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+            },
+        )
+    assert r.status_code == status and says in r.json()["error"]["message"], r.text

@@ -282,7 +282,9 @@ def _parse_iso(original: str, now: datetime, tz: tzinfo) -> dict[str, Any]:
     try:
         run_at = to_iso(moment, tz)
     except OverflowError:
-        raise ScheduleError(f"{original!r} is outside the range of dates Hermes can schedule") from None
+        raise ScheduleError(
+            f"{original!r} is outside the range of dates Hermes can schedule"
+        ) from None
     if moment - now > timedelta(minutes=MAX_MINUTES):
         raise ScheduleError(f"{original!r} is more than ten years ahead; give a nearer time")
     if moment < now - ONE_SHOT_GRACE:

@@ -330,7 +330,8 @@ class OpenAICompatClient:
                 tried = f" ({retries_taken + 1} attempts)" if retries_taken else ""
                 raise ModelUnavailableError(
                     f"The model endpoint at {self._display_url()} did not answer within "
-                    f"{budget:g}s in total{tried} (model.total_timeout)."
+                    f"{budget:g}s in total{tried} (model.total_timeout).",
+                    reason="timeout",
                 ) from None
 
     async def _post_once(self, body: bytes) -> Any:
@@ -401,7 +402,8 @@ class OpenAICompatClient:
         except (ValueError, TypeError, AttributeError) as exc:  # undecodable or mis-shaped event
             raise ModelUnavailableError(
                 f"The model endpoint at {self._display_url()} sent a malformed stream event "
-                f"(HTTP 200): {type(exc).__name__}; no answer was kept."
+                f"(HTTP 200): {type(exc).__name__}; no answer was kept.",
+                reason="bad_answer",
             ) from exc
         except openai.OpenAIError as exc:
             failure = _failure_from_sdk(exc)
@@ -420,7 +422,8 @@ class OpenAICompatClient:
         if chunks == 0:
             raise ModelUnavailableError(
                 f"The model endpoint at {self._display_url()} answered HTTP 200 with an event "
-                "stream that held no completion chunks; no answer was kept."
+                "stream that held no completion chunks; no answer was kept.",
+                reason="bad_answer",
             )
         return acc.result()
 
@@ -435,7 +438,8 @@ class OpenAICompatClient:
             raise ModelUnavailableError(
                 f"The model endpoint at {self._display_url()} answered HTTP 200 with {shown} "
                 "instead of an event stream; check model.base_url points at an "
-                "OpenAI-compatible API."
+                "OpenAI-compatible API.",
+                reason="bad_answer",
             )
 
     # ------------------------------------------------------------------ errors
