@@ -1,16 +1,20 @@
-"""Recall benchmark for `session_search`: one command, prints a table.
+"""Recall benchmark for `session_search`: one command, prints tables.
 
-    .venv/bin/python bench/recall.py            # 10k and 1M stored messages (~10 min)
-    .venv/bin/python bench/recall.py --skip-1m  # 10k only (~30 s)
+    .venv/bin/python bench/recall.py            # 10k and 1M stored messages
+    .venv/bin/python bench/recall.py --skip-1m  # 10k only (~1 min)
 
-For each scale it generates personas (bench/recall_data.py) whose long multi-session
-histories hold planted facts, imports them with `hermes sessions import --user` and runs the
-questions with `hermes sessions search --batch --json` (real subprocesses: the real path is
-measured). Recall@k = share of questions with an evidence message (session, index) among the
-top k hits. Latency = the search time each result line reports (process start excluded).
-On the same data it also scores a plain FTS5 baseline (one message per row, unicode61 without
-stemming, OR of the question's words, BM25) and ablations of the ranking, in-process.
-Data lives in a temporary directory (or --workdir) and is deleted unless --keep.
+Two slices of questions, each with the message(s) that hold the answer:
+- `dialogue` (bench/recall_dialogue.py): conversations between two named friends over
+  months, questions of kinds single / split / temporal / update / multi, all in one scope;
+- `chat` (bench/recall_data.py, the earlier synthetic set): a user and the assistant, one
+  scope per persona, kinds direct / spread / updated / assistant. (10k scale only.)
+The 1M scale adds ~990k messages of other people's chat to the dialogue scope (one scope of
+1M messages: the latency goal). Data is imported with `hermes sessions import` and searched
+with `hermes sessions search --batch --json` (real subprocesses, the path a user or the
+held-out benchmark takes); recall@k = share of questions with an evidence message
+(session id, message index) among the top k hits; latency = the `took_ms` each result line
+reports. The ablation table reruns the dialogue and chat questions in-process with one
+ranking idea changed at a time. Data lives in a temporary directory unless --workdir/--keep.
 """
 
 from __future__ import annotations
@@ -34,122 +38,114 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from recall_data import write_dataset  # noqa: E402
+from recall_dialogue import write_dialogues  # noqa: E402
 
 from hermes.memory.ranking import DEFAULT_CONFIG, RankConfig, rank_messages  # noqa: E402
 from hermes.store.sqlite import SQLiteStore  # noqa: E402
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 Hits = list[tuple[str, int]]
+DIALOGUE_SCOPE = "bench"
 
 
-def hermes(home: Path, *args: str, stdin: str | None = None) -> str:
+def hermes(home: Path, *args: str) -> str:
     env = {**os.environ, "HERMES_HOME": str(home)}
     done = subprocess.run(
-        [sys.executable, "-m", "hermes", *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, "-m", "hermes", *args], env=env, capture_output=True, text=True
     )
     if done.returncode != 0:
         raise SystemExit(f"hermes {' '.join(args)} failed:\n{done.stderr}")
     return done.stdout
 
 
-def load_questions(data: Path) -> list[dict]:
-    return [json.loads(line) for line in (data / "questions.jsonl").open(encoding="utf-8")]
-
-
-def import_all(data: Path, home: Path, personas: list[str]) -> float:
-    started = time.perf_counter()
-    for user in personas:
-        hermes(home, "sessions", "import", str(data / f"{user}.jsonl"), "--user", user)
-    return time.perf_counter() - started
-
-
-def run_cli_search(home: Path, data: Path, questions: list[dict]) -> tuple[list[Hits], list[float]]:
-    """Each persona's questions in one `--batch` call; hits in question order."""
-    results: dict[int, Hits] = {}
-    took: list[float] = []
-    by_user: dict[str, list[int]] = {}
-    for i, q in enumerate(questions):
-        by_user.setdefault(q["persona"], []).append(i)
-    for user, idxs in by_user.items():
-        batch = data / f"{user}.queries.jsonl"
-        batch.write_text(
-            "".join(json.dumps({"query": questions[i]["query"], "limit": 10}) + "\n" for i in idxs),
-            encoding="utf-8",
-        )
-        out = hermes(home, "sessions", "search", "--batch", str(batch), "--json", "--user", user)
-        for i, line in zip(idxs, out.splitlines(), strict=True):
-            doc = json.loads(line)
-            assert doc["query"] == questions[i]["query"]
-            results[i] = [(h["session_id"], h["message_index"]) for h in doc["hits"]]
-            took.append(doc["took_ms"])
-    return [results[i] for i in range(len(questions))], took
-
-
-def timed(
-    questions: list[dict], search: Callable[[str, str], Hits]
+def cli_search(
+    home: Path, work: Path, user: str, queries: list[str]
 ) -> tuple[list[Hits], list[float]]:
+    batch = work / f"{user}.queries.jsonl"
+    batch.write_text("".join(json.dumps({"query": q, "limit": 10}) + "\n" for q in queries))
+    out = hermes(home, "sessions", "search", "--batch", str(batch), "--json", "--user", user)
     hits, took = [], []
-    for q in questions:
-        started = time.perf_counter()
-        hits.append(search("user:" + q["persona"], q["query"]))
-        took.append((time.perf_counter() - started) * 1000)
+    for q, line in zip(queries, out.splitlines(), strict=True):
+        doc = json.loads(line)
+        assert doc["query"] == q
+        hits.append([(h["session_id"], h["message_index"]) for h in doc["hits"]])
+        took.append(doc["took_ms"])
     return hits, took
 
 
-# ----------------------------------------------------------------------------- baselines
+def found(q: dict, h: Hits, k: int) -> bool:
+    return bool({tuple(e) for e in q["evidence"]} & set(h[:k]))
 
 
-def build_plain(db: Path, data: Path, personas: list[str]) -> sqlite3.Connection:
-    """Plain FTS5: one message per row, default unicode61 tokenizer (no stemming)."""
-    conn = sqlite3.connect(db)
-    conn.executescript(
-        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-        "CREATE TABLE msg (id INTEGER PRIMARY KEY, scope TEXT, session_id TEXT, idx INTEGER);"
-        "CREATE VIRTUAL TABLE msg_fts USING fts5(content);"
+def recall(qs: list[dict], hits: list[Hits]) -> tuple[float, float, float]:
+    n = max(1, len(qs))
+    r1, r5, r10 = (
+        sum(found(q, h, k) for q, h in zip(qs, hits, strict=True)) / n for k in (1, 5, 10)
     )
-    rowid = 0
-    for user in personas:
-        rows, texts = [], []
-        for line in (data / f"{user}.jsonl").open(encoding="utf-8"):
-            session = json.loads(line)
-            for idx, m in enumerate(session["messages"]):
-                rowid += 1
-                rows.append((rowid, "user:" + user, session["id"], idx))
-                texts.append((rowid, m["content"] or ""))
-        conn.executemany("INSERT INTO msg VALUES (?, ?, ?, ?)", rows)
-        conn.executemany("INSERT INTO msg_fts (rowid, content) VALUES (?, ?)", texts)
-        conn.commit()
-    return conn
+    return r1, r5, r10
 
 
-def plain_search(conn: sqlite3.Connection) -> Callable[[str, str], Hits]:
-    def search(scope: str, query: str) -> Hits:
-        words = list(dict.fromkeys(_WORD.findall(query.lower())))
-        if not words:
-            return []
-        match = " OR ".join('"' + w + '"' for w in words)
-        rows = conn.execute(
-            "SELECT m.session_id, m.idx FROM msg_fts JOIN msg m ON m.id = msg_fts.rowid "
-            "WHERE msg_fts MATCH ? AND m.scope = ? ORDER BY bm25(msg_fts) LIMIT 10",
-            (match, scope),
-        ).fetchall()
-        return [(r[0], r[1]) for r in rows]
-
-    return search
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p * len(values)))] if values else 0.0
 
 
-def store_search(store: SQLiteStore) -> Callable[[str, str], Hits]:
-    def search(scope: str, query: str) -> Hits:
-        words = list(dict.fromkeys(_WORD.findall(query.lower())))
-        hits = store.match_messages(scope, words, view="message", limit=10)
-        return [(h.session_id, h.index) for h in hits]
+# ----------------------------------------------------------------------------- data
 
-    return search
+
+class Slice:
+    """Questions of one kind of data, and how to search them (scope per question)."""
+
+    def __init__(self, name: str, questions: list[dict]) -> None:
+        self.name, self.questions = name, questions
+
+    def scope_users(self) -> dict[str, list[int]]:
+        users: dict[str, list[int]] = {}
+        for i, q in enumerate(self.questions):
+            users.setdefault(q["user"], []).append(i)
+        return users
+
+
+def build(
+    root: Path, extra: int, with_chat: bool, seed: int
+) -> tuple[Path, list[Slice], int, float]:
+    data, home = root / "data", root / "home"
+    qs = write_dialogues(data, conversations=10, sessions=32, extra=extra, seed=seed)
+    slices = [Slice("dialogue", [{**q, "user": DIALOGUE_SCOPE} for q in qs])]
+    files = [(data / "dialogues.jsonl", DIALOGUE_SCOPE)]
+    if with_chat:
+        chat = data / "chat"
+        write_dataset(chat, personas=10, per_persona=1000, seed=seed)
+        cq = [json.loads(line) for line in (chat / "questions.jsonl").open()]
+        slices.append(Slice("chat", [{**q, "user": q["persona"]} for q in cq]))
+        files += [(chat / f"p{i:02d}.jsonl", f"p{i:02d}") for i in range(10)]
+    started = time.perf_counter()
+    for path, user in files:
+        hermes(home, "sessions", "import", str(path), "--user", user)
+    took = time.perf_counter() - started
+    store = SQLiteStore(home / "state.db")
+    total = store.count_messages()
+    store.close()
+    return home, slices, total, took
+
+
+# ----------------------------------------------------------------------------- reports
+
+
+def kind_rows(scale: str, sl: Slice, hits: list[Hits], took: list[float]) -> list[str]:
+    kinds: dict[str, list[int]] = {}
+    for i, q in enumerate(sl.questions):
+        kinds.setdefault(q["kind"], []).append(i)
+    rows = []
+    for kind in [*sorted(kinds), "all"]:
+        idx = kinds.get(kind, list(range(len(sl.questions))))
+        r = recall([sl.questions[i] for i in idx], [hits[i] for i in idx])
+        times = [took[i] for i in idx]
+        rows.append(
+            f"| {scale:>5} | {sl.name:<8} | {kind:<9} | {len(idx):>4} | {r[0]:.3f} | {r[1]:.3f} "
+            f"| {r[2]:.3f} | {statistics.median(times):6.1f} | {pct(times, 0.95):6.1f} |"
+        )
+    return rows
 
 
 def ranked(store: SQLiteStore, config: RankConfig) -> Callable[[str, str], Hits]:
@@ -160,122 +156,104 @@ def ranked(store: SQLiteStore, config: RankConfig) -> Callable[[str, str], Hits]
     return search
 
 
-ABLATIONS: list[tuple[str, RankConfig]] = [
+def plain_search(store: SQLiteStore) -> Callable[[str, str], Hits]:
+    """Baseline: one message per row, no stemming, OR of the question's words, BM25."""
+
+    def search(scope: str, query: str) -> Hits:
+        words = list(dict.fromkeys(_WORD.findall(query.lower())))
+        hits = store.match_messages(scope, words, view="exact", limit=10)
+        return [(h.session_id, h.index) for h in hits]
+
+    return search
+
+
+ABLATIONS: list[tuple[str, RankConfig | None]] = [
+    ("plain FTS5 (1 msg/row, no stemming)", None),
+    ("current default", DEFAULT_CONFIG),
     ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),
     ("  without role prior", replace(DEFAULT_CONFIG, role=0.0)),
     ("  without per-session cap", replace(DEFAULT_CONFIG, per_session=0)),
+    ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),
 ]
 
-# ----------------------------------------------------------------------------- report
 
-
-def score(questions: list[dict], hits: list[Hits]) -> dict[int, float]:
-    out = {}
-    for k in (1, 5, 10):
-        found = sum(
-            bool({tuple(e) for e in q["evidence"]} & set(h[:k]))
-            for q, h in zip(questions, hits, strict=True)
-        )
-        out[k] = found / len(questions)
-    return out
-
-
-def row(scale: str, method: str, questions: list[dict], hits: list[Hits], took: list[float]) -> str:
-    r = score(questions, hits)
-    took = sorted(took)
-    p95 = took[min(len(took) - 1, int(0.95 * len(took)))]
-    return (
-        f"| {scale:>5} | {method:<38} | {r[1]:.3f} | {r[5]:.3f} | {r[10]:.3f} | "
-        f"{statistics.median(took):8.1f} | {p95:8.1f} |"
-    )
-
-
-def by_kind(questions: list[dict], hits: list[Hits]) -> str:
-    kinds: dict[str, list[int]] = {}
-    for q, h in zip(questions, hits, strict=True):
-        kinds.setdefault(q["kind"], []).append(bool({tuple(e) for e in q["evidence"]} & set(h[:5])))
-    return ", ".join(f"{k} {sum(v) / len(v):.2f} (n={len(v)})" for k, v in sorted(kinds.items()))
+def ablation_rows(scale: str, home: Path, slices: list[Slice]) -> list[str]:
+    store = SQLiteStore(home / "state.db")
+    rows = []
+    try:
+        for name, config in ABLATIONS:
+            search = plain_search(store) if config is None else ranked(store, config)
+            cells = []
+            for sl in slices:
+                hits, took = [], []
+                for q in sl.questions:
+                    started = time.perf_counter()
+                    hits.append(search("user:" + q["user"], q["query"]))
+                    took.append((time.perf_counter() - started) * 1000)
+                r = recall(sl.questions, hits)
+                cells.append(f"{r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {pct(took, 0.95):6.1f}")
+            rows.append(f"| {scale:>5} | {name:<38} | " + " | ".join(cells) + " |")
+    finally:
+        store.close()
+    return rows
 
 
 def run_scale(
-    label: str, root: Path, personas: int, per_persona: int, extra: int, seed: int, ablations: bool
-) -> list[str]:
-    data, home = root / "data", root / "home"
-    started = time.perf_counter()
-    write_dataset(
-        data, personas=personas, per_persona=per_persona, extra_per_persona=extra, seed=seed
-    )
-    users = [f"p{i:02d}" for i in range(personas)]
-    questions = load_questions(data)
-    gen_s = time.perf_counter() - started
-    import_s = import_all(data, home, users)
-    store = SQLiteStore(home / "state.db")
-    total = store.count_messages()
+    label: str, root: Path, extra: int, seed: int, ablate: bool
+) -> tuple[list[str], list[str]]:
+    home, slices, total, import_s = build(root, extra, with_chat=not extra, seed=seed)
     print(
-        f"[{label}] {total:,} messages, {len(questions)} questions; generated in {gen_s:.0f}s, "
-        f"imported via CLI in {import_s:.0f}s ({total / import_s:,.0f} msg/s)",
+        f"[{label}] {total:,} messages imported via `hermes sessions import` in {import_s:.1f}s "
+        f"({total / import_s:,.0f} msg/s incl. process start-up)",
         file=sys.stderr,
         flush=True,
     )
-    lines = []
-    hits, took = run_cli_search(home, data, questions)
-    lines.append(row(label, "hermes sessions search (CLI)", questions, hits, took))
-    kinds = by_kind(questions, hits)
-    plain = build_plain(root / "plain.db", data, users)
-    lines.append(
-        row(
-            label,
-            "plain FTS5 (1 msg/row, no stemming)",
-            questions,
-            *timed(questions, plain_search(plain)),
-        )
-    )
-    plain.close()
-    lines.append(
-        row(
-            label,
-            "FTS5 porter, 1 msg/row (store.search)",
-            questions,
-            *timed(questions, store_search(store)),
-        )
-    )
-    if ablations:
-        for name, config in ABLATIONS:
-            lines.append(row(label, name, questions, *timed(questions, ranked(store, config))))
-    store.close()
-    print(f"[{label}] recall@5 by question kind: {kinds}", file=sys.stderr, flush=True)
-    return lines
+    rows: list[str] = []
+    for sl in slices:
+        all_hits: list[Hits] = [[] for _ in sl.questions]
+        all_took: list[float] = [0.0 for _ in sl.questions]
+        for user, idxs in sl.scope_users().items():
+            hits, took = cli_search(home, root, user, [sl.questions[i]["query"] for i in idxs])
+            for i, h, t in zip(idxs, hits, took, strict=True):
+                all_hits[i], all_took[i] = h, t
+        rows += kind_rows(label, sl, all_hits, all_took)
+    abl = ablation_rows(label, home, slices) if ablate else []
+    return rows, abl
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip-1m", action="store_true", help="only the 10k-message scale")
-    parser.add_argument("--personas", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--workdir", type=Path, help="where to put data (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="hermes-recall-"))
     work.mkdir(parents=True, exist_ok=True)
-    header = [
-        "| scale | method                                 |  R@1  |  R@5  | R@10  | med ms   | p95 ms   |",
-        "|------:|----------------------------------------|------:|------:|------:|---------:|---------:|",
-    ]
-    lines = []
+    rows, abl = [], []
     try:
-        per = 10_000 // args.personas
-        lines += run_scale("10k", work / "10k", args.personas, per, 0, args.seed, ablations=True)
+        r, a = run_scale("10k", work / "10k", 0, args.seed, ablate=True)
+        rows, abl = rows + r, abl + a
         if not args.skip_1m:
-            extra = 1_000_000 // args.personas - per
-            lines += run_scale(
-                "1M", work / "1m", args.personas, per, extra, args.seed, ablations=True
-            )
+            r, a = run_scale("1M", work / "1m", 990_000, args.seed, ablate=True)
+            rows, abl = rows + r, abl + a
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print("\n".join(header + lines))
+    print("Recall of `hermes sessions search --batch --json` by question kind:")
+    print("| scale | slice    | kind      |    n |  R@1  |  R@5  | R@10  | med ms | p95 ms |")
+    print("|------:|----------|-----------|-----:|------:|------:|------:|-------:|-------:|")
+    print("\n".join(rows))
+    print("\nAblations, in-process (dialogue R@1 | R@5 | R@10 | p95 ms, then chat):")
+    print(
+        "| scale | ranking                                | "
+        + " | ".join(["d R@1 | d R@5 | d R@10 | d p95 ", "c R@1 | c R@5 | c R@10 | c p95 "])
+        + " |"
+    )
+    print("\n".join(abl))
 
 
 if __name__ == "__main__":
+    sqlite3.threadsafety  # noqa: B018 - the bench needs the stdlib sqlite3 module
     main()

@@ -185,3 +185,38 @@ def test_a_busy_live_session_does_not_hide_older_hits(store: SQLiteStore) -> Non
     add(store, "default", "other", *[("user", f"plain chat {i}") for i in range(700)])
     hits = search_hits(store, "default", "kiwi", exclude=["live"])
     assert [(h.session_id, h.message_index) for h in hits] == [("old", 0)]
+
+
+def test_a_question_naming_a_speaker_favours_that_speakers_turns(store: SQLiteStore) -> None:
+    store.ensure_session("default", "c1", source="import")
+    store.append_messages(
+        "default",
+        "c1",
+        [
+            NewMessage("assistant", "Hey Caroline, how was the pottery class?", name="Melanie"),
+            NewMessage("user", "It was fine. I also started a pottery course.", name="Caroline"),
+            NewMessage("assistant", "I tried a pottery course last year too.", name="Melanie"),
+        ],
+    )
+    hits = rank_messages(store, "default", "What course did Caroline start?", limit=3)
+    assert (hits[0].session_id, hits[0].index) == ("c1", 1)
+    assert [m.name for m in store.get_messages("default", "c1")] == [
+        "Melanie",
+        "Caroline",
+        "Melanie",
+    ]
+    check(store)
+
+
+def test_import_and_export_keep_speaker_names(store: SQLiteStore) -> None:
+    from hermes.store.transfer import export_sessions, import_sessions, parse_jsonl
+
+    line = (
+        '{"id": "d1", "messages": [{"role": "user", "name": "Jon", "content": "I opened a '
+        'dance studio"}, {"role": "assistant", "name": "Gina", "content": "Congrats!"}]}'
+    )
+    import_sessions(store, "default", parse_jsonl([line]))
+    exported = next(export_sessions(store, "default"))
+    assert '"name": "Jon"' in exported and '"name": "Gina"' in exported
+    hits = rank_messages(store, "default", "What did Jon open?")
+    assert (hits[0].session_id, hits[0].index) == ("d1", 0)

@@ -42,6 +42,7 @@ class NewMessage:
     tool_name: str | None = None
     timestamp: float | None = None
     token_count: int | None = None
+    name: str | None = None  # who said it, when several people talk (OpenAI's `name`)
 
 
 @dataclass(slots=True)
@@ -57,6 +58,7 @@ class MessageRecord:
     tool_call_id: str | None = None
     tool_name: str | None = None
     token_count: int | None = None
+    name: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
         """The message as the Chat Completions API expects it."""

@@ -7,7 +7,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes.store.search_schema import M003_MESSAGE_WINDOWS, M005_MESSAGE_VIEWS
+from hermes.store.search_schema import (
+    M003_MESSAGE_WINDOWS,
+    M005_MESSAGE_VIEWS,
+    M006_SPEAKERS,
+)
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ MIGRATIONS: list[Migration] = [
     Migration(3, "message_windows", _script(M003_MESSAGE_WINDOWS)),
     Migration(4, "compactions", _script(M004_COMPACTIONS)),
     Migration(5, "message_views", _script(M005_MESSAGE_VIEWS)),
+    Migration(6, "speakers", _script(M006_SPEAKERS)),
 ]
 
 

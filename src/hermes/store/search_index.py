@@ -28,6 +28,7 @@ class WindowWeights:
     before: float = 0.3
     body: float = 1.0
     after: float = 0.3
+    speaker: float = 0.5
 
 
 WINDOW_WEIGHTS = WindowWeights()
@@ -46,10 +47,11 @@ def _plan(view: SearchView, scope: str, terms: Sequence[str]) -> tuple[str, str,
     tag = _quote(scope_tag(scope))
     if view == "window":
         w = WINDOW_WEIGHTS
-        rank = f"bm25(message_windows_fts, {w.before}, {w.body}, {w.after}, 0.0)"
-        return "message_windows_fts", rank, f"tag : {tag} AND {{before body after}} : {_any(terms)}"
+        rank = f"bm25(message_windows_fts, {w.before}, {w.body}, {w.after}, {w.speaker}, 0.0)"
+        cols = "{before body after speaker}"
+        return "message_windows_fts", rank, f"tag : {tag} AND {cols} : {_any(terms)}"
     if view == "message":
-        rank = "bm25(message_windows_fts, 0.0, 1.0, 0.0, 0.0)"
+        rank = "bm25(message_windows_fts, 0.0, 1.0, 0.0, 0.0, 0.0)"
         return "message_windows_fts", rank, f"tag : {tag} AND body : {_any(terms)}"
     if view == "exact":
         rank = "bm25(message_exact_fts, 1.0, 0.0)"

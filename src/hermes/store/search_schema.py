@@ -189,3 +189,41 @@ INSERT INTO message_trigram_fts (message_trigram_fts) VALUES ('rebuild');
 
 # Every FTS table of the search views, for integrity checks and rebuilds.
 SEARCH_TABLES = ("message_windows_fts", "message_exact_fts", "message_trigram_fts")
+
+
+def _with_speaker(sql: str) -> str:
+    """Migration 3's windows, rebuilt with a `speaker` column (the message's `name`)."""
+    edits = [
+        (
+            "CREATE VIEW message_windows (id, scope, session_id, before, body, after, tag)",
+            "CREATE VIEW message_windows (id, scope, session_id, before, body, after, speaker, tag)",
+        ),
+        (
+            "    's' || lower(hex(m.scope))",
+            "    coalesce(m.name, ''),\n    's' || lower(hex(m.scope))",
+        ),
+        (
+            "    before, body, after, tag, content=",
+            "    before, body, after, speaker, tag, content=",
+        ),
+        (_COLS, "before, body, after, speaker, tag"),
+        ("w.before, w.body, w.after, w.tag", "w.before, w.body, w.after, w.speaker, w.tag"),
+    ]
+    for old, new in edits:
+        assert old in sql, old
+        sql = sql.replace(old, new)
+    return sql
+
+
+# Migration 6: messages keep the speaker's `name` (OpenAI's message field: who said it, in
+# a conversation between named people), and the windows index it, so a question naming a
+# person favours that person's turns over turns that merely mention the name.
+M006_SPEAKERS = (
+    "ALTER TABLE messages ADD COLUMN name TEXT;\n"
+    + "".join(
+        f"DROP TRIGGER message_windows_{t};\n"
+        for t in ("bi", "ai", "bd", "ad", "bu", "au", "session_bd")
+    )
+    + "DROP TABLE message_windows_fts;\nDROP VIEW message_windows;\n"
+    + _with_speaker(M003_MESSAGE_WINDOWS)
+)

@@ -29,7 +29,7 @@ _SESSION_COLUMNS = (
 )
 _MESSAGE_COLUMNS = (
     "id, scope, session_id, idx, role, content, timestamp, tool_calls, tool_call_id, "
-    "tool_name, token_count"
+    "tool_name, token_count, name"
 )
 _OPEN_TIMEOUT_S = 30.0
 
@@ -117,7 +117,20 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
 
     @staticmethod
     def _message(row: tuple[Any, ...]) -> MessageRecord:
-        (mid, scope, sid, idx, role, content, ts, tool_calls, tool_call_id, tool_name, tokens) = row
+        (
+            mid,
+            scope,
+            sid,
+            idx,
+            role,
+            content,
+            ts,
+            tool_calls,
+            tool_call_id,
+            tool_name,
+            tokens,
+            name,
+        ) = row
         return MessageRecord(
             id=mid,
             scope=scope,
@@ -130,6 +143,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             token_count=tokens,
+            name=name,
         )
 
     # -- sessions -------------------------------------------------------------------------
@@ -280,8 +294,8 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
                 tool_calls = json.dumps(msg.tool_calls) if msg.tool_calls else None
                 cur = conn.execute(
                     "INSERT INTO messages (scope, session_id, idx, role, content, tool_calls, "
-                    "tool_call_id, tool_name, timestamp, token_count) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "tool_call_id, tool_name, timestamp, token_count, name) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         scope,
                         session_id,
@@ -293,6 +307,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
                         msg.tool_name,
                         ts,
                         msg.token_count,
+                        msg.name,
                     ),
                 )
                 records.append(
@@ -308,6 +323,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
                         tool_call_id=msg.tool_call_id,
                         tool_name=msg.tool_name,
                         token_count=msg.token_count,
+                        name=msg.name,
                     )
                 )
             conn.execute(

@@ -48,6 +48,7 @@ class ImportedMessage(BaseModel):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     tool_name: str | None = None
+    name: str | None = Field(default=None, max_length=200)
 
     _ts = field_validator("timestamp", mode="before")(classmethod(lambda cls, v: _epoch(v)))
 
@@ -118,6 +119,7 @@ def import_sessions(store: Store, scope: str, sessions: list[ImportedSession]) -
                     tool_calls=m.tool_calls,
                     tool_call_id=m.tool_call_id,
                     tool_name=m.tool_name,
+                    name=m.name,
                 )
                 for m in s.messages
             ],
@@ -150,6 +152,8 @@ def export_sessions(
                 item["tool_call_id"] = m.tool_call_id
             if m.tool_name:
                 item["tool_name"] = m.tool_name
+            if m.name:
+                item["name"] = m.name
             messages.append(item)
         line = {
             "id": record.id,
