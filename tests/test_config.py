@@ -86,3 +86,33 @@ def test_timezone_must_be_iana(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
         load_settings()
     monkeypatch.setenv("HERMES_TIMEZONE", "Europe/Berlin")
     assert load_settings().timezone == "Europe/Berlin"
+
+
+def test_database_url_defaults_to_sqlite_in_home_and_environment_overrides(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes.runtime import open_store
+    from hermes.store.urls import redact
+
+    s = load_settings()
+    assert s.database_url == f"sqlite:///{str(home / 'state.db').lstrip('/')}"
+    store = open_store(s)
+    try:
+        assert store.url == s.database_url and (home / "state.db").exists()
+    finally:
+        store.close()
+    other = home / "elsewhere" / "x.db"
+    monkeypatch.setenv("HERMES_DATABASE_URL", f"sqlite:///{other}")
+    s = load_settings()
+    store = open_store(s)
+    store.close()
+    assert other.exists()
+    assert redact("postgresql://bob:hunter2@db:5432/h") == "postgresql://bob:***@db:5432/h"
+
+
+def test_unknown_database_url_is_a_config_error(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_DATABASE_URL", "mysql://db/hermes")
+    with pytest.raises(ConfigError, match=r"HERMES_DATABASE_URL.*postgresql://"):
+        load_settings()

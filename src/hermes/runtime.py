@@ -13,7 +13,8 @@ from hermes.delivery import Deliverers
 from hermes.models.client import OpenAICompatClient
 from hermes.plugins import Registry, Service, load_registry
 from hermes.services import Services
-from hermes.store.sqlite import SQLiteStore
+from hermes.store.base import Store
+from hermes.store.opener import open_store as _open_url
 from hermes.tools.registry import Toolset
 
 __all__ = ["Runtime", "Service", "build_runtime", "make_model_client", "open_store"]
@@ -22,7 +23,7 @@ __all__ = ["Runtime", "Service", "build_runtime", "make_model_client", "open_sto
 @dataclass
 class Runtime:
     settings: Settings
-    store: SQLiteStore
+    store: Store
     model: OpenAICompatClient
     agent: Agent
     registry: Registry
@@ -44,8 +45,9 @@ class Runtime:
         self.store.close()
 
 
-def open_store(settings: Settings) -> SQLiteStore:
-    return SQLiteStore(settings.home / "state.db")
+def open_store(settings: Settings) -> Store:
+    """The store `store.url` names (default: SQLite at `$HERMES_HOME/state.db`)."""
+    return _open_url(settings.database_url, home=settings.home, pool_size=settings.store.pool_size)
 
 
 def make_model_client(settings: Settings, *, model: str | None = None) -> OpenAICompatClient:

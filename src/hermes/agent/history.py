@@ -25,8 +25,7 @@ from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError, ModelError
 from hermes.models.types import Usage
 from hermes.models.wire import freeze
-from hermes.store.base import MessageRecord, SessionRecord
-from hermes.store.sqlite import SQLiteStore
+from hermes.store.base import MessageRecord, SessionRecord, Store
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ class CompressingHistory:
         self,
         *,
         settings: Settings,
-        store: SQLiteStore,
+        store: Store,
         model: ModelClient,
     ) -> None:
         self.settings = settings

@@ -6,7 +6,6 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -80,7 +79,7 @@ def show_cmd(
         if session is None:
             fail(f"no session {session_id!r} in this scope; `hermes sessions list` shows them", 1)
         messages = store.get_messages(scope, session_id)
-        markers = _compression_markers(store, scope, session_id)
+        markers = store.compression_markers(scope, session_id)
     finally:
         store.close()
     if as_json:
@@ -123,11 +122,6 @@ def show_cmd(
                 f"---- compressed: messages before #{mark['upto_index']} are summarised in the prompt "
                 f"({_when(mark['created_at'])}) ----"
             )
-
-
-def _compression_markers(store: object, scope: str, session_id: str) -> list[dict[str, Any]]:
-    markers = getattr(store, "compression_markers", None)
-    return markers(scope, session_id) if callable(markers) else []
 
 
 @app.command("search")

@@ -102,6 +102,25 @@ class CronSettings(_Section):
     webhook_allow_private: bool = False
 
 
+class StoreSettings(_Section):
+    # `sqlite:///<absolute path>` (default: `$HERMES_HOME/state.db`) or `postgresql://…` (§12)
+    url: str | None = None
+    pool_size: int = Field(default=10, ge=1, le=1000)  # PostgreSQL connections per process
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not value.startswith(("sqlite://", "postgresql://", "postgres://")):
+            raise ValueError(
+                "must start with sqlite:/// (a file) or postgresql:// (a shared database), "
+                "e.g. postgresql://hermes@db.internal:5432/hermes"
+            )
+        return value
+
+
 class Settings(_Section):
     """Everything Hermes needs to run; built by `load_settings` and passed down."""
 
@@ -127,6 +146,12 @@ class Settings(_Section):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     cron: CronSettings = Field(default_factory=CronSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+
+    @property
+    def database_url(self) -> str:
+        """`store.url`, or the embedded default `sqlite:///$HERMES_HOME/state.db`."""
+        return self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
 
 
 # environment variable -> dotted config key
@@ -141,6 +166,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_SESSION_SCOPES": "server.session_scopes",
     "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND": "server.allow_unauthenticated_public_bind",
     "HERMES_TIMEZONE": "timezone",
+    "HERMES_DATABASE_URL": "store.url",
 }
 
 

@@ -18,6 +18,7 @@ from hermes.agent.loop import Agent, TurnObserver, TurnRequest
 from hermes.cron.schedule import describe
 from hermes.cron.store import Job, atomic_write, output_dir
 from hermes.models.errors import ModelError
+from hermes.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -128,17 +129,14 @@ def build_prompt(home: Path, job: Job) -> str:
     return "\n\n".join(parts)
 
 
-def _summary_of(store: Any, scope: str, session_id: str) -> str | None:
-    """The session's latest compression summary, if the store keeps them and one exists."""
-    latest = getattr(store, "latest_compaction", None)
-    if not callable(latest):
-        return None
-    compaction = latest(scope, session_id)
-    summary = getattr(compaction, "summary", None)
-    return summary.strip() if isinstance(summary, str) and summary.strip() else None
+def _summary_of(store: Store, scope: str, session_id: str) -> str | None:
+    """The session's latest compression summary, if one exists."""
+    compaction = store.latest_compaction(scope, session_id)
+    summary = compaction.summary.strip() if compaction is not None else ""
+    return summary or None
 
 
-def session_context(store: Any, scope: str, session_id: str) -> str | None:
+def session_context(store: Store, scope: str, session_id: str) -> str | None:
     """What the job's linked session said lately (and its summary), for the run's system note."""
     session = store.get_session(scope, session_id)
     if session is None:
@@ -146,7 +144,7 @@ def session_context(store: Any, scope: str, session_id: str) -> str | None:
     start = max(0, session.message_count - RECENT_TURNS * 4)
     messages = store.get_messages(scope, session_id, start=start)
     turns = [m for m in messages if m.role in ("user", "assistant") and m.content]
-    lines = [f"{m.role}: {m.content[:_TURN_CHARS]}" for m in turns[-RECENT_TURNS:]]
+    lines = [f"{m.role}: {(m.content or '')[:_TURN_CHARS]}" for m in turns[-RECENT_TURNS:]]
     summary = _summary_of(store, scope, session_id)
     if not lines and not summary:
         return None

@@ -1,7 +1,10 @@
-"""Durable state: sessions, messages and full-text search behind the `Store` contract."""
+"""Durable state behind the `Store` contract; `open_store(url)` picks the backend."""
 
 from hermes.store.base import (
     DEFAULT_SCOPE,
+    Compaction,
+    CompactionStore,
+    Lease,
     MessageRecord,
     NewMessage,
     Searcher,
@@ -12,10 +15,14 @@ from hermes.store.base import (
     StoreError,
     TextMatch,
 )
+from hermes.store.opener import open_store
 from hermes.store.sqlite import SQLiteStore
 
 __all__ = [
     "DEFAULT_SCOPE",
+    "Compaction",
+    "CompactionStore",
+    "Lease",
     "MessageRecord",
     "NewMessage",
     "SQLiteStore",
@@ -26,4 +33,5 @@ __all__ = [
     "Store",
     "StoreError",
     "TextMatch",
+    "open_store",
 ]

@@ -1,4 +1,6 @@
-"""The storage contract. SQLite implements it today, PostgreSQL next; no SQL leaks past it."""
+"""The storage contract: sessions, messages, compactions, leases, learned context windows and
+search. SQLite (`sqlite:///…`, the embedded default) and PostgreSQL (`postgresql://…`, shared
+by several replicas) implement it; no SQL leaks past `hermes.store`."""
 
 from __future__ import annotations
 
@@ -68,6 +70,23 @@ class MessageRecord:
         if self.role == "tool":
             msg["tool_call_id"] = self.tool_call_id
         return msg
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The prompt view of a session: messages [0, head_end) + summary + messages [upto_idx, …).
+
+    Originals are never deleted; a compaction is recorded beside them, so compressed
+    messages stay searchable."""
+
+    scope: str
+    session_id: str
+    seq: int
+    head_end: int
+    upto_idx: int
+    summary: str
+    kind: str
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +174,40 @@ class Searcher(Protocol):
         ...
 
 
-class Store(Searcher, Protocol):
-    """Sessions, messages and search, always addressed within a scope."""
+class CompactionStore(Protocol):
+    """Context compression's records: compactions per session and learned context windows."""
+
+    def add_compaction(
+        self, scope: str, session_id: str, *, head_end: int, upto_idx: int, summary: str, kind: str
+    ) -> Compaction:
+        """Record a new prompt view of the session (numbered after the previous ones)."""
+        ...
+
+    def latest_compaction(self, scope: str, session_id: str) -> Compaction | None: ...
+
+    def compression_markers(self, scope: str, session_id: str) -> list[dict[str, Any]]:
+        """Every compaction of the session, oldest first, without the summaries' text:
+        `seq, head_end, upto_index, kind, created_at, summary_chars`."""
+        ...
+
+    def get_model_limit(self, model: str) -> int | None:
+        """The context window learned for `model` from a context-length error, if any."""
+        ...
+
+    def set_model_limit(self, model: str, context_length: int) -> None:
+        """Remember a learned window; only ever lowers a known one (never raises it)."""
+        ...
+
+
+class Store(Searcher, CompactionStore, Protocol):
+    """Sessions, messages, compactions, leases and search, always addressed within a scope.
+
+    Every method is blocking (call it from a worker thread in async code) and safe to call
+    from several threads and processes at once.
+    """
+
+    url: str
+    """Where the data lives (`sqlite:///…` or `postgresql://…`, password left out)."""
 
     def ensure_session(
         self,
@@ -224,6 +275,8 @@ class Store(Searcher, Protocol):
 
     def release_lock(self, name: str, holder: str) -> None: ...
 
-    def health(self) -> dict[str, Any]: ...
+    def health(self) -> dict[str, Any]:
+        """`ok` plus what an operator needs to see (schema version, backend details)."""
+        ...
 
     def close(self) -> None: ...

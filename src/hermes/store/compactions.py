@@ -1,4 +1,4 @@
-"""Store extension for context compression: compaction records and learned context windows."""
+"""SQLite side of `CompactionStore`: compaction records and learned context windows."""
 
 from __future__ import annotations
 
@@ -6,22 +6,11 @@ import sqlite3
 import threading
 import time
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hermes.store.base import Compaction
 
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    """The prompt view of a session: messages [0, head_end) + summary + messages [upto_idx, …)."""
-
-    scope: str
-    session_id: str
-    seq: int
-    head_end: int
-    upto_idx: int
-    summary: str
-    kind: str
-    created_at: float
+__all__ = ["Compaction", "CompactionStoreMixin"]
 
 
 class CompactionStoreMixin:

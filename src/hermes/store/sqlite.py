@@ -22,6 +22,7 @@ from hermes.store.base import (
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.migrations import MIGRATIONS, Migration, current_version, migrate
 from hermes.store.search_index import SearchIndexMixin
+from hermes.store.urls import sqlite_url
 
 _SESSION_COLUMNS = (
     "scope, id, source, started_at, updated_at, title, parent_session_id, ended_at, "
@@ -44,6 +45,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
 
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
         self.path = Path(path)
+        self.url = sqlite_url(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists()
         try:
