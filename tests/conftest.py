@@ -79,6 +79,25 @@ async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
 def run_cli(
     *args: str, input: str | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
+    """Run the `hermes` CLI in-process (typer's CliRunner) with the test's environment.
+
+    Same result shape as a subprocess; `run_cli_subprocess` is the real-process variant kept for
+    the few smoke tests that need a separate interpreter (signals, concurrency, exit paths)."""
+    from typer.testing import CliRunner
+
+    from hermes.cli.main import app
+
+    result = CliRunner().invoke(app, list(args), input=input, env=dict(os.environ))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(
+        ["hermes", *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
+def run_cli_subprocess(
+    *args: str, input: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run the `hermes` CLI as a real subprocess with the test's environment."""
     return subprocess.run(
         [sys.executable, "-m", "hermes", *args],

@@ -2,17 +2,17 @@ import json
 from pathlib import Path
 
 from hermes.testing.fake_model import FakeModel, Text
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_subprocess
 
 
 def test_version() -> None:
-    result = run_cli("--version")
+    result = run_cli_subprocess("--version")  # smoke: the installed entry point starts
     assert result.returncode == 0 and result.stdout.startswith("hermes ")
 
 
 def test_one_shot_prints_only_the_answer(model_env: dict, fake: FakeModel) -> None:
     fake.enqueue(Text("Hello from the model"))
-    result = run_cli("chat", "-q", "hi")
+    result = run_cli_subprocess("chat", "-q", "hi")  # smoke: a real process, real stdout
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Hello from the model\n"
     assert fake.chat_requests()[0]["messages"][-1] == {"role": "user", "content": "hi"}

@@ -59,8 +59,16 @@ async def client(fake: FakeModel) -> AsyncIterator[OpenAICompatClient]:
 
 
 def test_client_satisfies_protocol() -> None:
+    """Every method of the ModelClient contract exists on the client, async where it is."""
+    import inspect
+
     c: ModelClient = OpenAICompatClient(base_url=None, api_key=None, model=None)
-    assert c is not None
+    for name, member in inspect.getmembers(ModelClient, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        implemented = getattr(c, name, None)
+        assert implemented is not None, name
+        assert inspect.iscoroutinefunction(implemented) == inspect.iscoroutinefunction(member)
 
 
 # ---------------------------------------------------------------------- text
