@@ -5,12 +5,13 @@ Pure functions over OpenAI-style message dicts; the policy in history.py drives 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hermes.agent.tokens import estimate_message_tokens, estimate_messages_tokens
+from hermes.text import clip
 
 SUMMARY_PREFIX = (
     "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns of this conversation were compacted "
@@ -49,18 +50,6 @@ SUMMARIZER_INSTRUCTIONS = (
 
 OLD_TOOL_OUTPUT_CHARS = 200
 CLEARED_NOTE = "[old tool output cleared to save context space]"
-
-
-@dataclass(frozen=True)
-class Cut:
-    """History split as [0, head_end) head, [head_end, tail_start) middle, [tail_start, …) tail."""
-
-    head_end: int
-    tail_start: int
-
-    @property
-    def empty(self) -> bool:
-        return self.tail_start <= self.head_end
 
 
 def _safe_boundary(messages: Sequence[dict[str, Any]], index: int) -> int:
@@ -119,23 +108,39 @@ def clear_old_tool_outputs(messages: Sequence[dict[str, Any]]) -> list[dict[str,
     return cleared
 
 
-def render_transcript(messages: Sequence[dict[str, Any]]) -> str:
-    """Plain-text transcript for the summariser."""
+def render_transcript(
+    messages: Sequence[dict[str, Any]],
+    *,
+    message_chars: int | None = None,
+    tool_chars: int | None = None,
+    limit: int | None = None,
+    skip_system: bool = False,
+) -> str:
+    """Plain-text transcript for a model that reads a conversation (the summariser, the memory
+    pass): optional per-message and per-tool-result caps, keeping the newest when over `limit`."""
     lines: list[str] = []
     for msg in messages:
-        role = msg.get("role", "?")
+        role = str(msg.get("role", "?"))
+        if skip_system and role == "system":
+            continue
         content = msg.get("content") or ""
         if not isinstance(content, str):
-            content = str(content)
+            content = json.dumps(content, ensure_ascii=False)
+        cap = tool_chars if role == "tool" else message_chars
+        if cap is not None:
+            content = clip(content, cap)
         if msg.get("tool_calls"):
             calls = ", ".join(
-                f"{c['function']['name']}({c['function']['arguments'][:200]})"
+                f"{c['function']['name']}({clip(str(c['function']['arguments']), 200)})"
                 for c in msg["tool_calls"]
             )
             content = f"{content}\n[calls {calls}]".strip()
         label = "TOOL RESULT" if role == "tool" else role.upper()
         lines.append(f"{label}: {content}")
-    return "\n\n".join(lines)
+    out = "\n\n".join(lines)
+    if limit is None or len(out) <= limit:
+        return out
+    return "[… earlier messages cut …]\n" + out[-limit:]
 
 
 def chunk_for_budget(
@@ -180,22 +185,17 @@ _PATH = re.compile(
 _DECISION = re.compile(r"\b(decid\w*|decision|agreed|we will|let's go with|chose|choose)\b", re.I)
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def fallback_summary(
     previous: str | None, messages: Sequence[dict[str, Any]], max_chars: int
 ) -> str:
     """A summary built without a model call, when the summariser is down: never lose the thread."""
     asks = [
-        _clip(m["content"], 240)
+        clip(m["content"], 240, squash=True)
         for m in messages
         if m.get("role") == "user" and isinstance(m.get("content"), str) and m["content"].strip()
     ]
     decisions = [
-        _clip(m["content"], 240)
+        clip(m["content"], 240, squash=True)
         for m in messages
         if isinstance(m.get("content"), str) and _DECISION.search(m["content"])
     ]
@@ -209,7 +209,7 @@ def fallback_summary(
     )
     last_answer = next(
         (
-            _clip(m["content"], 400)
+            clip(m["content"], 400, squash=True)
             for m in reversed(messages)
             if m.get("role") == "assistant" and m.get("content")
         ),

@@ -8,20 +8,18 @@ not know (added by hand or by a newer release) are carried through every save un
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import re
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from hermes import fileio
 from hermes.cron.schedule import (
     ScheduleError,
     default_repeat,
@@ -39,8 +37,6 @@ log = logging.getLogger(__name__)
 JOB_ID = re.compile(r"^[a-f0-9]{12}$")
 LOCK_WAIT_SECONDS = 30.0
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_thread_locks: dict[Path, threading.Lock] = {}
-_thread_locks_guard = threading.Lock()
 
 Job = dict[str, Any]
 Clock = Callable[[], datetime]
@@ -265,41 +261,14 @@ def find_job(jobs: list[Job], ref: str) -> Job:
 # -------------------------------------------------------------------------- locking
 
 
-def _thread_lock(path: Path) -> threading.Lock:
-    with _thread_locks_guard:
-        return _thread_locks.setdefault(path, threading.Lock())
-
-
 @contextlib.contextmanager
 def file_lock(lock_path: Path, *, wait: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
-    """Exclusive across threads and processes; gives up with a clear error after `wait` s."""
-    deadline = time.monotonic() + wait
-    tlock = _thread_lock(lock_path)
-    if not tlock.acquire(timeout=wait):
-        raise JobStoreError(f"{lock_path.parent} is busy (locked for {wait:.0f}s); try again")
+    """The shared cross-process lock, with a timeout reported as a job-store error."""
     try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise JobStoreError(
-                            f"{lock_path} is held by another Hermes process for over "
-                            f"{wait:.0f}s; try again"
-                        ) from None
-                    time.sleep(0.01)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-    finally:
-        tlock.release()
+        with fileio.file_lock(lock_path, wait=wait):
+            yield
+    except fileio.LockTimeoutError as exc:
+        raise JobStoreError(str(exc)) from None
 
 
 # -------------------------------------------------------------------------- the store

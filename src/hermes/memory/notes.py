@@ -11,16 +11,15 @@ before it is first overwritten: nothing is dropped silently.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hermes import fileio
 from hermes.config.settings import MemorySettings
 from hermes.fileio import atomic_write
 from hermes.scopes import scope_root
@@ -38,9 +37,6 @@ _SPLIT = re.compile(r"^[ \t]*§[ \t]*$", re.MULTILINE)
 # gains a backslash (`\§`, and `\§` becomes `\\§`), on read one backslash is taken off.
 _ESCAPE = re.compile(r"^([ \t]*)(\\*)§([ \t]*)$", re.MULTILINE)
 _UNESCAPE = re.compile(r"^([ \t]*)\\(\\*)§([ \t]*)$", re.MULTILINE)
-
-_thread_locks: dict[Path, threading.Lock] = {}
-_thread_locks_guard = threading.Lock()
 
 
 class NotesError(Exception):
@@ -88,31 +84,11 @@ class NotesState:
         return usage_text(self.chars, self.limit)
 
 
-def _thread_lock(path: Path) -> threading.Lock:
-    with _thread_locks_guard:
-        lock = _thread_locks.get(path)
-        if lock is None:
-            lock = _thread_locks[path] = threading.Lock()
-        return lock
-
-
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """Exclusive lock on `path` across threads and processes (lock file beside it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _thread_lock(path.resolve()):
-        if fcntl is None:  # pragma: no cover
-            yield
-            return
-        fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+    with fileio.file_lock(path.parent / (path.name + ".lock")):
+        yield
 
 
 def read_text(path: Path) -> tuple[str, bool]:

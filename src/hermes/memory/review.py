@@ -8,10 +8,10 @@ discards messages. It never raises: a failing model or tool is logged and the tu
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.compression import render_transcript as transcript_text
 from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore
 from hermes.memory.tool import memory_tool
@@ -49,29 +49,11 @@ FLUSH_PROMPT = (
 )
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def render_transcript(messages: list[dict[str, Any]], limit: int = TRANSCRIPT_CHARS) -> str:
-    """Messages as plain text (tool traffic abbreviated), keeping the newest when too long."""
-    lines: list[str] = []
-    for m in messages:
-        role = str(m.get("role", "?")).upper()
-        if role == "SYSTEM":
-            continue
-        content = m.get("content")
-        text = content if isinstance(content, str) else json.dumps(content) if content else ""
-        if role == "TOOL":
-            lines.append(f"TOOL RESULT: {_clip(text, 300)}")
-            continue
-        for call in m.get("tool_calls") or []:
-            fn = call.get("function", {})
-            lines.append(f"{role} called {fn.get('name')}({_clip(str(fn.get('arguments')), 200)})")
-        if text:
-            lines.append(f"{role}: {_clip(text, MESSAGE_CHARS)}")
-    out = "\n\n".join(lines)
-    return out if len(out) <= limit else "[… earlier messages cut …]\n" + out[-limit:]
+    """The conversation as the memory pass reads it: tool traffic abbreviated, newest kept."""
+    return transcript_text(
+        messages, message_chars=MESSAGE_CHARS, tool_chars=300, limit=limit, skip_system=True
+    )
 
 
 def _notes_now(settings: Settings, scope: str) -> str:

@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 from hermes.memory.query import query_terms
 from hermes.memory.ranking import rank_messages
 from hermes.store.base import MessageRecord, SessionRecord, Store
+from hermes.text import clip
 from hermes.tools.registry import ToolContext, ToolError, tool
 
 MAX_LIMIT = 10
@@ -116,18 +117,13 @@ class _View:
         return record
 
 
-def _clip(text: str | None, limit: int) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _message(m: MessageRecord, limit: int) -> dict[str, Any]:
     item: dict[str, Any] = {"index": m.index, "role": m.role}
     if m.role == "tool":
         item["tool"] = m.tool_name
-        item["content"] = _clip(m.content, min(limit, TOOL_CHARS))
+        item["content"] = clip(m.content, min(limit, TOOL_CHARS))
     else:
-        item["content"] = _clip(m.content, limit)
+        item["content"] = clip(m.content, limit)
     if m.tool_calls:
         item["tool_calls"] = [c.get("function", {}).get("name") for c in m.tool_calls]
     return item
@@ -261,7 +257,7 @@ def _browse(view: _View, limit: int) -> dict[str, Any]:
                 "started": view.when(s.started_at),
                 "last_active": view.when(s.updated_at),
                 "message_count": s.message_count,
-                "preview": _clip(" ".join((preview or "").split()), 80),
+                "preview": clip(preview, 80, squash=True),
             }
         )
     return {"shape": "browse", "sessions": items}

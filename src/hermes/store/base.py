@@ -261,16 +261,6 @@ class Store(Searcher, CompactionStore, Protocol):
 
     def count_messages(self, scope: str | None = None) -> int: ...
 
-    def record_usage(
-        self,
-        scope: str,
-        session_id: str,
-        *,
-        prompt_tokens: int,
-        completion_tokens: int,
-        last_prompt_tokens: int | None = None,
-    ) -> None: ...
-
     def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool: ...
 
     def release_lock(self, name: str, holder: str) -> None: ...

@@ -233,13 +233,6 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
                 (prompt, scope, session_id),
             )
 
-    def set_title(self, scope: str, session_id: str, title: str | None) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE sessions SET title = ? WHERE scope = ? AND id = ?",
-                (title, scope, session_id),
-            )
-
     def delete_session(self, scope: str, session_id: str) -> bool:
         with self._write() as conn:
             cur = conn.execute(
@@ -252,9 +245,6 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
         with self._write() as conn:
             cur = conn.execute("DELETE FROM sessions WHERE scope = ?", (scope,))
         return cur.rowcount
-
-    def list_scopes(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT DISTINCT scope FROM sessions ORDER BY scope")]
 
     # -- messages -------------------------------------------------------------------------
 
@@ -377,25 +367,6 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
         if scope is None:
             return int(self._read("SELECT COUNT(*) FROM messages")[0][0])
         return int(self._read("SELECT COUNT(*) FROM messages WHERE scope = ?", (scope,))[0][0])
-
-    def record_usage(
-        self,
-        scope: str,
-        session_id: str,
-        *,
-        prompt_tokens: int,
-        completion_tokens: int,
-        last_prompt_tokens: int | None = None,
-    ) -> None:
-        """Add a turn's token counts; `last_prompt_tokens` is the newest prompt's size."""
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE sessions SET input_tokens = input_tokens + ?, "
-                "output_tokens = output_tokens + ?, "
-                "last_prompt_tokens = COALESCE(?, last_prompt_tokens) "
-                "WHERE scope = ? AND id = ?",
-                (prompt_tokens, completion_tokens, last_prompt_tokens, scope, session_id),
-            )
 
     # -- cross-process locks ----------------------------------------------------------------
 
