@@ -30,10 +30,26 @@ _HERMES_VARS = (
 )
 
 
+_PLATFORM_PREFIXES = (
+    "TELEGRAM_",
+    "EMAIL_",
+    "MATRIX_",
+    "SLACK_",
+    "DISCORD_",
+    "WHATSAPP_",
+    "TWILIO_",
+    "SMS_",
+)
+
+
 @pytest.fixture(autouse=True)
 def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
-        if _CREDENTIAL.search(name) or name in _HERMES_VARS or name.startswith("OPENAI_"):
+        if (
+            _CREDENTIAL.search(name)
+            or name in _HERMES_VARS
+            or name.startswith(("OPENAI_", "HERMES_GATEWAY_", *_PLATFORM_PREFIXES))
+        ):
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "hermes-home"
     monkeypatch.setenv("HERMES_HOME", str(home))

@@ -35,6 +35,7 @@ ENTRY_POINT_GROUP = "hermes.plugins"
 BUILTIN_PARTS: tuple[str, ...] = (
     "hermes.memory.part",
     "hermes.cron.part",
+    "hermes.gateway.part",
 )
 
 HealthResult = dict[str, Any]

@@ -59,6 +59,9 @@ class TurnRequest:
     toolset: Toolset | None = None
     approver: Approver | None = None
     """Who can approve a dangerous tool action on this surface; None: nobody to ask."""
+    steering: asyncio.Queue[str] | None = None
+    """Text the user adds while the turn runs (gateway `steer`): drained before each model
+    call and sent, and stored, as user messages of this turn."""
 
 
 @dataclass
@@ -101,6 +104,16 @@ def _add_usage(a: Usage, b: Usage | None) -> Usage:
         a.completion_tokens + b.completion_tokens,
         a.total_tokens + b.total_tokens,
     )
+
+
+def _take_steering(req: TurnRequest, turn: _Turn) -> None:
+    """Move text queued on `req.steering` into the turn, as the user's words, before a call."""
+    while req.steering is not None and not req.steering.empty():
+        text = req.steering.get_nowait()
+        turn.state.turn.append({"role": "user", "content": text})
+        turn.new.append(
+            NewMessage(role="user", content=text, token_count=estimate_text_tokens(text))
+        )
 
 
 def _tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
@@ -301,6 +314,7 @@ class Agent:
             approver=req.approver,
         )
         for iteration in range(1, limit + 1):
+            _take_steering(req, turn)
             completion = await self._call_model(turn, observer, tools=True)
             if not completion.tool_calls:
                 return self._finish(turn, completion), completion.finish_reason or "stop", iteration

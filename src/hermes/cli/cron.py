@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -94,7 +95,11 @@ def add_cmd(
     ),
     prompt: str = typer.Argument(..., help="What each run should do (the whole instruction)."),
     name: str | None = typer.Option(None, "--name", help="A label (default: the prompt's start)."),
-    deliver: str = typer.Option("local", "--deliver", help="'local' or a webhook URL."),
+    deliver: str = typer.Option(
+        "local",
+        "--deliver",
+        help="'local', 'home', a webhook URL, 'telegram[:<chat>]' or 'email:<address>'.",
+    ),
     repeat: str | None = typer.Option(
         None, "--repeat", help="Runs before the job retires, or 'forever'."
     ),
@@ -108,7 +113,7 @@ def add_cmd(
     user: str | None = UserOption,
 ) -> None:
     """Create a job."""
-    _, store = _store(user)
+    settings, store = _store(user)
     with _reported():
         job = create_job(
             store,
@@ -125,6 +130,24 @@ def add_cmd(
         f"created {job['id']} ({job['name']}): {job['schedule_display']}, "
         f"next run {job['next_run_at'] or '-'}"
     )
+    if not serve_is_running(settings):
+        typer.echo(
+            "warning: no `hermes serve` is running here, so nothing will tick this job; start "
+            "it (or run `hermes cron tick` from your own scheduler)",
+            err=True,
+        )
+
+
+def serve_is_running(settings: Settings) -> bool:
+    """Whether something listens on the configured server address (a quick local connect)."""
+    host = settings.server.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    try:
+        with socket.create_connection((host, settings.server.port), timeout=0.3):
+            return True
+    except OSError:
+        return False
 
 
 @app.command("edit")

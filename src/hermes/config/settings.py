@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -121,6 +121,76 @@ class StoreSettings(_Section):
         return value
 
 
+class TelegramSettings(_Section):
+    token: SecretStr | None = None
+    api_base: str = "https://api.telegram.org"
+    allowed_users: list[str] = Field(default_factory=list)
+
+    @field_validator("allowed_users", mode="before")
+    @classmethod
+    def _split_users(cls, value: Any) -> Any:
+        return _comma_list(value)
+
+
+class EmailSettings(_Section):
+    imap_host: str | None = None
+    imap_port: int = Field(default=993, ge=1, le=65535)
+    smtp_host: str | None = None
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    username: str | None = None
+    password: SecretStr | None = None
+    address: str | None = None
+    allowed_senders: list[str] = Field(default_factory=list)
+    # "ssl" (IMAPS/SMTPS), "starttls", or "plain" (loopback test servers only)
+    security: Literal["ssl", "starttls", "plain"] = "ssl"
+    poll_seconds: float = Field(default=60.0, gt=0)
+
+    @field_validator("allowed_senders", mode="before")
+    @classmethod
+    def _split_senders(cls, value: Any) -> Any:
+        return _comma_list(value)
+
+
+class GatewaySettings(BaseModel):
+    """SPEC §10. Platforms other than the typed ones keep their keys as plain mappings
+    (`gateway.slack.*`): a new platform module reads its own section without core edits."""
+
+    model_config = ConfigDict(extra="allow")
+
+    owner: list[str] = Field(default_factory=list)
+    pairing: bool = False
+    busy_mode: Literal["interrupt", "queue", "steer"] = "interrupt"
+    home: str | None = None
+    approval_timeout: float = Field(default=300.0, gt=0)
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    email: EmailSettings = Field(default_factory=EmailSettings)
+
+    @field_validator("owner", mode="before")
+    @classmethod
+    def _split_owner(cls, value: Any) -> Any:
+        return _comma_list(value)
+
+    def platform(self, name: str) -> dict[str, Any]:
+        """One platform's section as a mapping (typed sections dumped, others as given)."""
+        section = getattr(self, name, None)
+        if isinstance(section, BaseModel):
+            return section.model_dump()
+        extra = self.model_extra or {}
+        value = extra.get(name)
+        return dict(value) if isinstance(value, dict) else {}
+
+
+def _comma_list(value: Any) -> Any:
+    """The environment gives one string: `1,2` is the list ["1", "2"]; numbers become text."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, int):
+        return [str(value)]
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return value
+
+
 class Settings(_Section):
     """Everything Hermes needs to run; built by `load_settings` and passed down."""
 
@@ -154,6 +224,9 @@ class Settings(_Section):
         return self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
 
 
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+
+
 # environment variable -> dotted config key
 ENV_OVERRIDES: dict[str, str] = {
     "OPENAI_BASE_URL": "model.base_url",
@@ -167,6 +240,41 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND": "server.allow_unauthenticated_public_bind",
     "HERMES_TIMEZONE": "timezone",
     "HERMES_DATABASE_URL": "store.url",
+
+
+    # messaging platforms (SPEC §10); config keys under gateway.<platform>.* mirror them
+    "TELEGRAM_BOT_TOKEN": "gateway.telegram.token",
+    "TELEGRAM_API_BASE": "gateway.telegram.api_base",
+    "TELEGRAM_ALLOWED_USERS": "gateway.telegram.allowed_users",
+    "EMAIL_IMAP_HOST": "gateway.email.imap_host",
+    "EMAIL_IMAP_PORT": "gateway.email.imap_port",
+    "EMAIL_SMTP_HOST": "gateway.email.smtp_host",
+    "EMAIL_SMTP_PORT": "gateway.email.smtp_port",
+    "EMAIL_USERNAME": "gateway.email.username",
+    "EMAIL_PASSWORD": "gateway.email.password",
+    "EMAIL_ADDRESS": "gateway.email.address",
+    "EMAIL_ALLOWED_USERS": "gateway.email.allowed_senders",
+    "MATRIX_HOMESERVER": "gateway.matrix.homeserver",
+    "MATRIX_USER_ID": "gateway.matrix.user_id",
+    "MATRIX_PASSWORD": "gateway.matrix.password",
+    "MATRIX_ACCESS_TOKEN": "gateway.matrix.access_token",
+    "MATRIX_ALLOWED_USERS": "gateway.matrix.allowed_users",
+    "SLACK_BOT_TOKEN": "gateway.slack.bot_token",
+    "SLACK_APP_TOKEN": "gateway.slack.app_token",
+    "SLACK_ALLOWED_USERS": "gateway.slack.allowed_users",
+    "DISCORD_BOT_TOKEN": "gateway.discord.token",
+    "DISCORD_ALLOWED_USERS": "gateway.discord.allowed_users",
+    "WHATSAPP_TOKEN": "gateway.whatsapp.token",
+    "WHATSAPP_PHONE_NUMBER_ID": "gateway.whatsapp.phone_number_id",
+    "WHATSAPP_APP_SECRET": "gateway.whatsapp.app_secret",
+    "WHATSAPP_VERIFY_TOKEN": "gateway.whatsapp.verify_token",
+    "WHATSAPP_ALLOWED_USERS": "gateway.whatsapp.allowed_users",
+    "TWILIO_ACCOUNT_SID": "gateway.sms.account_sid",
+    "TWILIO_AUTH_TOKEN": "gateway.sms.auth_token",
+    "TWILIO_PHONE_NUMBER": "gateway.sms.phone_number",
+    "SMS_ALLOWED_USERS": "gateway.sms.allowed_users",
+    "HERMES_GATEWAY_OWNER": "gateway.owner",
+    "HERMES_GATEWAY_BUSY_MODE": "gateway.busy_mode",
 }
 
 

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -151,7 +152,9 @@ async def deliver(
                     retry_delays=retry_delays,
                 )
             else:
-                error = await _to_deliverer(deliverers, target, job, result, content)
+                error = await _to_deliverer(
+                    deliverers, target, job, result, content, retry_delays=retry_delays
+                )
             if error:
                 report.errors.append(error)
             else:
@@ -163,12 +166,34 @@ async def deliver(
 
 
 async def _to_deliverer(
-    deliverers: Deliverers | None, target: str, job: Job, result: RunResult, content: str
+    deliverers: Deliverers | None,
+    target: str,
+    job: Job,
+    result: RunResult,
+    content: str,
+    *,
+    retry_delays: Sequence[float] = RETRY_DELAYS,
 ) -> str | None:
-    """Hand a non-webhook target to the deliverer that accepts it; the error text, or None."""
+    """Hand a non-webhook target to the deliverer that accepts it, retrying failures it calls
+    retryable (with back-off); the error text, or None."""
+    error: str | None = None
+    for attempt, delay in enumerate((0.0, *retry_delays), start=1):
+        if delay:
+            await asyncio.sleep(delay)
+        error, retryable = await _deliver_once(deliverers, target, job, result, content)
+        if error is None or not retryable:
+            break
+        log.warning("delivery to %s attempt %d failed: %s", target, attempt, error)
+        error = f"{error} (after {attempt} attempt(s))"
+    return error
+
+
+async def _deliver_once(
+    deliverers: Deliverers | None, target: str, job: Job, result: RunResult, content: str
+) -> tuple[str | None, bool]:
     found = deliverers.find(target) if deliverers is not None else None
     if found is None:
-        return NO_DELIVERER.format(target=target)
+        return NO_DELIVERER.format(target=target), False
     message = Outbound(
         text=content,
         scope=result.scope,
@@ -179,8 +204,21 @@ async def _to_deliverer(
     try:
         await found.deliver(target, message)
     except DeliveryError as exc:
-        return f"{target}: {exc}"
+        return f"{target}: {exc}", exc.retryable
     except Exception as exc:  # a broken deliverer must not lose the run record
         log.exception("deliverer %s failed for %s", found.name, target)
-        return f"{target}: {type(exc).__name__}: {exc}"
-    return None
+        return f"{target}: {type(exc).__name__}: {exc}", False
+    return None, False
+
+
+def record_delivery(path: Path | None, report: DeliveryReport) -> None:
+    """Append the delivery outcome to the run's saved document (shown by `/runs`)."""
+    if path is None or not path.exists():
+        return
+    lines = ["", "## Delivery", ""]
+    lines += [f"- delivered: {target}" for target in report.delivered]
+    lines += [f"- failed: {error}" for error in report.errors]
+    if report.skipped:
+        lines.append(f"- not sent: {report.skipped}")
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")

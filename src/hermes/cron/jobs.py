@@ -109,20 +109,24 @@ def check_skills(value: Any) -> list[str]:
 
 
 def check_deliver(value: Any) -> str:
-    """'local', 'origin', a webhook URL, a platform (home channel) or platform:chat_id[:thread]."""
+    """'local', 'origin', 'home', a webhook URL, a platform (its home chat) or
+    platform:chat_id[:thread] (email:<address> for mail)."""
     if value is None:
         return "local"
     if not isinstance(value, str) or not value.strip():
         raise JobInputError("deliver must be a non-empty string such as 'local'", "deliver")
     targets = [t.strip() for t in value.split(",") if t.strip()]
     for target in targets:
-        if target in ("local", "origin", "all") or target.startswith(("http://", "https://")):
+        if target in ("local", "origin", "all", "home") or target.startswith(
+            ("http://", "https://")
+        ):
             continue
         platform = target.split(":", 1)[0]
         if not _TARGET.match(target) or platform not in PLATFORMS:
             raise JobInputError(
-                f"deliver target {target!r} is not one of: 'local', 'origin', a webhook URL "
-                f"(https://…), a platform ({', '.join(PLATFORMS[:4])}, …) or 'platform:chat_id'",
+                f"deliver target {target!r} is not one of: 'local', 'home', a webhook URL "
+                f"(https://…), a platform ({', '.join(PLATFORMS[:4])}, …), 'platform:chat_id' "
+                "or 'email:<address>'",
                 "deliver",
             )
     return ",".join(targets)

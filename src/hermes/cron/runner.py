@@ -322,6 +322,7 @@ def list_outputs(settings: Any, scope: str, job_id: str) -> list[dict[str, Any]]
                 "path": str(doc),
                 "size": stat.st_size,
                 "status": "error" if "(FAILED)" in text.split("\n", 1)[0] else "ok",
+                "delivery": parse_delivery(text),
                 "created_at": datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(
                     timespec="seconds"
                 ),
@@ -329,3 +330,22 @@ def list_outputs(settings: Any, scope: str, job_id: str) -> list[dict[str, Any]]
             }
         )
     return runs
+
+
+def parse_delivery(text: str) -> dict[str, Any] | None:
+    """The delivery section of a run document as {"delivered": [...], "failed": [...]}."""
+    _, found, section = text.rpartition("\n## Delivery\n")
+    if not found:
+        return None
+    outcome: dict[str, Any] = {"delivered": [], "failed": [], "not_sent": None}
+    for line in section.splitlines():
+        if line.startswith("- delivered: "):
+            outcome["delivered"].append(line[len("- delivered: ") :])
+        elif line.startswith("- failed: "):
+            outcome["failed"].append(line[len("- failed: ") :])
+        elif line.startswith("- not sent: "):
+            outcome["not_sent"] = line[len("- not sent: ") :]
+    outcome["status"] = (
+        "failed" if outcome["failed"] else ("delivered" if outcome["delivered"] else "not_sent")
+    )
+    return outcome

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from hermes.agent.loop import Agent
-from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver
+from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver, record_delivery
 from hermes.cron.runner import RunResult, execute_job
 from hermes.cron.schedule import (
     ScheduleError,
@@ -340,6 +340,7 @@ class Scheduler:
                     retry_delays=self.retry_delays,
                     deliverers=self.agent.services.find(Deliverers),
                 )
+                await asyncio.to_thread(record_delivery, result.output_path, report)
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_off(scope, job, claim, None, None))
             raise

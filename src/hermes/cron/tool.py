@@ -102,7 +102,7 @@ async def cronjob(
             'weekdays at 9am', 'every monday 9am', or an ISO time such as '2030-06-01T09:00'.
         prompt: For create/update: the complete instruction each run carries out.
         name: A short label for the job.
-        deliver: Where answers go: 'local' (saved files, default) or a webhook URL.
+        deliver: Where answers go: 'local' (saved files, default), 'home' (the owner's home chat), a webhook URL, 'telegram[:<chat id>]' or 'email:<address>'.
         repeat: How many runs before the job retires (default: once for one-shot schedules,
             forever otherwise); 'forever' also works.
         skills: Names of installed skills to load into every run.

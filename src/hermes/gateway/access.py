@@ -1,0 +1,151 @@
+"""Who may reach the model, and in whose scope (SPEC §10).
+
+Identities are `<platform>:<sender id>`. Owners (`gateway.owner`) act in the default scope;
+any other allowed identity gets the scope `X-Hermes-User-Id: <identity>` would. Allowed means:
+an owner, listed in the platform's allow-list, or paired. Pairing codes are one-time,
+8 characters from a 31-letter alphabet (~40 bits), expire after an hour, and are rate-limited
+per identity and in total; the owner approves one with `hermes gateway pair CODE`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes.config.settings import Settings
+from hermes.fileio import atomic_write
+from hermes.gateway.base import Inbound
+from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.state import gateway_dir, read_json
+from hermes.scopes import scope_for_user
+from hermes.store.base import DEFAULT_SCOPE
+
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
+CODE_TTL = 3600.0
+RESEND_AFTER = 600.0  # a stranger who keeps writing hears their code again at most this often
+MAX_PENDING = 20  # codes alive at once, over all identities
+
+
+class PairingError(Exception):
+    """A pairing code that does not exist, was used, or expired; the message says which."""
+
+
+@dataclass(frozen=True)
+class CodeOffer:
+    code: str
+    fresh: bool
+
+
+class PairingStore:
+    """`$HERMES_HOME/gateway/pairing.json`, shared by `hermes serve` (issues codes) and the
+    CLI (approves them): every change re-reads the file under an exclusive lock."""
+
+    def __init__(self, home: Path, *, clock: Any = time.time) -> None:
+        self.path = gateway_dir(home) / "pairing.json"
+        self.lock_path = gateway_dir(home) / "pairing.lock"
+        self.clock = clock
+
+    @contextlib.contextmanager
+    def _edit(self) -> Iterator[dict[str, Any]]:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            data = read_json(self.path)
+            data.setdefault("pending", {})
+            data.setdefault("approved", {})
+            self._expire(data)
+            before = json.dumps(data, sort_keys=True)
+            yield data
+            if json.dumps(data, sort_keys=True) != before:
+                atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True))
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _expire(self, data: dict[str, Any]) -> None:
+        now = self.clock()
+        pending = data["pending"]
+        for code in [c for c, v in pending.items() if now - v.get("created_at", 0) > CODE_TTL]:
+            del pending[code]
+
+    def approved(self) -> dict[str, Any]:
+        data = read_json(self.path).get("approved")
+        return data if isinstance(data, dict) else {}
+
+    def offer(self, identity: str, name: str | None) -> CodeOffer | None:
+        """The code for `identity` (a new one, or the pending one when it is time to repeat
+        it); None when the stranger should hear nothing (too soon, or too many pending)."""
+        now = self.clock()
+        with self._edit() as data:
+            pending: dict[str, Any] = data["pending"]
+            for code, entry in pending.items():
+                if entry.get("identity") == identity:
+                    if now - entry.get("told_at", 0) < RESEND_AFTER:
+                        return None
+                    entry["told_at"] = now
+                    return CodeOffer(code, fresh=False)
+            if len(pending) >= MAX_PENDING:
+                return None
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            pending[code] = {"identity": identity, "name": name, "created_at": now, "told_at": now}
+            return CodeOffer(code, fresh=True)
+
+    def approve(self, code: str) -> str:
+        """Approve a pending code; returns the identity it belonged to."""
+        wanted = code.strip().upper()
+        with self._edit() as data:
+            match = next(
+                (c for c in data["pending"] if secrets.compare_digest(c, wanted)),
+                None,
+            )
+            if match is None:
+                raise PairingError(
+                    f"no pending pairing code {wanted!r}: it was mistyped, already used, or "
+                    "older than an hour (ask the person to message the bot again for a new one)"
+                )
+            entry = data["pending"].pop(match)
+            identity = str(entry["identity"])
+            data["approved"][identity] = {"name": entry.get("name"), "approved_at": self.clock()}
+            return identity
+
+    def revoke(self, identity: str) -> bool:
+        with self._edit() as data:
+            return data["approved"].pop(identity, None) is not None
+
+    def pending(self) -> list[dict[str, Any]]:
+        with self._edit() as data:
+            return [{"code": c, **v} for c, v in data["pending"].items()]
+
+
+class Access:
+    """Allow-lists, owners and pairing for one gateway."""
+
+    def __init__(self, settings: Settings, specs: dict[str, PlatformSpec]) -> None:
+        self.owners = frozenset(o.strip() for o in settings.gateway.owner if o.strip())
+        self.pairing_enabled = settings.gateway.pairing
+        self.allowed = {name: s.allowed_senders(settings) for name, s in specs.items()}
+        self.pairing = PairingStore(settings.home)
+
+    def is_owner(self, identity: str) -> bool:
+        return identity in self.owners
+
+    def scope_of(self, identity: str) -> str:
+        return DEFAULT_SCOPE if self.is_owner(identity) else scope_for_user(identity)
+
+    def is_listed(self, msg: Inbound) -> bool:
+        """An owner or on the platform's allow-list (no file read: the hot path)."""
+        return self.is_owner(msg.identity) or msg.sender in self.allowed.get(msg.platform, ())
+
+    def is_paired(self, identity: str) -> bool:
+        """Approved with `hermes gateway pair` (reads the pairing file: call off the loop)."""
+        return identity in self.pairing.approved()

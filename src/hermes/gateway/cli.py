@@ -1,0 +1,97 @@
+"""`hermes gateway status|pair|unpair`: works without a running server (reads the status and
+pairing files under `$HERMES_HOME/gateway/`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import typer
+
+from hermes.cli.common import fail, settings_or_exit
+from hermes.gateway.access import PairingError, PairingStore
+from hermes.gateway.platforms import all_specs
+from hermes.gateway.state import StatusFile, pid_alive, read_json
+
+app = typer.Typer(
+    help="Messaging gateway: adapter status and pairing approvals.", no_args_is_help=True
+)
+
+
+def _ago(ts: Any) -> str:
+    if not isinstance(ts, int | float):
+        return "-"
+    seconds = max(0, int(time.time() - ts))
+    return f"{seconds}s ago" if seconds < 120 else f"{seconds // 60}m ago"
+
+
+def _report() -> dict[str, Any]:
+    settings = settings_or_exit()
+    data = read_json(StatusFile(settings.home).path)
+    running = pid_alive(data.get("pid"))
+    found = data.get("adapters")
+    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
+    adapters: dict[str, Any] = {}
+    for spec in all_specs():
+        entry = dict(recorded.get(spec.name) or {})
+        entry["configured"] = spec.configured(settings)
+        if not running:
+            entry["connected"] = False
+        adapters[spec.name] = entry
+    return {
+        "running": running,
+        "pid": data.get("pid") if running else None,
+        "home": settings.gateway.home,
+        "busy_mode": settings.gateway.busy_mode,
+        "adapters": adapters,
+    }
+
+
+@app.command("status")
+def status_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Each platform: configured, connected, last error, messages in/out."""
+    report = _report()
+    if as_json:
+        typer.echo(json.dumps(report))
+        return
+    if report["running"]:
+        typer.echo(f"gateway: running in `hermes serve` (pid {report['pid']})")
+    else:
+        typer.echo("gateway: not running (start `hermes serve`)")
+    typer.echo(f"home: {report['home'] or '-'}   busy mode: {report['busy_mode']}")
+    for name, a in report["adapters"].items():
+        if not a["configured"]:
+            typer.echo(f"  {name:<10} not configured")
+            continue
+        state = "connected" if a.get("connected") else a.get("state") or "down"
+        typer.echo(
+            f"  {name:<10} {state:<10} in {a.get('messages_in', 0):<6} "
+            f"out {a.get('messages_out', 0):<6} restarts {a.get('restarts', 0)}"
+        )
+        if a.get("last_error"):
+            typer.echo(
+                f"             last error ({_ago(a.get('last_error_at'))}): {a['last_error']}"
+            )
+
+
+@app.command("pair")
+def pair_cmd(code: str = typer.Argument(..., help="The code the bot sent to the person.")) -> None:
+    """Approve a pairing code: that person may talk to Hermes (in their own scope)."""
+    settings = settings_or_exit()
+    try:
+        identity = PairingStore(settings.home).approve(code)
+    except PairingError as exc:
+        fail(str(exc), 1)
+    typer.echo(f"paired {identity}: they can message Hermes now (their own memory and sessions)")
+
+
+@app.command("unpair")
+def unpair_cmd(identity: str = typer.Argument(..., help="e.g. telegram:12345")) -> None:
+    """Withdraw a pairing approval."""
+    settings = settings_or_exit()
+    if not PairingStore(settings.home).revoke(identity):
+        fail(f"{identity!r} is not paired", 1)
+    typer.echo(f"unpaired {identity}")

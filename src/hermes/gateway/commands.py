@@ -1,0 +1,135 @@
+"""Chat commands, the same on every platform (SPEC §10): /stop /new /queue /steer /status
+/sethome /help /approve /deny. A command never reaches the model and never waits for a turn."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from hermes.gateway.approvals import APPROVE_WORDS
+from hermes.gateway.base import Inbound
+from hermes.gateway.chats import ChatWorker
+from hermes.gateway.state import set_home
+
+if TYPE_CHECKING:
+    from hermes.gateway.runner import Gateway
+
+HELP = """Commands:
+/stop - stop the current reply (and drop queued messages)
+/new - start a fresh conversation (the old one stays searchable)
+/queue <text> - answer this after the current reply
+/steer <text> - add this to the current reply before its next step
+/status - what this chat is doing
+/sethome - make this chat the home for scheduled deliveries
+/approve [session|always] - allow the action waiting for approval
+/deny - refuse it
+/help - this list"""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    args: str
+
+
+def parse_command(text: str) -> Command | None:
+    """`/name[@bot] args` → Command; anything else (or an unknown name) → None."""
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    head, _, args = stripped.partition(" ")
+    name = head[1:].split("@", 1)[0].lower()
+    if name not in HANDLERS:
+        return None
+    return Command(name, args.strip())
+
+
+Handler = Callable[["Gateway", ChatWorker, Inbound, str], Awaitable[str | None]]
+
+
+async def _stop(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    stopped = await worker.stop()
+    return "⏹ Stopped." if stopped else "Nothing is running."
+
+
+async def _new(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    await worker.stop()
+    session = await asyncio.to_thread(gw.sessions.start_new, worker.key)
+    return f"✨ New conversation ({session}). The previous one stays searchable."
+
+
+async def _queue(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str | None:
+    if not args:
+        return "Usage: /queue <text>"
+    worker.enqueue(replace(msg, text=args))
+    return "⏳ Queued." if worker.busy else None
+
+
+async def _steer(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str | None:
+    if not args:
+        return "Usage: /steer <text>"
+    return worker.steer(replace(msg, text=args))
+
+
+async def _status(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    lines = [
+        f"Session: {gw.sessions.current(worker.key)}",
+        f"Busy: {'yes' if worker.busy else 'no'} · queued: {len(worker.pending)}",
+        f"Busy mode: {gw.busy_mode}",
+        f"Home: {gw.home or 'not set (send /sethome)'}",
+    ]
+    if worker.approval is not None:
+        lines.append("Waiting for /approve or /deny.")
+    return "\n".join(lines)
+
+
+async def _sethome(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    if not gw.access.is_owner(msg.identity):
+        return "Only the owner (gateway.owner) can set the home chat."
+    target = msg.session_key
+    await asyncio.to_thread(set_home, gw.settings.home, target)
+    gw.home = target
+    return f"🏠 Home set to {target}: scheduled answers for 'home' come here."
+
+
+async def _help(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    return HELP
+
+
+async def _approve(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    decision = APPROVE_WORDS.get(args.lower())
+    if decision is None:
+        return "Usage: /approve, /approve session or /approve always"
+    return _resolve(gw, worker, msg, decision)
+
+
+async def _deny(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    return _resolve(gw, worker, msg, "deny")
+
+
+def _resolve(gw: Gateway, worker: ChatWorker, msg: Inbound, decision: str) -> str:
+    if worker.approval is None:
+        return "Nothing is waiting for approval."
+    asker = worker.approval_identity
+    if asker not in (None, msg.identity) and not gw.access.is_owner(msg.identity):
+        return "Only the person who asked (or the owner) can answer this approval."
+    worker.resolve_approval(decision)  # type: ignore[arg-type]
+    return "❌ Denied." if decision == "deny" else "✅ Approved."
+
+
+HANDLERS: dict[str, Handler] = {
+    "stop": _stop,
+    "new": _new,
+    "reset": _new,
+    "queue": _queue,
+    "q": _queue,
+    "steer": _steer,
+    "status": _status,
+    "sethome": _sethome,
+    "help": _help,
+    "start": _help,
+    "approve": _approve,
+    "deny": _deny,
+}

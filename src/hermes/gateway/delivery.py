@@ -1,0 +1,113 @@
+"""Deliveries to messaging targets (cron answers, `send_message`): `home`, `<platform>` (its
+home chat), `<platform>:<chat>[:<thread>]`, `email:<address>`. A direct send through the live
+adapter when `hermes serve` runs one in this process, else through a one-off adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hermes.delivery import DeliveryError, Outbound
+from hermes.gateway.base import AdapterError, PlatformAdapter
+from hermes.gateway.platforms import MODULES, UnknownPlatformError, spec
+
+if TYPE_CHECKING:
+    from hermes.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class Target:
+    platform: str
+    chat: str
+    thread: str | None = None
+
+
+def _split(target: str) -> tuple[str, str | None, str | None]:
+    platform, _, rest = target.partition(":")
+    if not rest:
+        return platform, None, None
+    if platform == "email":
+        return platform, rest, None
+    chat, _, thread = rest.partition(":")
+    return platform, chat, thread or None
+
+
+class GatewayDeliverer:
+    name = "gateway"
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def accepts(self, target: str) -> bool:
+        return target == "home" or target.partition(":")[0] in MODULES
+
+    def home(self) -> str | None:
+        from hermes.gateway.runner import Gateway
+
+        gateway = self.runtime.services.find(Gateway)
+        return gateway.home if gateway is not None else self.runtime.settings.gateway.home
+
+    def resolve(self, target: str) -> Target:
+        home = self.home()
+        if target == "home":
+            if not home:
+                raise DeliveryError(
+                    "no home chat is set: send /sethome in the chat that should get these "
+                    "messages (or set gateway.home, e.g. telegram:42)"
+                )
+            target = home
+        platform, chat, thread = _split(target)
+        if chat is None:
+            home_platform, home_chat, home_thread = _split(home or "")
+            if home_platform != platform or home_chat is None:
+                raise DeliveryError(
+                    f"{platform!r} has no home chat: send /sethome in a {platform} chat, or "
+                    f"deliver to {platform}:<chat id>"
+                )
+            chat, thread = home_chat, home_thread
+        return Target(platform, chat, thread)
+
+    async def deliver(self, target: str, message: Outbound) -> str:
+        where = self.resolve(target)
+        settings = self.runtime.settings
+        try:
+            platform = spec(where.platform)
+        except UnknownPlatformError as exc:
+            raise DeliveryError(str(exc)) from None
+        if not platform.configured(settings):
+            raise DeliveryError(
+                f"{where.platform} is not configured (its credentials are not set); see "
+                "`hermes gateway status`"
+            )
+        text = message.text
+        if message.title and message.source == "cron":
+            text = f"{message.title}\n\n{text}"
+        live = self._live(where.platform)
+        adapter = live or platform.create(settings)
+        meta = {"subject": message.title} if message.title else {}
+        try:
+            await adapter.send(where.chat, text, thread=where.thread, meta=meta)
+        except AdapterError as exc:
+            raise DeliveryError(f"{where.platform}: {exc}", retryable=exc.retryable) from None
+        except OSError as exc:
+            raise DeliveryError(f"{where.platform}: {exc}", retryable=True) from None
+        finally:
+            if live is None:
+                await adapter.disconnect()
+        if live is not None:
+            self._count(where.platform)
+        suffix = f":{where.thread}" if where.thread else ""
+        return f"{where.platform}:{where.chat}{suffix}"
+
+    def _live(self, platform: str) -> PlatformAdapter | None:
+        from hermes.gateway.runner import Gateway
+
+        gateway = self.runtime.services.find(Gateway)
+        return gateway.adapters.get(platform) if gateway is not None else None
+
+    def _count(self, platform: str) -> None:
+        from hermes.gateway.runner import Gateway
+
+        gateway = self.runtime.services.find(Gateway)
+        if gateway is not None:
+            gateway.count_out(platform)

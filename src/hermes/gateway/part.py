@@ -1,0 +1,66 @@
+"""The gateway part: the `Gateway` component, its `hermes serve` service, the messaging
+deliverer, the `send_message` tool, `hermes gateway …` and the `/health` entry."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hermes.plugins import Registry, Service
+
+if TYPE_CHECKING:
+    from hermes.runtime import Runtime
+
+
+def _gateway(runtime: Runtime) -> object:
+    from hermes.gateway.runner import Gateway
+
+    return Gateway(runtime)
+
+
+def _service(runtime: Runtime) -> Service | None:
+    from hermes.gateway.runner import Gateway
+
+    gateway = runtime.services.get(Gateway)
+    if not gateway.enabled:
+        return None
+    return Service("gateway", gateway.start, gateway.stop)
+
+
+def _deliverer(runtime: Runtime) -> Any:
+    from hermes.gateway.delivery import GatewayDeliverer
+
+    return GatewayDeliverer(runtime)
+
+
+async def _health(runtime: Runtime) -> dict[str, Any]:
+    from hermes.gateway.runner import Gateway
+
+    gateway = runtime.services.find(Gateway)
+    if gateway is None or not gateway.enabled:
+        return {"status": "off", "adapters": {}}
+    adapters = gateway.snapshot()
+    up = all(a["connected"] for a in adapters.values())
+    return {"status": "ok" if up else "degraded", "adapters": adapters}
+
+
+def _commands() -> Any:
+    from hermes.gateway.cli import app
+
+    return app
+
+
+def _messaging_on(settings: Any) -> bool:
+    from hermes.gateway.platforms import configured_specs
+
+    return bool(configured_specs(settings))
+
+
+def register(hermes: Registry) -> None:
+    from hermes.gateway.tool import send_message
+
+    hermes.component(_gateway)
+    hermes.service(_service)
+    hermes.deliverer(_deliverer)
+    hermes.tool(send_message, group="messaging", enabled=_messaging_on)
+    hermes.command("gateway", _commands)
+    hermes.health("gateway", _health)

@@ -1,0 +1,228 @@
+"""The gateway runner: starts every configured adapter inside `hermes serve`, supervises each
+(a failure is logged and retried with back-off; it never stops the API or other adapters),
+checks who may talk, and hands each chat's messages to that chat's worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from hermes.gateway.access import Access
+from hermes.gateway.base import AdapterError, Inbound, PlatformAdapter
+from hermes.gateway.chats import ChatWorker
+from hermes.gateway.commands import parse_command
+from hermes.gateway.platforms import PlatformSpec, configured_specs
+from hermes.gateway.state import ChatSessions, StatusFile
+from hermes.gateway.turns import TurnMaker
+
+if TYPE_CHECKING:
+    from hermes.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+PAIRING_TEXT = (
+    "Hi! I don't know you yet. Ask my owner to run\n\n    hermes gateway pair {code}\n\n"
+    "and then message me again (the code works once, for an hour)."
+)
+
+
+@dataclass
+class AdapterStatus:
+    connected: bool = False
+    state: str = "starting"
+    last_error: str | None = None
+    last_error_at: float | None = None
+    connected_at: float | None = None
+    restarts: int = 0
+    messages_in: int = 0
+    messages_out: int = 0
+    refused: int = 0
+
+
+class Gateway:
+    """The runtime's gateway: one per process, a component (`services.get(Gateway)`)."""
+
+    def __init__(self, runtime: Runtime, *, backoff: tuple[float, ...] = BACKOFF) -> None:
+        self.runtime = runtime
+        self.settings = runtime.settings
+        self.agent = runtime.agent
+        self.backoff = backoff
+        self.specs: dict[str, PlatformSpec] = {s.name: s for s in configured_specs(self.settings)}
+        self.access = Access(self.settings, self.specs)
+        self.sessions = ChatSessions(self.settings.home)
+        self.busy_mode = self.settings.gateway.busy_mode
+        self.home = self.settings.gateway.home
+        self.adapters: dict[str, PlatformAdapter] = {}
+        self.status: dict[str, AdapterStatus] = {n: AdapterStatus() for n in self.specs}
+        self.workers: dict[str, ChatWorker] = {}
+        self.turns = TurnMaker(self)
+        self._status_file = StatusFile(self.settings.home)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._dirty = asyncio.Event()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.specs)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for name in self.specs:
+            self._tasks.append(loop.create_task(self._supervise(name), name=f"gateway:{name}"))
+        self._tasks.append(loop.create_task(self._flush_status(), name="gateway:status"))
+        self._write_status(force=True)
+
+    async def stop(self) -> None:
+        for worker in list(self.workers.values()):
+            await worker.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for adapter in self.adapters.values():
+            with contextlib.suppress(Exception):
+                await adapter.disconnect()
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(self._status_file.clear)
+
+    async def _supervise(self, name: str) -> None:
+        """Connect and listen; on any failure record it, wait (back-off), and start over."""
+        status, failures = self.status[name], 0
+        while True:
+            adapter: PlatformAdapter | None = None
+            try:
+                adapter = self.specs[name].create(self.settings)
+                await adapter.connect()
+                self.adapters[name] = adapter
+                status.connected, status.state = True, "connected"
+                status.connected_at, failures = time.time(), 0
+                self._changed(force=True)
+                await adapter.listen(self.handle)
+                raise AdapterError("the connection ended")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                self._record_failure(name, exc)
+            finally:
+                status.connected = False
+                self.adapters.pop(name, None)
+                if adapter is not None:
+                    with contextlib.suppress(Exception):
+                        await adapter.disconnect()
+            status.restarts += 1
+            await asyncio.sleep(self.backoff[min(failures, len(self.backoff)) - 1])
+
+    def _record_failure(self, name: str, exc: Exception) -> None:
+        status = self.status[name]
+        text = str(exc) or type(exc).__name__
+        if not isinstance(exc, AdapterError):
+            text = f"{type(exc).__name__}: {text}"
+            log.error("gateway adapter %s crashed; restarting", name, exc_info=exc)
+        else:
+            log.warning("gateway adapter %s failed: %s; retrying", name, text)
+        status.state, status.last_error, status.last_error_at = "retrying", text, time.time()
+        self._changed(force=True)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        return {name: asdict(s) for name, s in self.status.items()}
+
+    def _changed(self, *, force: bool = False) -> None:
+        if force:
+            self._write_status(force=True)
+        else:
+            self._dirty.set()
+
+    def _write_status(self, *, force: bool = False) -> None:
+        try:
+            self._status_file.write(self.snapshot(), force=force)
+        except OSError as exc:
+            log.warning("could not write the gateway status file: %s", exc)
+
+    async def _flush_status(self) -> None:
+        while True:
+            await self._dirty.wait()
+            await asyncio.sleep(1.0)  # coalesce a burst of counters into one write
+            self._dirty.clear()
+            await asyncio.to_thread(self._write_status, force=True)
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    async def handle(self, msg: Inbound) -> None:
+        """Every inbound message of every adapter comes here; never raises."""
+        try:
+            await self._handle(msg)
+        except Exception:
+            log.exception("gateway: a message from %s could not be handled", msg.platform)
+
+    async def _handle(self, msg: Inbound) -> None:
+        status = self.status.get(msg.platform)
+        if status is not None:
+            status.messages_in += 1
+            self._changed()
+        if not self.access.is_listed(msg) and not await asyncio.to_thread(
+            self.access.is_paired, msg.identity
+        ):
+            await self._refuse(msg)
+            return
+        worker = self.worker(msg.session_key)
+        command = parse_command(msg.text)
+        if command is not None:
+            from hermes.gateway.commands import HANDLERS
+
+            reply = await HANDLERS[command.name](self, worker, msg, command.args)
+        else:
+            reply = await worker.submit(msg, self.busy_mode)
+        if reply:
+            await self.say(msg, reply)
+
+    async def _refuse(self, msg: Inbound) -> None:
+        """A stranger: no model call, nothing stored; at most a pairing code."""
+        if msg.platform in self.status:
+            self.status[msg.platform].refused += 1
+        log.info("gateway: refused a message from %s (not allowed)", msg.identity)
+        if not self.access.pairing_enabled:
+            return
+        offer = await asyncio.to_thread(self.access.pairing.offer, msg.identity, msg.sender_name)
+        if offer is not None:
+            await self.say(msg, PAIRING_TEXT.format(code=offer.code))
+
+    def worker(self, key: str) -> ChatWorker:
+        worker = self.workers.get(key)
+        if worker is None:
+            worker = self.workers[key] = ChatWorker(key, self.turns.run)
+        return worker
+
+    # -- outbound --------------------------------------------------------------------------
+
+    async def say(self, msg: Inbound, text: str, *, reply: bool = False) -> None:
+        """Answer in the message's chat (and thread); failures are logged, not raised."""
+        adapter = self.adapters.get(msg.platform)
+        if adapter is None:
+            log.warning("gateway: %s is not connected; a reply was dropped", msg.platform)
+            return
+        try:
+            await adapter.send(
+                msg.chat,
+                text,
+                thread=msg.thread,
+                reply_to=msg.message_id if reply else None,
+                meta=msg.meta,
+            )
+        except Exception as exc:
+            log.warning("gateway: sending to %s failed: %s", msg.session_key, exc)
+            return
+        self.count_out(msg.platform)
+
+    def count_out(self, platform: str) -> None:
+        if platform in self.status:
+            self.status[platform].messages_out += 1
+            self._changed()

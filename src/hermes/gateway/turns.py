@@ -1,0 +1,119 @@
+"""Run one agent turn for a chat message: whose scope, which session, which tools, the typing
+indicator while it works, and the answer sent back where the message came from."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from hermes.agent.loop import TurnObserver, TurnRequest
+from hermes.gateway.approvals import ChatApprover
+from hermes.gateway.base import Attachment, Inbound
+from hermes.gateway.chats import ChatWorker
+from hermes.tools.registry import Toolset
+
+if TYPE_CHECKING:
+    from hermes.gateway.runner import Gateway
+
+log = logging.getLogger(__name__)
+
+# What people who are not the owner may use (SPEC §11): never terminal, files or delegation.
+END_USER_TOOLS = (
+    "memory",
+    "session_search",
+    "web_search",
+    "web_extract",
+    "skills_list",
+    "skill_view",
+)
+TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
+
+
+class _Partial(TurnObserver):
+    """Streams the model's text so that an interrupted turn keeps what it had said; counts it
+    on the worker (for /status)."""
+
+    def __init__(self, worker: ChatWorker) -> None:
+        self.worker = worker
+
+    def on_delta(self, text: str) -> None:
+        self.worker.streamed += len(text)
+
+
+def describe_attachments(attachments: tuple[Attachment, ...]) -> str:
+    lines = []
+    for a in attachments:
+        size = f", {a.size} bytes" if a.size is not None else ""
+        mime = f", {a.mime}" if a.mime else ""
+        lines.append(f"[The user sent a {a.kind} {a.name!r}{mime}{size}, saved at {a.path}]")
+    return "\n".join(lines)
+
+
+def user_text(msg: Inbound) -> str:
+    parts = [msg.text.strip()] if msg.text.strip() else []
+    if msg.attachments:
+        parts.append(describe_attachments(msg.attachments))
+    return "\n\n".join(parts) or "(empty message)"
+
+
+class TurnMaker:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+        self._end_user_toolset: Toolset | None = None
+
+    def toolset_for(self, owner: bool) -> Toolset:
+        full = self.gw.agent.toolset
+        if owner:
+            return full
+        if self._end_user_toolset is None:
+            tools_cfg = getattr(self.gw.settings, "tools", None)
+            allowed = getattr(tools_cfg, "end_user_toolsets", None) or END_USER_TOOLS
+            self._end_user_toolset = full.only(allowed)
+        return self._end_user_toolset
+
+    async def run(self, msg: Inbound, steering: asyncio.Queue[str], worker: ChatWorker) -> None:
+        """The worker's turn runner: never raises except for cancellation."""
+        gw = self.gw
+        owner = gw.access.is_owner(msg.identity)
+
+        async def say(text: str) -> None:
+            await gw.say(msg, text)
+
+        request = TurnRequest(
+            user_message=user_text(msg),
+            session_id=gw.sessions.current(worker.key),
+            scope=gw.access.scope_of(msg.identity),
+            source=msg.platform,
+            toolset=self.toolset_for(owner),
+            approver=ChatApprover(worker, say, msg.identity, gw.settings.gateway.approval_timeout),
+            steering=steering,
+        )
+        typing = asyncio.get_running_loop().create_task(self._typing(msg))
+        try:
+            worker.streamed = 0
+            result = await gw.agent.run_turn(request, _Partial(worker))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("gateway turn for %s failed: %s", msg.session_key, exc)
+            await say(f"⚠️ Sorry, I could not answer that: {exc}")
+            return
+        finally:
+            typing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await typing
+        if result.content.strip():
+            await gw.say(msg, result.content, reply=True)
+
+    async def _typing(self, msg: Inbound) -> None:
+        adapter = self.gw.adapters.get(msg.platform)
+        if adapter is None:
+            return
+        while True:
+            try:
+                await adapter.typing(msg.chat, msg.thread)
+            except Exception as exc:  # cosmetic: never disturb the turn
+                log.debug("typing indicator failed: %s", exc)
+            await asyncio.sleep(TYPING_EVERY)
