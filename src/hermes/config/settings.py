@@ -223,7 +223,6 @@ class Settings(_Section):
         """`store.url`, or the embedded default `sqlite:///$HERMES_HOME/state.db`."""
         return self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
 
-
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
 
@@ -240,8 +239,6 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND": "server.allow_unauthenticated_public_bind",
     "HERMES_TIMEZONE": "timezone",
     "HERMES_DATABASE_URL": "store.url",
-
-
     # messaging platforms (SPEC §10); config keys under gateway.<platform>.* mirror them
     "TELEGRAM_BOT_TOKEN": "gateway.telegram.token",
     "TELEGRAM_API_BASE": "gateway.telegram.api_base",
