@@ -113,6 +113,7 @@ def build(
     qs = write_dialogues(data, conversations=10, sessions=32, extra=extra, seed=seed)
     slices = [Slice("dialogue", [{**q, "user": DIALOGUE_SCOPE} for q in qs])]
     files = [(data / "dialogues.jsonl", DIALOGUE_SCOPE)]
+    files += [(f, DIALOGUE_SCOPE) for f in sorted(data.glob("filler-*.jsonl"))]
     if with_chat:
         chat = data / "chat"
         write_dataset(chat, personas=10, per_persona=1000, seed=seed)
@@ -173,7 +174,9 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),
     ("  without role prior", replace(DEFAULT_CONFIG, role=0.0)),
-    ("  without per-session cap", replace(DEFAULT_CONFIG, per_session=0)),
+    ("  + at most 2 hits per session first", replace(DEFAULT_CONFIG, per_session=2)),
+    ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
+    ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),
 ]
 

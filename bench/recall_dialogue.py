@@ -390,7 +390,7 @@ def filler_conversations(seed: int, n_messages: int) -> Iterator[dict]:
 def write_dialogues(
     out: Path, *, conversations: int = 10, sessions: int = 24, extra: int = 0, seed: int = 11
 ) -> list[dict]:
-    """Write <out>/dialogues.jsonl (all sessions) and return the questions as dicts."""
+    """Write <out>/dialogues.jsonl and <out>/filler-*.jsonl; return the questions."""
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     questions: list[dict] = []
@@ -403,6 +403,16 @@ def write_dialogues(
             questions += [
                 {"query": q.query, "kind": q.kind, "evidence": q.evidence} for q in convo.questions
             ]
-        for session in filler_conversations(seed + 1, extra):
-            fh.write(json.dumps(session) + "\n")
+    # the growth goes to files of ~100k messages: one import each (bounded memory)
+    part, size, fh = 0, 0, None
+    for session in filler_conversations(seed + 1, extra):
+        if fh is None or size >= 100_000:
+            if fh is not None:
+                fh.close()
+            part, size = part + 1, 0
+            fh = (out / f"filler-{part:03d}.jsonl").open("w", encoding="utf-8")
+        fh.write(json.dumps(session) + "\n")
+        size += len(session["messages"])
+    if fh is not None:
+        fh.close()
     return questions

@@ -220,3 +220,38 @@ def test_import_and_export_keep_speaker_names(store: SQLiteStore) -> None:
     assert '"name": "Jon"' in exported and '"name": "Gina"' in exported
     hits = rank_messages(store, "default", "What did Jon open?")
     assert (hits[0].session_id, hits[0].index) == ("d1", 0)
+
+
+def test_bulk_import_indexes_like_appending_and_leaves_triggers_on(store: SQLiteStore) -> None:
+    from hermes.store.base import NewSession
+
+    turns = [("user", "one"), ("assistant", None), ("tool", "out"), ("assistant", "two")]
+    add(store, "default", "appended", *turns)
+    new = [NewSession("bulk", "import", [NewMessage(r, c, name="Ann") for r, c in turns])]
+    assert store.import_sessions("default", new) == ["bulk"]
+    assert store.import_sessions("default", new) == []  # already there: skipped
+    assert (
+        windows(store, "bulk")
+        == windows(store, "appended")
+        == [
+            ("", "one", "two"),
+            ("one", "two", ""),
+        ]
+    )
+    check(store)
+    add(store, "default", "bulk", ("user", "three"))  # triggers are live again
+    assert windows(store, "bulk")[-2:] == [("one", "two", "three"), ("two", "three", "")]
+    check(store)
+    record = store.get_session("default", "bulk")
+    assert record is not None and record.message_count == 5 and record.user_turns == 2
+    assert store.connection.execute("SELECT COUNT(*) FROM search_index_paused").fetchone()[0] == 0
+
+
+def test_cron_runs_rank_below_conversations(store: SQLiteStore) -> None:
+    store.ensure_session("default", "cron_daily", source="cron")
+    store.append_messages(
+        "default", "cron_daily", [NewMessage("assistant", "Daily digest: the kiwi harvest report")]
+    )
+    add(store, "default", "chat", ("user", "We talked about the kiwi harvest once, long ago"))
+    hits = rank_messages(store, "default", "kiwi harvest report")
+    assert [h.session_id for h in hits] == ["chat", "cron_daily"]

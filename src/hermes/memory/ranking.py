@@ -9,14 +9,16 @@ bench/recall.py (its ablation table removes one at a time):
 - a role prior: a first-person question ("my dog") is about what the user said, a
   second-person one ("what did you suggest") about what the assistant said;
 - recency as a tie-breaker (an updated fact's newer statement wins a tie);
-- at most `per_session` hits per session before other sessions get their turn.
+- cron run sessions count half: what the agent produced alone ranks below conversations;
+- optionally (off: measured to hurt message-level recall on dialogues) at most
+  `per_session` hits per session before other sessions get their turn.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hermes.memory.query import all_terms, likely_role, query_terms
 from hermes.store.base import Searcher, SearchView, TextMatch
@@ -27,14 +29,18 @@ class RankConfig:
     """Knobs of the ranking; the defaults are what bench/recall.py measured best."""
 
     view: SearchView = "window"
+    fuse: tuple[tuple[SearchView, float], ...] = ()  # more views, fused by reciprocal rank
+    rrf_k: float = 20.0
     candidates: int = 200
     role: float = 0.5
     recency: float = 0.01
-    per_session: int = 2
+    per_session: int = 0
+    demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
     stopwords: bool = True
 
 
 DEFAULT_CONFIG = RankConfig()
+DEMOTED_SOURCES = frozenset({"cron"})
 
 
 @dataclass(slots=True)
@@ -59,6 +65,8 @@ def _fuse(cands: list[TextMatch], config: RankConfig, role: str | None) -> list[
         score = c.score / top
         if role is not None and c.role == role:
             score *= 1.0 + config.role
+        if c.source in DEMOTED_SOURCES:
+            score *= config.demoted
         score += config.recency * time_pos[c.timestamp]
         out.append(Ranked(c.message_id, c.session_id, c.index, c.role, c.timestamp, score))
     out.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
@@ -82,8 +90,34 @@ def rank_messages(
     cands = store.match_messages(
         scope, terms, view=config.view, limit=size, exclude_sessions=exclude_sessions
     )
+    if config.fuse:
+        cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
     ranked = _fuse(cands, config, likely_role(query))
     return _diversify(ranked, config)[:limit]
+
+
+def _reciprocal_rank(
+    store: Searcher,
+    scope: str,
+    terms: list[str],
+    first: list[TextMatch],
+    config: RankConfig,
+    exclude: Sequence[str],
+) -> list[TextMatch]:
+    """Views fused by rank (weight / (k + rank)), never by raw scores: BM25 scales differ."""
+    lists = [(first, 1.0)]
+    for view, weight in config.fuse:
+        found = store.match_messages(
+            scope, terms, view=view, limit=len(first) or config.candidates, exclude_sessions=exclude
+        )
+        lists.append((found, weight))
+    fused: dict[int, float] = defaultdict(float)
+    match: dict[int, TextMatch] = {}
+    for found, weight in lists:
+        for rank, m in enumerate(found):
+            fused[m.message_id] += weight / (config.rrf_k + rank + 1)
+            match.setdefault(m.message_id, m)
+    return [replace(match[i], score=score) for i, score in fused.items()]
 
 
 def _diversify(ranked: list[Ranked], config: RankConfig) -> list[Ranked]:

@@ -48,6 +48,17 @@ class NewMessage:
 
 
 @dataclass(slots=True)
+class NewSession:
+    """A whole past session to import (bulk): its messages are stored in order, indexed 0…"""
+
+    id: str
+    source: str
+    messages: list[NewMessage]
+    title: str | None = None
+    started_at: float | None = None
+
+
+@dataclass(slots=True)
 class MessageRecord:
     id: int
     scope: str
@@ -253,6 +264,11 @@ class Store(Searcher, CompactionStore, Protocol):
     ) -> list[MessageRecord]:
         """Append all or none; in the same transaction set the session's system prompt if it
         has none yet and give up `release`, so a turn ends in one write."""
+        ...
+
+    def import_sessions(self, scope: str, sessions: Sequence[NewSession]) -> list[str]:
+        """Store whole sessions in one transaction, skipping ids the scope already has;
+        returns the ids imported. Made for bulk loads (tens of thousands of messages/s)."""
         ...
 
     def get_messages(

@@ -129,6 +129,33 @@ CREATE TABLE model_limits (
 );
 """
 
+
+def _pausable_triggers(*scripts: str) -> str:
+    """Migration 7: every search trigger stands aside while `search_index_paused` has a row.
+
+    A bulk import inserts that row, its sessions and messages, deletes the row and indexes
+    the new rows in one statement per view, all in one transaction: other connections never
+    see the pause, and the index is built once per message instead of once per neighbour.
+    """
+    out = ["CREATE TABLE search_index_paused (one INTEGER PRIMARY KEY CHECK (one = 1));"]
+    latest: dict[str, str] = {}
+    for script in scripts:
+        for statement in _split(script):
+            if statement.upper().startswith("CREATE TRIGGER"):
+                latest[statement.split()[2]] = statement
+    for name, statement in latest.items():
+        if " ON sessions " in statement:
+            continue  # deleting sessions is never paused
+        head, body = statement.split(" BEGIN\n", 1)
+        if "\nWHEN " not in head and " WHEN " not in head:
+            raise AssertionError(f"trigger {name} has no WHEN clause")
+        head = head.replace("WHEN ", "WHEN NOT EXISTS (SELECT 1 FROM search_index_paused) AND ", 1)
+        out += [f"DROP TRIGGER {name};", f"{head} BEGIN\n{body}"]
+    return "\n".join(out) + "\n"
+
+
+M007_PAUSABLE = _pausable_triggers(M005_MESSAGE_VIEWS, M006_SPEAKERS)
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial", _script(M001_INITIAL)),
     Migration(2, "prompts_and_locks", _script(M002_PROMPTS_AND_LOCKS)),
@@ -136,6 +163,7 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "compactions", _script(M004_COMPACTIONS)),
     Migration(5, "message_views", _script(M005_MESSAGE_VIEWS)),
     Migration(6, "speakers", _script(M006_SPEAKERS)),
+    Migration(7, "pausable_search_triggers", _script(M007_PAUSABLE)),
 ]
 
 

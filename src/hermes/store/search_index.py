@@ -9,15 +9,24 @@ column), `exact` is `message_exact_fts` (no stemming), `trigram` is `message_tri
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hermes.store.base import SearchIndexHealth, SearchView, StoreError, TextMatch
-from hermes.store.search_schema import SEARCH_TABLES, scope_tag
+from hermes.store.base import NewSession, SearchIndexHealth, SearchView, StoreError, TextMatch
+from hermes.store.search_schema import (
+    AFTER_CHARS,
+    BEFORE_CHARS,
+    BODY_CHARS,
+    SEARCH_TABLES,
+    scope_tag,
+)
 
 MAX_CANDIDATES = 5000
+# the characters the trigram view's GLOB selects (search_schema._UNSEGMENTED), for Python
+UNSEGMENTED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 SNIPPET_TOKENS = 24
 
 
@@ -158,6 +167,42 @@ class SearchIndexMixin:
                 ).fetchall()
                 out.update({int(r[0]): r[1] or "" for r in rows})
         return out
+
+    def _index_new(
+        self, conn: sqlite3.Connection, scope: str, first_id: int, sessions: Sequence[NewSession]
+    ) -> None:
+        """Index freshly inserted sessions whose messages got ids first_id, first_id + 1, …
+
+        The rows are computed here exactly as the views compute them (same neighbours, same
+        clipping), which FTS5's integrity check verifies, but without the views' per-row
+        neighbour lookups: a bulk load tokenises each message once per index.
+        """
+        tag = scope_tag(scope)
+        windows: list[tuple[object, ...]] = []
+        exact: list[tuple[object, ...]] = []
+        trigram: list[tuple[object, ...]] = []
+        next_id = first_id
+        for session in sessions:
+            conv: list[tuple[int, str, str]] = []
+            for m in session.messages:
+                if m.role in ("user", "assistant") and m.content:
+                    conv.append((next_id, m.content, m.name or ""))
+                next_id += 1
+            for i, (mid, text, speaker) in enumerate(conv):
+                before = conv[i - 1][1][-BEFORE_CHARS:] if i else ""
+                after = conv[i + 1][1][:AFTER_CHARS] if i + 1 < len(conv) else ""
+                body = text[:BODY_CHARS]
+                windows.append((mid, before, body, after, speaker, tag))
+                exact.append((mid, body, tag))
+                if UNSEGMENTED.search(text):
+                    trigram.append((mid, body, tag))
+        conn.executemany(
+            "INSERT INTO message_windows_fts (rowid, before, body, after, speaker, tag) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            windows,
+        )
+        for table, rows in (("message_exact_fts", exact), ("message_trigram_fts", trigram)):
+            conn.executemany(f"INSERT INTO {table} (rowid, content, tag) VALUES (?, ?, ?)", rows)
 
     def check_search_index(self) -> SearchIndexHealth:
         """FTS5's own integrity check of every search table against the messages."""

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from hermes.store.base import (
     Lease,
     MessageRecord,
     NewMessage,
+    NewSession,
     SessionRecord,
     StoreError,
 )
@@ -33,6 +34,30 @@ _MESSAGE_COLUMNS = (
     "tool_name, token_count, name"
 )
 _OPEN_TIMEOUT_S = 30.0
+
+
+def _session_row(scope: str, s: NewSession, now: float) -> tuple[Any, ...]:
+    first_ts = next((m.timestamp for m in s.messages if m.timestamp is not None), None)
+    started = s.started_at or first_ts or now
+    last_ts = max((m.timestamp for m in s.messages if m.timestamp is not None), default=started)
+    user_turns = sum(m.role == "user" for m in s.messages)
+    return (scope, s.id, s.source, s.title, started, last_ts, len(s.messages), user_turns)
+
+
+def _message_row(scope: str, sid: str, idx: int, m: NewMessage, now: float) -> tuple[Any, ...]:
+    return (
+        scope,
+        sid,
+        idx,
+        m.role,
+        m.content,
+        json.dumps(m.tool_calls) if m.tool_calls else None,
+        m.tool_call_id,
+        m.tool_name,
+        m.timestamp if m.timestamp is not None else now,
+        m.token_count,
+        m.name,
+    )
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -340,6 +365,63 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
             if release is not None:
                 self._drop_lease(conn, release.name, release.holder)
         return records
+
+    def import_sessions(self, scope: str, sessions: Sequence[NewSession]) -> list[str]:
+        """Bulk load in one transaction: search triggers paused, then one indexing pass.
+
+        Sessions whose id the scope already has (or that repeat within `sessions`) are
+        skipped. Rows go in with `executemany`; the search views index the new id range in
+        one statement each, so a message is tokenised once per view instead of once per
+        neighbour change as the triggers would.
+        """
+        with self._write() as conn:
+            seen = self._existing_ids(conn, scope, [s.id for s in sessions])
+            fresh: list[NewSession] = []
+            for s in sessions:
+                if s.id not in seen:
+                    seen.add(s.id)
+                    fresh.append(s)
+            if not fresh:
+                return []
+            now = time.time()
+            before = self._last_message_id(conn)
+            conn.execute("INSERT INTO search_index_paused (one) VALUES (1)")
+            conn.executemany(
+                "INSERT INTO sessions (scope, id, source, title, started_at, updated_at, "
+                "message_count, user_turns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [_session_row(scope, s, now) for s in fresh],
+            )
+            conn.executemany(
+                "INSERT INTO messages (scope, session_id, idx, role, content, tool_calls, "
+                "tool_call_id, tool_name, timestamp, token_count, name) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    _message_row(scope, s.id, i, m, now)
+                    for s in fresh
+                    for i, m in enumerate(s.messages)
+                ),
+            )
+            conn.execute("DELETE FROM search_index_paused")
+            self._index_new(conn, scope, before + 1, fresh)
+        return [s.id for s in fresh]
+
+    @staticmethod
+    def _existing_ids(conn: sqlite3.Connection, scope: str, ids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT id FROM sessions WHERE scope = ? AND id IN ({marks})", (scope, *chunk)
+            ).fetchall()
+            found.update(r[0] for r in rows)
+        return found
+
+    @staticmethod
+    def _last_message_id(conn: sqlite3.Connection) -> int:
+        """The highest message id ever given out (AUTOINCREMENT keeps it in sqlite_sequence)."""
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+        return int(row[0]) if row else 0
 
     def update_message_content(self, scope: str, message_id: int, content: str | None) -> None:
         with self._write() as conn:
