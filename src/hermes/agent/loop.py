@@ -13,6 +13,12 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from hermes.agent.client_tools import (
+    ClientTools,
+    call_name,
+    closing_results,
+    resume_results,
+)
 from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
 from hermes.agent.locks import HeldSession, SessionLocks, run_settled
 from hermes.agent.memory import MemoryLayers, MemoryProvider
@@ -51,6 +57,7 @@ class TurnObserver:
 @dataclass
 class TurnRequest:
     user_message: str
+    """The new user message; empty when the turn resumes with `tool_results`."""
     session_id: str | None = None
     scope: str = DEFAULT_SCOPE
     source: str = "cli"
@@ -62,6 +69,13 @@ class TurnRequest:
     steering: asyncio.Queue[str] | None = None
     """Text the user adds while the turn runs (gateway `steer`): drained before each model
     call and sent, and stored, as user messages of this turn."""
+    model_options: dict[str, Any] = field(default_factory=dict)
+    """Chat Completions parameters for every model call of the turn (sampling, stop,
+    response_format, ...): the caller's choices, passed through as given."""
+    client_tools: ClientTools | None = None
+    """Tools the caller runs itself: calling one pauses the turn (see agent.client_tools)."""
+    tool_results: list[dict[str, Any]] | None = None
+    """`tool` messages answering the calls a paused turn handed back; resumes that turn."""
 
 
 @dataclass
@@ -78,6 +92,8 @@ class TurnResult:
     """The session's source (who created it), for after-turn hooks that skip some."""
     message_count: int = 0
     """Messages stored in the session after this turn: hooks read the tail without a lookup."""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    """Calls of the caller's own tools the turn paused on (`finish_reason` "tool_calls")."""
 
 
 AfterTurnHook = Callable[[TurnResult, "Agent"], Awaitable[None]]
@@ -94,6 +110,18 @@ class _Turn:
     usage: Usage = field(default_factory=Usage)
     new_system_prompt: str | None = None
     """Built for a session that had none; stored (frozen) with the turn's messages."""
+    options: dict[str, Any] = field(default_factory=dict)
+    client: ClientTools | None = None
+
+
+@dataclass
+class _Outcome:
+    """How the tool loop ended: a final answer, or a pause on the caller's tool calls."""
+
+    content: str
+    finish_reason: str
+    iterations: int
+    client_calls: list[ToolCall] = field(default_factory=list)
 
 
 def _add_usage(a: Usage, b: Usage | None) -> Usage:
@@ -121,6 +149,19 @@ def _tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in calls
     ]
+
+
+def _new_message(message: dict[str, Any], history: list[dict[str, Any]]) -> NewMessage:
+    """A turn's opening message (user text or a tool result) as it is stored."""
+    content = str(message.get("content") or "")
+    call_id = message.get("tool_call_id")
+    return NewMessage(
+        role=message["role"],
+        content=content,
+        tool_call_id=call_id,
+        tool_name=call_name(history, call_id) if call_id else None,
+        token_count=estimate_text_tokens(content),
+    )
 
 
 class Agent:
@@ -157,6 +198,9 @@ class Agent:
 
     async def run_turn(self, req: TurnRequest, observer: TurnObserver | None = None) -> TurnResult:
         observer = observer or TurnObserver()
+        if req.client_tools is not None:
+            toolset = req.toolset if req.toolset is not None else self.toolset
+            req.client_tools.check_against(toolset.names())
         stateless = req.session_id is None
         session_id = req.session_id or f"{req.source}-{uuid.uuid4().hex[:16]}"
         async with self.locks.hold(req.scope, session_id, source=req.source) as held:
@@ -205,7 +249,7 @@ class Agent:
         session = held.session
         turn = await self._build_context(req, held, stateless, toolset)
         try:
-            content, finish, iterations = await self._tool_loop(req, turn, toolset, observer)
+            outcome = await self._tool_loop(req, turn, toolset, observer)
         except asyncio.CancelledError:
             await asyncio.shield(self._persist_interrupted(req, turn))
             raise
@@ -213,14 +257,15 @@ class Agent:
         return TurnResult(
             session_id=session.id,
             scope=req.scope,
-            content=content,
+            content=outcome.content,
             stored=stored,
             usage=turn.usage,
-            iterations=iterations,
-            finish_reason=finish,
-            user_turn_number=session.user_turns + 1,
+            iterations=outcome.iterations,
+            finish_reason=outcome.finish_reason,
+            user_turn_number=session.user_turns + (0 if req.tool_results is not None else 1),
             source=session.source,
             message_count=stored[-1].index + 1 if stored else session.message_count,
+            tool_calls=outcome.client_calls,
         )
 
     async def _build_context(
@@ -240,19 +285,15 @@ class Agent:
             history = list(req.history or [])
         else:
             history = await self.policy.load_history(session)
-        user = {"role": "user", "content": req.user_message}
-        # recalled for this turn only: sent with it, never stored or frozen
-        recalled = [
-            {"role": "system", "content": text}
-            for text in await self.memory.prefetch(req.scope, session.id, req.user_message)
-        ]
+        opening = await self._opening_messages(req, session.id, history)
+        client = req.client_tools
         state = CallState(
             scope=req.scope,
             session_id=session.id,
             system=system,
             history=history,
-            turn=[*recalled, user],
-            tools=toolset.schemas(),
+            turn=opening,
+            tools=toolset.schemas() + (client.schemas if client else []),
             stateless=stateless,
             source=req.source,
             on_pre_compress=self.memory.on_pre_compress,
@@ -261,14 +302,30 @@ class Agent:
             # the previous turn's last call covered everything but its final answer
             state.anchor_tokens = session.last_prompt_tokens
             state.anchor_len = len(system) + len(history) - 1
-        new = [
-            NewMessage(
-                role="user",
-                content=req.user_message,
-                token_count=estimate_text_tokens(req.user_message),
-            )
+        new = [_new_message(m, history) for m in opening if m["role"] != "system"]
+        return _Turn(
+            state=state,
+            new=new,
+            held=held,
+            new_system_prompt=new_system_prompt,
+            options=dict(req.model_options),
+            client=client,
+        )
+
+    async def _opening_messages(
+        self, req: TurnRequest, session_id: str, history: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """What the turn adds before its first model call: the caller's tool results (a
+        resumed turn), or notes closing calls left unanswered, memory recalled for this turn
+        (system messages, never stored) and the user's message."""
+        if req.tool_results is not None:
+            return resume_results(history, req.tool_results)
+        recalled = [
+            {"role": "system", "content": text}
+            for text in await self.memory.prefetch(req.scope, session_id, req.user_message)
         ]
-        return _Turn(state=state, new=new, held=held, new_system_prompt=new_system_prompt)
+        user = {"role": "user", "content": req.user_message}
+        return [*closing_results(history), *recalled, user]
 
     async def _call_model(self, turn: _Turn, observer: TurnObserver, *, tools: bool) -> Completion:
         state = turn.state
@@ -284,11 +341,13 @@ class Agent:
             messages = state.messages()
             # stream from upstream only when someone is watching the text arrive
             streaming = type(observer).on_delta is not TurnObserver.on_delta
+            offered = state.tools if tools and state.tools else None
             try:
                 completion = await self.model.complete(
                     messages,
-                    tools=state.tools if tools and state.tools else None,
+                    tools=offered,
                     on_delta=on_delta if streaming else None,
+                    options=self._call_options(turn, offered is not None),
                 )
             except ContextLengthExceededError as exc:
                 if retried or not await self.policy.on_context_error(state, exc):
@@ -302,9 +361,16 @@ class Agent:
             await self.policy.after_response(state, completion.usage)
             return completion
 
+    @staticmethod
+    def _call_options(turn: _Turn, offers_tools: bool) -> dict[str, Any]:
+        """The caller's options for one call; tool_choice only when the call offers tools."""
+        if offers_tools and turn.client is not None:
+            return {**turn.options, **turn.client.call_options()}
+        return turn.options
+
     async def _tool_loop(
         self, req: TurnRequest, turn: _Turn, toolset: Toolset, observer: TurnObserver
-    ) -> tuple[str, str, int]:
+    ) -> _Outcome:
         limit = self.settings.agent.max_iterations
         ctx = ToolContext(
             scope=req.scope,
@@ -313,17 +379,22 @@ class Agent:
             services=self.services,
             approver=req.approver,
         )
+        theirs = turn.client.names() if turn.client is not None else set()
         for iteration in range(1, limit + 1):
             _take_steering(req, turn)
             completion = await self._call_model(turn, observer, tools=True)
             if not completion.tool_calls:
-                return self._finish(turn, completion), completion.finish_reason or "stop", iteration
-            await self._run_tools(turn, completion, toolset, ctx, observer)
+                content = self._finish(turn, completion)
+                return _Outcome(content, completion.finish_reason or "stop", iteration)
+            await self._run_tools(turn, completion, toolset, ctx, observer, skip=theirs)
+            paused = [c for c in completion.tool_calls if c.name in theirs]
+            if paused:  # the caller runs these; its next request resumes the turn
+                return _Outcome(completion.content or "", "tool_calls", iteration, paused)
         # bounded: one last call without tools so the user still gets an answer
         turn.state.turn.append({"role": "system", "content": ITERATION_LIMIT_NOTE})
         completion = await self._call_model(turn, observer, tools=False)
         turn.state.turn.pop()
-        return self._finish(turn, completion), "length", limit + 1
+        return _Outcome(self._finish(turn, completion), "length", limit + 1)
 
     def _finish(self, turn: _Turn, completion: Completion) -> str:
         content = completion.content or ""
@@ -345,9 +416,12 @@ class Agent:
         toolset: Toolset,
         ctx: ToolContext,
         observer: TurnObserver,
+        skip: frozenset[str] | set[str] = frozenset(),
     ) -> None:
-        calls = completion.tool_calls
-        tool_calls = _tool_calls_json(calls)
+        """Run Hermes' own calls of one step; calls named in `skip` (the caller's tools) are
+        recorded in the step but left for the caller to answer."""
+        tool_calls = _tool_calls_json(completion.tool_calls)
+        calls = [c for c in completion.tool_calls if c.name not in skip]
         assistant = {"role": "assistant", "content": completion.content, "tool_calls": tool_calls}
         for call in calls:
             observer.on_tool_start(call.id, call.name)

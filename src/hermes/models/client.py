@@ -97,6 +97,9 @@ _SECRET_LIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*]{6,}")
 
 _MAX_UPSTREAM_CHARS = 300
 
+# Parameters the client sets itself; `options` cannot override them.
+_RESERVED_PARAMS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+
 
 class ModelClient(Protocol):
     """What the agent loop needs from a model backend; lets tests and other backends swap in."""
@@ -110,8 +113,13 @@ class ModelClient(Protocol):
         on_delta: Callable[[str], None] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Completion:
-        """Run one chat completion; stream text to `on_delta` when given."""
+        """Run one chat completion; stream text to `on_delta` when given.
+
+        `options` are further Chat Completions parameters (sampling, `stop`, `seed`,
+        `response_format`, `tool_choice`, ...) sent as given; `max_tokens` and `temperature`
+        override theirs."""
         ...
 
     async def list_models(self) -> list[dict]:
@@ -201,6 +209,7 @@ class OpenAICompatClient:
         on_delta: Callable[[str], None] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One chat completion, normalised; raises only `ModelError` subclasses for upstream failures."""
         self._require_endpoint()
@@ -210,6 +219,8 @@ class OpenAICompatClient:
                 "No model name is configured; set HERMES_MODEL or model.name in config.yaml."
             )
         params: dict[str, Any] = {"model": model_name}
+        if options:
+            params.update((k, v) for k, v in options.items() if k not in _RESERVED_PARAMS)
         if max_tokens is not None:
             # `max_tokens` rather than `max_completion_tokens`: it is what compatible servers accept.
             params["max_tokens"] = max_tokens

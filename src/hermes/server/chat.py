@@ -46,6 +46,9 @@ def _turn_request(call: ChatCall, session_id: str | None, scope: str) -> TurnReq
         source=SOURCE,
         history=None if session_id is not None else call.history,
         system_extra=call.system_extra,
+        model_options=call.options,
+        client_tools=call.client_tools,
+        tool_results=call.tool_results,
     )
 
 
@@ -68,6 +71,7 @@ async def _complete(runtime: Runtime, req: TurnRequest, call: ChatCall) -> Store
         result.content,
         result.finish_reason or "stop",
         result.usage,
+        result.tool_calls,
     )
     return StoredResponse(200, json.dumps(body).encode(), {SESSION_HEADER: result.session_id})
 

@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from hermes.agent.client_tools import TurnInputError
 from hermes.agent.locks import SessionBusyError
 from hermes.models.errors import (
     ContextLengthExceededError,
@@ -175,6 +176,8 @@ def from_turn_error(exc: Exception) -> APIError | None:
         return exc
     if isinstance(exc, ModelError):
         return from_model_error(exc)
+    if isinstance(exc, TurnInputError):
+        return APIError(400, str(exc), INVALID_REQUEST, "invalid_tool_traffic", exc.param)
     if isinstance(exc, SessionBusyError):
         return APIError(
             409,

@@ -8,18 +8,68 @@ stateless history is parsed once by `json.loads` with no second validation pass.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.models.types import Usage
+from hermes.agent.client_tools import ClientTools
+from hermes.models.types import ToolCall, Usage
 from hermes.server.errors import APIError
 
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 SYSTEM_ROLES = frozenset({"system", "developer"})
-TOOL_ROLES = frozenset({"tool", "function"})
-KNOWN_ROLES = frozenset({"user", "assistant"}) | SYSTEM_ROLES | TOOL_ROLES
+KNOWN_ROLES = frozenset({"user", "assistant", "tool"}) | SYSTEM_ROLES
+
+# The request model, in one place. Every top-level field a client may send is in exactly one
+# of these; anything else is refused with a 400 naming it, as OpenAI does.
+MODEL_OPTIONS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "reasoning_effort",
+        "verbosity",
+        "user",
+        "response_format",
+    }
+)
+"""Passed as given to every model call of the turn (`response_format` included: as on OpenAI,
+it shapes the answer, while tool calls stay possible until the model answers)."""
+TOOL_FIELDS = frozenset({"tools", "tool_choice", "parallel_tool_calls"})
+ENVELOPE_FIELDS = frozenset({"model", "messages", "stream", "stream_options", "n"})
+BOOKKEEPING_FIELDS = frozenset(
+    {"store", "metadata", "service_tier", "prompt_cache_key", "safety_identifier"}
+)
+"""OpenAI-platform bookkeeping (dashboard storage, tags, tiers, cache keys): they do not change
+the answer, so they are accepted and not forwarded to endpoints that may reject them."""
+REFUSED_FIELDS = {
+    "logprobs": "Hermes does not return log probabilities; leave `logprobs` unset or false.",
+    "top_logprobs": "Hermes does not return log probabilities; leave `top_logprobs` unset.",
+    "audio": "Hermes answers in text only; remove `audio`.",
+    "modalities": 'Hermes answers in text only; send `modalities: ["text"]` or leave it unset.',
+    "prediction": "Predicted outputs are not supported; remove `prediction`.",
+    "functions": "The legacy `functions` field is not supported; send `tools` instead.",
+    "function_call": "The legacy `function_call` field is not supported; use `tool_choice`.",
+    "web_search_options": "Hermes searches the web with its own tools; remove "
+    "`web_search_options`.",
+}
+_HARMLESS_REFUSED_VALUES: dict[str, tuple[Any, ...]] = {
+    "logprobs": (None, False),
+    "top_logprobs": (None, 0),
+    "modalities": (None, ["text"]),
+}
+KNOWN_FIELDS = (
+    MODEL_OPTIONS | TOOL_FIELDS | ENVELOPE_FIELDS | BOOKKEEPING_FIELDS | set(REFUSED_FIELDS)
+)
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass
@@ -29,8 +79,12 @@ class ChatCall:
     model: str
     stream: bool
     user_message: str
+    """The new user message ("" when the request resumes a turn with `tool_results`)."""
     history: list[dict[str, Any]] = field(default_factory=list)
     system_extra: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    client_tools: ClientTools | None = None
+    tool_results: list[dict[str, Any]] | None = None
 
 
 def _bad(message: str, param: str | None, code: str = "invalid_value") -> APIError:
@@ -68,15 +122,19 @@ def _collapse(content: Any, where: str) -> str:
     return "\n".join(texts)
 
 
-def _check_options(body: dict[str, Any], ignore_client_tools: bool) -> None:
-    if body.get("tools") and not ignore_client_tools:
+def _check_fields(body: dict[str, Any]) -> None:
+    """Unknown fields, and known ones Hermes cannot honour, are a 400 naming them."""
+    unknown = sorted(set(body) - KNOWN_FIELDS)
+    if unknown:
+        names = ", ".join(f"`{u}`" for u in unknown)
         raise _bad(
-            "Client-supplied `tools` are not executed: Hermes runs its own tools on the "
-            "server. Remove `tools` (or set server.ignore_client_tools: true to have them "
-            "ignored).",
-            "tools",
-            "client_tools_unsupported",
+            f"Unrecognized request argument(s) {names}: Hermes does not support them; remove them.",
+            unknown[0],
+            "unknown_parameter",
         )
+    for name, advice in REFUSED_FIELDS.items():
+        if name in body and body[name] not in _HARMLESS_REFUSED_VALUES.get(name, (None,)):
+            raise _bad(f"`{name}` is not supported. {advice}", name, "unsupported_parameter")
     n = body.get("n")
     if n is not None and n != 1:
         raise _bad("`n` must be 1: Hermes produces one answer per turn.", "n")
@@ -88,71 +146,192 @@ def _check_options(body: dict[str, Any], ignore_client_tools: bool) -> None:
         raise _bad("`model` must be a string.", "model")
 
 
-def _message_fields(i: int, message: Any, ignore_client_tools: bool) -> tuple[str, str] | None:
-    """(role, text) of one message; None for client tool traffic that is being ignored."""
+def model_options(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's options for the model calls (None values are the same as absent)."""
+    options = {k: body[k] for k in MODEL_OPTIONS if body.get(k) is not None}
+    response_format = options.get("response_format")
+    if response_format is not None and (
+        not isinstance(response_format, dict)
+        or response_format.get("type") not in ("text", "json_object", "json_schema")
+    ):
+        raise _bad(
+            '`response_format` must be {"type": "text"}, {"type": "json_object"} or '
+            '{"type": "json_schema", "json_schema": {...}}.',
+            "response_format",
+        )
+    return options
+
+
+def _tool_schema(i: int, spec: Any) -> dict[str, Any]:
+    where = f"tools[{i}]"
+    if not isinstance(spec, dict) or spec.get("type") != "function":
+        kind = spec.get("type") if isinstance(spec, dict) else type(spec).__name__
+        raise _bad(
+            f'{where} is a {kind!r} tool; Hermes accepts client tools of type "function" '
+            '({"type": "function", "function": {"name": ..., "parameters": {...}}}).',
+            where,
+            "unsupported_tool_type",
+        )
+    fn = spec.get("function")
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        raise _bad(
+            f"{where}.function.name must be 1-64 letters, digits, _ or -; got {name!r}.",
+            f"{where}.function.name",
+        )
+    params = fn.get("parameters") if isinstance(fn, dict) else None
+    if params is not None and not isinstance(params, dict):
+        raise _bad(f"{where}.function.parameters must be a JSON schema object.", where)
+    return {"type": "function", "function": fn}
+
+
+def client_tools(body: dict[str, Any]) -> ClientTools | None:
+    """`tools`, `tool_choice` and `parallel_tool_calls`, checked against each other."""
+    raw = body.get("tools")
+    choice = body.get("tool_choice")
+    parallel = body.get("parallel_tool_calls")
+    if raw is None and choice is None and parallel is None:
+        return None
+    if raw is not None and not isinstance(raw, list):
+        raise _bad("`tools` must be a list of function tools.", "tools")
+    schemas = [_tool_schema(i, spec) for i, spec in enumerate(raw or [])]
+    tools = ClientTools(schemas=schemas, choice=choice, parallel_calls=parallel)
+    names = tools.names()
+    if len(names) != len(schemas):
+        raise _bad("`tools` names the same function twice.", "tools")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise _bad("`parallel_tool_calls` must be true or false.", "parallel_tool_calls")
+    if choice is None or choice in ("auto", "none", "required"):
+        return tools
+    fn = choice.get("function") if isinstance(choice, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if not isinstance(choice, dict) or choice.get("type") != "function" or name is None:
+        raise _bad(
+            '`tool_choice` must be "auto", "none", "required" or '
+            '{"type": "function", "function": {"name": ...}}.',
+            "tool_choice",
+        )
+    if name not in names:
+        raise _bad(
+            f"`tool_choice` names {name!r}, which is not one of the request's `tools`.",
+            "tool_choice",
+        )
+    return tools
+
+
+def _tool_calls(where: str, raw: Any) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise _bad(f"{where}.tool_calls must be a list.", f"{where}.tool_calls")
+    calls = []
+    for j, call in enumerate(raw):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(call.get("id"), str):
+            raise _bad(
+                f"{where}.tool_calls[{j}] must be "
+                '{"id": ..., "type": "function", "function": {"name": ..., "arguments": ...}}.',
+                f"{where}.tool_calls[{j}]",
+            )
+        arguments = fn.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments if arguments is not None else {})
+        calls.append(
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": str(fn.get("name") or ""), "arguments": arguments},
+            }
+        )
+    return calls
+
+
+def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] | None:
+    """One request message normalised; None for client tool traffic that is being ignored."""
     where = f"messages[{i}]"
     if not isinstance(message, dict):
         raise _bad(f"{where} must be an object with `role` and `content`.", where)
     role = message.get("role")
     if role not in KNOWN_ROLES:
         raise _bad(
-            f"{where}.role must be one of system, developer, user, assistant; got {role!r}.",
+            f"{where}.role must be one of system, developer, user, assistant, tool; got {role!r}.",
             f"{where}.role",
         )
-    if role in TOOL_ROLES or (role == "assistant" and message.get("tool_calls")):
-        if not ignore_client_tools:
-            raise _bad(
-                f"{where} carries client tool traffic ({role!r}); Hermes runs its own "
-                "tools server-side. Send only system, user and assistant text.",
-                where,
-                "client_tools_unsupported",
-            )
-        if role in TOOL_ROLES:
+    text = _collapse(message.get("content"), f"{where}.content")
+    if role == "tool":
+        if ignore_client_tools:
             return None
-    return role, _collapse(message.get("content"), f"{where}.content")
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise _bad(f"{where}.tool_call_id must be a string.", f"{where}.tool_call_id")
+        return {"role": "tool", "tool_call_id": call_id, "content": text}
+    if role == "assistant" and message.get("tool_calls") and not ignore_client_tools:
+        calls = _tool_calls(where, message["tool_calls"])
+        return {"role": "assistant", "content": text or None, "tool_calls": calls}
+    return {"role": role, "content": text}
+
+
+def _split_turn(
+    convo: list[tuple[int, dict[str, Any]]],
+) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]] | None]:
+    """(history, new user message, tool results): the request's tail is the new turn."""
+    if convo and convo[-1][1]["role"] == "tool":
+        start = len(convo)
+        while start > 0 and convo[start - 1][1]["role"] == "tool":
+            start -= 1
+        before = convo[start - 1][1] if start > 0 else {}
+        if not before.get("tool_calls"):
+            where = f"messages[{convo[start][0]}]"
+            raise _bad(f"{where} is a tool result that follows no assistant tool call.", where)
+        return [m for _, m in convo[:start]], "", [m for _, m in convo[start:]]
+    if not convo or convo[-1][1]["role"] != "user":
+        where = f"messages[{convo[-1][0]}]" if convo else "messages"
+        raise _bad(
+            "The last non-system message must be the user's new message (or the results "
+            "of the tool calls Hermes handed back); it is the turn Hermes answers.",
+            where,
+            "no_user_message",
+        )
+    last_index, last = convo[-1]
+    if not str(last["content"]).strip():
+        raise _bad(f"messages[{last_index}].content is empty.", f"messages[{last_index}].content")
+    return [m for _, m in convo[:-1]], last["content"], None
 
 
 def parse_chat_body(raw: bytes, *, default_model: str, ignore_client_tools: bool) -> ChatCall:
-    """Validate a /v1/chat/completions body; the last user message becomes the new turn."""
+    """Validate a /v1/chat/completions body; the last user message (or the trailing tool
+    results) becomes the new turn, everything before it the history."""
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _bad(f"The request body is not valid JSON: {exc}.", None, "invalid_json") from None
     if not isinstance(body, dict):
         raise _bad("The request body must be a JSON object.", None, "invalid_json")
-    _check_options(body, ignore_client_tools)
+    _check_fields(body)
+    options = model_options(body)
+    tools = None if ignore_client_tools else client_tools(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("`messages` must be a non-empty list of chat messages.", "messages")
     systems: list[str] = []
-    convo: list[tuple[int, str, str]] = []
+    convo: list[tuple[int, dict[str, Any]]] = []
     for i, message in enumerate(messages):
-        fields = _message_fields(i, message, ignore_client_tools)
-        if fields is None:
+        normal = _message(i, message, ignore_client_tools)
+        if normal is None:
             continue
-        role, text = fields
-        if role in SYSTEM_ROLES:
-            if text.strip():
-                systems.append(text)
+        if normal["role"] in SYSTEM_ROLES:
+            if normal["content"].strip():
+                systems.append(normal["content"])
         else:
-            convo.append((i, role, text))
-    if not convo or convo[-1][1] != "user":
-        where = f"messages[{convo[-1][0]}]" if convo else "messages"
-        raise _bad(
-            "The last non-system message must be the user's new message; it is the turn "
-            "Hermes answers.",
-            where,
-            "no_user_message",
-        )
-    last_index, _, user_text = convo[-1]
-    if not user_text.strip():
-        raise _bad(f"messages[{last_index}].content is empty.", f"messages[{last_index}].content")
+            convo.append((i, normal))
+    history, user_text, results = _split_turn(convo)
     return ChatCall(
         model=body.get("model") or default_model,
         stream=bool(body.get("stream")),
         user_message=user_text,
-        history=[{"role": role, "content": text} for _, role, text in convo[:-1]],
+        history=history,
         system_extra="\n\n".join(systems) or None,
+        options=options,
+        client_tools=tools,
+        tool_results=results,
     )
 
 
@@ -172,9 +351,25 @@ def usage_dict(usage: Usage) -> dict[str, int]:
     }
 
 
+def tool_calls_json(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
+
+
 def completion_body(
-    completion_id: str, model: str, content: str, finish_reason: str, usage: Usage
+    completion_id: str,
+    model: str,
+    content: str,
+    finish_reason: str,
+    usage: Usage,
+    tool_calls: list[ToolCall] | None = None,
 ) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["content"] = content or None
+        message["tool_calls"] = tool_calls_json(tool_calls)
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -183,7 +378,7 @@ def completion_body(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": finish_reason,
             }
@@ -218,6 +413,13 @@ class ChunkWriter:
         if usage is not None:
             obj["usage"] = usage_dict(usage)
         return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+    def tool_calls(self, calls: list[ToolCall]) -> bytes:
+        """The caller's tool calls of a paused turn, whole, as OpenAI's first fragment of each."""
+        delta = {
+            "tool_calls": [{"index": i, **call} for i, call in enumerate(tool_calls_json(calls))]
+        }
+        return self.chunk(delta)
 
     def tool_progress(self, tool: str, call_id: str, status: str) -> bytes:
         """A tool-progress frame: tool name and status only, never arguments or results.

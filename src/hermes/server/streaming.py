@@ -136,6 +136,8 @@ class TurnStreamResponse(Response):
         out = b""
         if not observer.streamed and result.content:
             out += self._writer.chunk({"content": result.content})
+        if result.tool_calls:
+            out += self._writer.tool_calls(result.tool_calls)
         out += self._writer.chunk({}, result.finish_reason or "stop", result.usage)
         return out + ChunkWriter.DONE
 
