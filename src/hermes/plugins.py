@@ -36,6 +36,7 @@ BUILTIN_PARTS: tuple[str, ...] = (
     "hermes.memory.part",
     "hermes.cron.part",
     "hermes.gateway.part",
+    "hermes.tools.part",
 )
 
 HealthResult = dict[str, Any]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+import logging
+from dataclasses import dataclass, field
 
 from hermes.agent.history import CompressingHistory
 from hermes.agent.loop import Agent
@@ -16,6 +18,9 @@ from hermes.services import Services
 from hermes.store.base import Store
 from hermes.store.opener import open_store as _open_url
 from hermes.tools.registry import Toolset
+from hermes.tools.toolsets import ToolGroups
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Runtime", "Service", "build_runtime", "make_model_client", "open_store"]
 
@@ -27,6 +32,7 @@ class Runtime:
     model: OpenAICompatClient
     agent: Agent
     registry: Registry
+    components: list[object] = field(default_factory=list)
 
     @property
     def services(self) -> Services:
@@ -39,8 +45,19 @@ class Runtime:
         return [service for service in made if service is not None]
 
     async def aclose(self) -> None:
-        """Close in reverse order of opening: background work, model client, store."""
+        """Close in reverse order of opening: background work, the parts' components (those
+        with an `aclose`, e.g. background processes), model client, store."""
         await self.agent.drain()
+        for component in reversed(self.components):
+            close = getattr(component, "aclose", None)
+            if close is None:
+                continue
+            try:
+                result = close()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("closing %s failed", type(component).__name__)
         await self.model.aclose()
         self.store.close()
 
@@ -87,8 +104,13 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
         policy=CompressingHistory(settings=settings, store=store, model=model),
     )
     runtime = Runtime(settings=settings, store=store, model=model, agent=agent, registry=registry)
+    agent.services.provide(
+        ToolGroups({entry.tool.name: entry.group for entry in registry.enabled_tools(settings)})
+    )
     for make in registry.components:
-        agent.services.provide(make(runtime))
+        component = make(runtime)
+        runtime.components.append(component)
+        agent.services.provide(component)
     agent.services.provide(Deliverers([make(runtime) for make in registry.deliverers]))
     agent.start()
     return runtime

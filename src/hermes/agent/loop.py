@@ -32,6 +32,7 @@ from hermes.services import Services
 from hermes.store.base import DEFAULT_SCOPE, MessageRecord, NewMessage, Store
 from hermes.tools.approval import Approver
 from hermes.tools.registry import ToolContext, Toolset
+from hermes.tools.toolsets import ToolGroups, select_toolset
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,11 @@ class Agent:
         """Hand the providers the runtime's services; called once the runtime is wired."""
         self.memory.initialize(self.services)
 
+    def toolset_for(self, scope: str, surface: str) -> Toolset:
+        """The tools a turn of `scope` on `surface` is offered (`hermes.tools.toolsets`)."""
+        groups = self.services.find(ToolGroups)
+        return select_toolset(self.settings, scope, surface, self.toolset, groups)
+
     def now(self) -> datetime:
         tz = ZoneInfo(self.settings.timezone) if self.settings.timezone else None
         return datetime.now(UTC).astimezone(tz)
@@ -245,7 +251,9 @@ class Agent:
     async def _run_locked(
         self, req: TurnRequest, held: HeldSession, stateless: bool, observer: TurnObserver
     ) -> TurnResult:
-        toolset = req.toolset if req.toolset is not None else self.toolset
+        toolset = (
+            req.toolset if req.toolset is not None else self.toolset_for(req.scope, req.source)
+        )
         session = held.session
         turn = await self._build_context(req, held, stateless, toolset)
         try:

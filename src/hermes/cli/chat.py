@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import secrets
 from datetime import UTC, datetime
+from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from hermes.agent.loop import TurnObserver, TurnRequest
+from hermes.cli.approval import PromptApprover
 from hermes.cli.common import fail, settings_or_exit
+from hermes.config.settings import Settings
 from hermes.models.errors import ModelError, ModelNotConfiguredError
 from hermes.runtime import Runtime, build_runtime
 from hermes.scopes import InvalidIdError, validate_id
@@ -52,7 +55,7 @@ def chat(
     ),
 ) -> None:
     """Chat with Hermes: interactive, or one-shot with -q."""
-    settings = settings_or_exit()
+    settings = with_cwd_workdir(settings_or_exit())
     if session is not None:
         try:
             validate_id(session, what="session name")
@@ -64,6 +67,14 @@ def chat(
         asyncio.run(_one_shot(build_runtime(settings), query, session))
     else:
         asyncio.run(_interactive(build_runtime(settings), session))
+
+
+def with_cwd_workdir(settings: Settings) -> Settings:
+    """`hermes chat` works where it was started unless tools.workdir / HERMES_WORKDIR says
+    otherwise (SPEC §4)."""
+    if settings.tools.workdir is None:
+        settings.tools.workdir = Path.cwd()
+    return settings
 
 
 async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
@@ -90,6 +101,7 @@ async def _interactive(runtime: Runtime, session: str | None) -> None:
         history=FileHistory(str(runtime.settings.home / "logs" / "chat_history"))
     )
     session_id = session or new_session_id()
+    approver = PromptApprover(console)
     console.print(f"[bold]Hermes[/bold] — session [cyan]{session_id}[/cyan]. /help for commands.")
     try:
         while True:
@@ -114,7 +126,10 @@ async def _interactive(runtime: Runtime, session: str | None) -> None:
             printer = _Printer(console)
             try:
                 result = await runtime.agent.run_turn(
-                    TurnRequest(user_message=line, session_id=session_id, source="cli"), printer
+                    TurnRequest(
+                        user_message=line, session_id=session_id, source="cli", approver=approver
+                    ),
+                    printer,
                 )
             except ModelError as exc:
                 console.print(f"[red]{exc}[/red]")

@@ -67,6 +67,24 @@ def _check_port(settings: Settings) -> bool:
     return _line(True, "port", f"{host}:{port} is free")
 
 
+def _check_tools(settings: Settings) -> None:
+    """The tools' workdir and approval mode; approval off is shown loudly (never a failure)."""
+    from hermes.tools.gate import approval_off
+    from hermes.tools.web import backend_of
+
+    where = (
+        settings.tools.workdir or "the current directory (chat) / $HERMES_HOME/workspace (serve)"
+    )
+    typer.echo(f"ok   tools: workdir {where}")
+    if approval_off(settings):
+        typer.echo(
+            "WARN tools: tools.terminal.approval is OFF: dangerous terminal commands run "
+            "without asking anyone"
+        )
+    backend = backend_of(settings.web.search)
+    typer.echo(f"ok   web search: {backend or 'not configured (web_search will say how)'}")
+
+
 def doctor() -> None:
     """Check the configuration, the model endpoint, the store and the server port."""
     try:
@@ -94,4 +112,5 @@ def doctor() -> None:
         ok = _line(False, "store", str(exc)) and ok
     ok = asyncio.run(_check_model(settings)) and ok
     _check_port(settings)
+    _check_tools(settings)
     raise typer.Exit(0 if ok else 1)

@@ -189,6 +189,74 @@ def _comma_list(value: Any) -> Any:
     if isinstance(value, list):
         return [str(v) for v in value]
     return value
+class FilesSettings(_Section):
+    allow_outside_workdir: bool = False
+    max_read_bytes: int = Field(default=5_000_000, gt=0)
+
+
+class TerminalSettings(_Section):
+    # `on`: dangerous commands need approval; `off`: they run unasked (logged loudly)
+    approval: Literal["on", "off"] = "on"
+    timeout: float = Field(default=180.0, gt=0)
+    max_timeout: float = Field(default=3600.0, gt=0)
+    output_chars: int = Field(default=20_000, ge=1000)
+
+    @field_validator("approval", mode="before")
+    @classmethod
+    def _yaml_bool(cls, value: Any) -> Any:
+        """YAML reads a bare `off` as false: accept both spellings."""
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
+
+
+class DelegateSettings(_Section):
+    max_steps: int = Field(default=20, ge=1, le=200)
+    max_parallel: int = Field(default=3, ge=1, le=3)
+
+
+class ToolsSettings(_Section):
+    """The built-in tools (SPEC §11): workdir, files, terminal, delegation, end-user toolsets."""
+
+    # None: `hermes chat` uses its current directory, everything else $HERMES_HOME/workspace
+    workdir: Path | None = None
+    files: FilesSettings = Field(default_factory=FilesSettings)
+    terminal: TerminalSettings = Field(default_factory=TerminalSettings)
+    delegate: DelegateSettings = Field(default_factory=DelegateSettings)
+    # tool groups or tool names end users get (None: memory, session_search, web, skills)
+    end_user_toolsets: list[str] | None = None
+
+    @field_validator("end_user_toolsets", mode="before")
+    @classmethod
+    def _split_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+
+class WebSearchSettings(_Section):
+    # None: the first configured of searxng_url, brave_api_key, tavily_api_key
+    backend: Literal["searxng", "brave", "tavily"] | None = None
+    searxng_url: str | None = None
+    brave_api_key: SecretStr | None = None
+    tavily_api_key: SecretStr | None = None
+    # the Brave / Tavily API root, for a proxy or a self-hosted stand-in
+    api_base: str | None = None
+    max_results: int = Field(default=5, ge=1, le=20)
+    timeout: float = Field(default=15.0, gt=0)
+
+
+class WebExtractSettings(_Section):
+    max_bytes: int = Field(default=3_000_000, gt=0)
+    max_chars: int = Field(default=12_000, ge=500)
+    timeout: float = Field(default=20.0, gt=0)
+
+
+class WebSettings(_Section):
+    # web_extract may fetch loopback / private / link-local addresses (off: SSRF guard)
+    allow_private: bool = False
+    search: WebSearchSettings = Field(default_factory=WebSearchSettings)
+    extract: WebExtractSettings = Field(default_factory=WebExtractSettings)
 
 
 class Settings(_Section):
@@ -224,6 +292,8 @@ class Settings(_Section):
         return self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
 
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
 
 # environment variable -> dotted config key
@@ -272,6 +342,10 @@ ENV_OVERRIDES: dict[str, str] = {
     "SMS_ALLOWED_USERS": "gateway.sms.allowed_users",
     "HERMES_GATEWAY_OWNER": "gateway.owner",
     "HERMES_GATEWAY_BUSY_MODE": "gateway.busy_mode",
+    "HERMES_WORKDIR": "tools.workdir",
+    "SEARXNG_URL": "web.search.searxng_url",
+    "BRAVE_API_KEY": "web.search.brave_api_key",
+    "TAVILY_API_KEY": "web.search.tavily_api_key",
 }
 
 

@@ -19,12 +19,10 @@ from hermes.cron.schedule import describe
 from hermes.cron.store import Job, atomic_write, output_dir
 from hermes.models.errors import ModelError
 from hermes.store.base import Store
+from hermes.tools.toolsets import SURFACE_CRON
 
 log = logging.getLogger(__name__)
 
-# Cron runs must not write memory (it would describe the scheduler, not the user), schedule
-# more jobs, or message people directly: the answer is delivered for them.
-CRON_DISABLED_TOOLS = ("memory", "cronjob", "send_message", "clarify")
 SILENT_MARKER = "[SILENT]"
 CRON_SYSTEM_NOTE = (
     "[SYSTEM: You are running as a scheduled cron job; nobody is watching live. DELIVERY: your "
@@ -233,7 +231,8 @@ async def _run_agent(agent: Agent, scope: str, job: Job, result: RunResult) -> N
         scope=scope,
         source="cron",
         system_extra=note,
-        toolset=agent.toolset.without(CRON_DISABLED_TOOLS),
+        # no memory writes, scheduling or direct messages: hermes.tools.toolsets
+        toolset=agent.toolset_for(scope, SURFACE_CRON),
     )
     task = asyncio.ensure_future(agent.run_turn(request, activity))
     try:

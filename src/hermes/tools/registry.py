@@ -18,6 +18,7 @@ from hermes.models.wire import FrozenMessage
 from hermes.services import ServiceMissingError, Services
 from hermes.store.base import Store
 from hermes.tools.approval import Approver
+from hermes.tools.redact import Redactor, redact
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +213,14 @@ class Toolset:
         return Toolset([*self._tools.values(), *tools])
 
     async def call(self, name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
-        """Run one tool call; every failure becomes error text for the model, never a crash."""
+        """Run one tool call; every failure becomes error text for the model, never a crash.
+        The text is bounded and key-shaped secrets are masked (the runtime's `Redactor` also
+        knows this install's own secrets)."""
+        outcome = await self._call(name, arguments, ctx)
+        masker = ctx.services.find(Redactor) or redact
+        return ToolOutcome(masker(outcome.text), outcome.ok)
+
+    async def _call(self, name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
         found = self._tools.get(name)
         if found is None:
             return ToolOutcome(
@@ -231,7 +239,7 @@ class Toolset:
         except ValidationError as exc:
             return ToolOutcome(f"Error: invalid arguments: {_validation_message(exc)}.", ok=False)
         except ToolError as exc:
-            return ToolOutcome(f"Error: {exc}", ok=False)
+            return ToolOutcome(_render(f"Error: {exc}"), ok=False)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a broken tool must not end the turn
