@@ -28,6 +28,9 @@ def _tool_results(body: dict) -> list[str]:
 async def test_the_agent_creates_and_lists_jobs_in_its_own_scope(
     runtime: Runtime, fake: FakeModel, settings: Settings
 ) -> None:
+    # end users get memory, search, web and skills by default; this install also lets them
+    # schedule jobs (in their own scope)
+    settings.tools.end_user_toolsets = ["memory", "session_search", "web", "skills", "cron"]
     fake.enqueue(
         ToolCalls(
             [
