@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from hermes.config.settings import Settings
@@ -102,4 +101,4 @@ async def test_workdir_defaults_to_the_home_workspace(settings: Settings, runtim
 
     assert settings.tools.workdir is None
     assert workdir(settings) == (settings.home / "workspace").resolve()
-    assert os.path.isdir(settings.home / "workspace")
+    assert (settings.home / "workspace").is_dir()

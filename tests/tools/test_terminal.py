@@ -3,6 +3,7 @@ approvals and background processes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -162,7 +163,7 @@ async def test_closing_the_runtime_kills_background_processes(
         end = time.monotonic() + 10
         while not pid_file.exists() or not pid_file.read_text().strip():
             assert time.monotonic() < end
-            time.sleep(0.01)
+            await asyncio.sleep(0.01)
     finally:
         await runtime.aclose()
     assert _gone(int(pid_file.read_text()))
