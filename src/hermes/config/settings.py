@@ -189,6 +189,8 @@ def _comma_list(value: Any) -> Any:
     if isinstance(value, list):
         return [str(v) for v in value]
     return value
+
+
 class FilesSettings(_Section):
     allow_outside_workdir: bool = False
     max_read_bytes: int = Field(default=5_000_000, gt=0)

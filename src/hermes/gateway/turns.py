@@ -12,22 +12,12 @@ from hermes.agent.loop import TurnObserver, TurnRequest
 from hermes.gateway.approvals import ChatApprover
 from hermes.gateway.base import Attachment, Inbound
 from hermes.gateway.chats import ChatWorker
-from hermes.tools.registry import Toolset
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import Gateway
 
 log = logging.getLogger(__name__)
 
-# What people who are not the owner may use (SPEC §11): never terminal, files or delegation.
-END_USER_TOOLS = (
-    "memory",
-    "session_search",
-    "web_search",
-    "web_extract",
-    "skills_list",
-    "skill_view",
-)
 TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
 
 
@@ -61,22 +51,11 @@ def user_text(msg: Inbound) -> str:
 class TurnMaker:
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
-        self._end_user_toolset: Toolset | None = None
-
-    def toolset_for(self, owner: bool) -> Toolset:
-        full = self.gw.agent.toolset
-        if owner:
-            return full
-        if self._end_user_toolset is None:
-            tools_cfg = getattr(self.gw.settings, "tools", None)
-            allowed = getattr(tools_cfg, "end_user_toolsets", None) or END_USER_TOOLS
-            self._end_user_toolset = full.only(allowed)
-        return self._end_user_toolset
 
     async def run(self, msg: Inbound, steering: asyncio.Queue[str], worker: ChatWorker) -> None:
         """The worker's turn runner: never raises except for cancellation."""
         gw = self.gw
-        owner = gw.access.is_owner(msg.identity)
+        scope = gw.access.scope_of(msg.identity)
 
         async def say(text: str) -> None:
             await gw.say(msg, text)
@@ -84,9 +63,10 @@ class TurnMaker:
         request = TurnRequest(
             user_message=user_text(msg),
             session_id=gw.sessions.current(worker.key),
-            scope=gw.access.scope_of(msg.identity),
+            scope=scope,
             source=msg.platform,
-            toolset=self.toolset_for(owner),
+            # owners get every tool, other people the end-user set (hermes.tools.toolsets)
+            toolset=gw.agent.toolset_for(scope, msg.platform),
             approver=ChatApprover(worker, say, msg.identity, gw.settings.gateway.approval_timeout),
             steering=steering,
         )
