@@ -34,12 +34,13 @@ unavailable() {
 
 STARTED_DOCKERD= FAKE_PID= CONTAINER= WORK=
 cleanup() {
-    [ -n "$CONTAINER" ] && docker rm -f -v "$CONTAINER" >/dev/null 2>&1
-    [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
-    [ -n "$WORK" ] && rm -rf "$WORK"
+    set +e  # best effort: every step runs whatever the one before it returned
+    if [ -n "$CONTAINER" ]; then docker rm -f -v "$CONTAINER" >/dev/null 2>&1; fi
+    if [ -n "$FAKE_PID" ]; then kill "$FAKE_PID" 2>/dev/null; wait "$FAKE_PID" 2>/dev/null; fi
+    if [ -n "$WORK" ]; then rm -rf "$WORK"; fi
     if [ -n "$STARTED_DOCKERD" ]; then
         kill "$STARTED_DOCKERD" 2>/dev/null
-        for _ in $(seq 1 100); do kill -0 "$STARTED_DOCKERD" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 1 150); do kill -0 "$STARTED_DOCKERD" 2>/dev/null || break; sleep 0.1; done
     fi
     return 0
 }
@@ -227,11 +228,11 @@ run_checks() {
 
 mkdir -p "$CACHE"
 cd "$ROOT"
-WORK=$(mktemp -d)
-"$PYTHON" -c 'import hermes' 2>/dev/null \
-    || die "$PYTHON cannot import hermes: activate the project's venv (pip install -e .) first"
+WORK=$(mktemp -d -t hermes-docker-smoke.XXXXXX)
 ensure_tools
 ensure_daemon
+"$PYTHON" -c 'import hermes' 2>/dev/null \
+    || die "$PYTHON cannot import hermes: activate the project's venv (pip install -e .) first"
 ensure_base
 build_image
 start_fake_model
