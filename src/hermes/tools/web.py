@@ -170,7 +170,8 @@ async def _get_capped(
                 body += chunk
                 if len(body) >= web.extract.max_bytes:
                     break
-            return url, response.headers.get("content-type", ""), bytes(body)
+            cut = bytes(body[: web.extract.max_bytes])
+            return url, response.headers.get("content-type", ""), cut
         finally:
             await response.aclose()
     raise ToolError(f"{url} redirected more than {MAX_REDIRECTS} times")
