@@ -18,7 +18,9 @@ from hermes.models.errors import (
     ModelBadRequestError,
     ModelNotConfiguredError,
     ModelRateLimitError,
+    ModelTimeoutError,
     ModelUnavailableError,
+    ModelUnreachableError,
 )
 from hermes.models.retry import retry_delay, should_retry_status
 from hermes.models.types import ToolCall, Usage
@@ -330,6 +332,7 @@ async def test_timeout_is_unavailable(fake: FakeModel) -> None:
         await client.aclose()
 
     assert "did not answer within 0.3s" in str(info.value)
+    assert isinstance(info.value, ModelTimeoutError)  # the server maps it by type (504)
     assert len(fake.chat_requests()) == 1
     # The fixture's stop() must interrupt the 30 s hang, or this test would be slow.
 
@@ -347,6 +350,7 @@ async def test_closed_port_is_unavailable() -> None:
         await client.aclose()
 
     assert "could not be reached" in str(info.value)
+    assert isinstance(info.value, ModelUnreachableError)
 
 
 @pytest.mark.parametrize(

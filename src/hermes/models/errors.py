@@ -45,3 +45,38 @@ class ModelUnavailableError(ModelError):
 
 class ModelBadRequestError(ModelError):
     """The endpoint refused the request for another reason (4xx)."""
+
+
+class ModelTimeoutError(ModelUnavailableError):
+    """The endpoint did not answer in time (per read, or the whole call's budget)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message, status_code=status_code, reason="timeout")
+
+
+class ModelUnreachableError(ModelUnavailableError):
+    """The connection could not be made (refused, reset, DNS)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message, status_code=status_code, reason="unreachable")
+
+
+class ModelBadAnswerError(ModelUnavailableError):
+    """HTTP 200, but not an answer: not JSON, no choices, HTML instead of an event stream."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message, status_code=status_code, reason="bad_answer")
+
+
+class ModelStreamError(ModelUnavailableError):
+    """An error event inside a 200 stream."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message, status_code=status_code, reason="stream_error")
+
+
+class ModelStreamBrokenError(ModelUnavailableError):
+    """The stream started and then broke off: what was said is not a whole answer."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message, status_code=status_code, reason="broken_stream")

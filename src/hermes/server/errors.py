@@ -27,11 +27,15 @@ from hermes.agent.locks import SessionBusyError
 from hermes.models.errors import (
     ContextLengthExceededError,
     ModelAuthError,
+    ModelBadAnswerError,
     ModelBadRequestError,
     ModelError,
     ModelNotConfiguredError,
     ModelRateLimitError,
-    ModelUnavailableError,
+    ModelStreamBrokenError,
+    ModelStreamError,
+    ModelTimeoutError,
+    ModelUnreachableError,
 )
 
 log = logging.getLogger(__name__)
@@ -92,22 +96,29 @@ def error_response(
 # ---------------------------------------------------------------------- mapping
 
 
-_UNAVAILABLE = {
-    # reason: (status, code, what the client is told)
-    "timeout": (504, "upstream_timeout", "The upstream model did not answer in time."),
-    "unreachable": (
+_UNAVAILABLE: tuple[tuple[type[ModelError], int, str, str], ...] = (
+    # error type, status, code, what the client is told
+    (ModelTimeoutError, 504, "upstream_timeout", "The upstream model did not answer in time."),
+    (
+        ModelUnreachableError,
         503,
         "upstream_unavailable",
         "The upstream model could not be reached (connection failed).",
     ),
-    "broken_stream": (
+    (
+        ModelStreamBrokenError,
         502,
         "upstream_error",
         "The upstream model's answer broke off after it had started.",
     ),
-    "stream_error": (502, "upstream_error", "The upstream model reported an error mid-answer."),
-    "bad_answer": (502, "upstream_error", "The upstream model sent an answer Hermes cannot read."),
-}
+    (ModelStreamError, 502, "upstream_error", "The upstream model reported an error mid-answer."),
+    (
+        ModelBadAnswerError,
+        502,
+        "upstream_error",
+        "The upstream model sent an answer Hermes cannot read.",
+    ),
+)
 
 
 def from_model_error(exc: ModelError) -> APIError:
@@ -159,9 +170,9 @@ def from_model_error(exc: ModelError) -> APIError:
             SERVER_ERROR,
             "upstream_bad_request",
         )
-    if isinstance(exc, ModelUnavailableError) and exc.reason in _UNAVAILABLE:
-        code_status, code, message = _UNAVAILABLE[exc.reason]
-        return APIError(code_status, message, SERVER_ERROR, code)
+    for kind, code_status, code, message in _UNAVAILABLE:
+        if isinstance(exc, kind):
+            return APIError(code_status, message, SERVER_ERROR, code)
     return APIError(
         502,
         f"The upstream model failed{status}; the server log has details.",

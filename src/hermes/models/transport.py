@@ -1,0 +1,165 @@
+"""The two ways Hermes reaches an OpenAI-compatible endpoint.
+
+* `HttpTransport`: non-streamed completions, the server's hot path (every API turn, memory
+  review, summaries, cron): one aiohttp POST of the pre-encoded body and one `json.loads`.
+  The SDK's per-request machinery costs more CPU than the rest of a turn (bench/api.py).
+* `SdkTransport`: streamed completions and `GET /models` through the openai SDK (its SSE
+  parsing, chunk and error types), imported on first use.
+
+Both send the same headers and report failures as `AttemptFailed` for the one classifier.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import urllib.request
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from yarl import URL
+
+from hermes import __version__
+from hermes.models.classify import AttemptFailed, failure_from_sdk
+from hermes.models.errors import ModelBadAnswerError
+
+if TYPE_CHECKING:
+    import openai
+
+USER_AGENT = f"hermes/{__version__}"
+
+
+def openai_sdk() -> ModuleType:
+    """The openai SDK, imported on first use.
+
+    It is over half of Hermes' import time (~0.6 s on a small machine); `hermes serve` answers
+    /health without it and imports it in the background (`warm_up`), and CLI commands that
+    never stream never pay for it.
+    """
+    return importlib.import_module("openai")
+
+
+def env_proxy(url: URL) -> str | None:
+    """The proxy HTTP(S)_PROXY / NO_PROXY give for `url`, as the SDK would use: looked up once,
+    because aiohttp's own `trust_env` re-reads the environment on every request."""
+    if url.host and urllib.request.proxy_bypass(url.host):
+        return None
+    return urllib.request.getproxies().get(url.scheme)
+
+
+class HttpTransport:
+    """Non-streamed chat completions over one aiohttp session, opened on first use."""
+
+    def __init__(self, *, base_url: str, api_key: str, timeout: float, display_url: str) -> None:
+        self.url = URL(base_url.rstrip("/") + "/chat/completions")
+        self.display_url = display_url
+        self.timeout = timeout
+        self.headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        self._proxy = env_proxy(self.url)
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                # Like the SDK: connect and each read may take `timeout`, not the whole call.
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.timeout, sock_read=self.timeout
+                ),
+            )
+        return self._session
+
+    async def post(self, body: bytes) -> Any:
+        """One request: the decoded JSON answer, or `AttemptFailed`."""
+        try:
+            async with self.session().post(
+                self.url, data=body, headers=self.headers, proxy=self._proxy
+            ) as resp:
+                raw = await resp.read()
+                status, headers = resp.status, resp.headers
+        except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
+            raise AttemptFailed("timeout") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise AttemptFailed("connect") from exc
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            decoded: Any = json.loads(text)
+        except ValueError:
+            decoded = None
+        if status >= 400:
+            body_seen = decoded if decoded is not None else text
+            raise AttemptFailed("status", status=status, headers=headers, body=body_seen)
+        if decoded is None:
+            raise ModelBadAnswerError(
+                f"The model endpoint at {self.display_url} answered HTTP {status} with a body "
+                "that is not JSON."
+            )
+        return decoded
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class SdkTransport:
+    """Streams and model listings through the openai SDK (retries are the client's)."""
+
+    def __init__(self, *, base_url: str, api_key: str, timeout: float) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self.timeout = timeout
+        self._client: openai.AsyncOpenAI | None = None
+
+    def client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            sdk = openai_sdk()
+            self._client = sdk.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key,
+                timeout=self.timeout,
+                max_retries=0,  # the client applies the one retry policy to both paths
+                # The same headers as the aiohttp path: our User-Agent, and none of the
+                # organisation/project headers the SDK would add from OPENAI_ORG_ID /
+                # OPENAI_PROJECT_ID, settings Hermes does not have.
+                default_headers={
+                    "User-Agent": USER_AGENT,
+                    "OpenAI-Organization": sdk.Omit(),
+                    "OpenAI-Project": sdk.Omit(),
+                },
+                http_client=sdk.DefaultAioHttpClient(),
+            )
+        return self._client
+
+    async def open_stream(self, body: bytes) -> Any:
+        """POST a streamed completion; the SDK's async stream of chunks, or `AttemptFailed`."""
+        sdk = openai_sdk()
+        types = importlib.import_module("openai.types.chat")
+        try:
+            return await self.client().post(
+                "/chat/completions",
+                content=body,
+                cast_to=types.ChatCompletion,
+                stream=True,
+                stream_cls=sdk.AsyncStream[types.ChatCompletionChunk],
+            )
+        except sdk.OpenAIError as exc:
+            raise failure_from_sdk(exc, sdk) from exc
+
+    async def list_models(self) -> list[dict[str, Any]]:
+        sdk = openai_sdk()
+        try:
+            page = await self.client().models.list()
+        except sdk.OpenAIError as exc:
+            raise failure_from_sdk(exc, sdk) from exc
+        return [entry.to_dict(mode="json") for entry in page.data]
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
