@@ -254,7 +254,7 @@ async def test_allowed_private_webhook_is_called_by_address_with_its_host_name(
     assert webhook.hosts == [by_name.split("/")[2]]  # "localhost:<port>", as the URL said
 
 
-async def test_gateway_targets_fail_clearly_until_the_gateway_exists(
+async def test_gateway_targets_fail_clearly_while_the_platform_is_not_configured(
     store: JobStore, scheduler: Scheduler, clock: Clock, fake: FakeModel, settings: Settings
 ) -> None:
     fake.default = Text("hello chat")
