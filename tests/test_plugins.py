@@ -57,9 +57,14 @@ def test_builtin_parts_register_through_the_registry() -> None:
     registry = load_registry(plugins=False)
     assert registry.loaded == list(BUILTIN_PARTS)
     names = [e.tool.name for e in registry.tools]
-    assert {"session_search", "cronjob", "read_file", "terminal", "delegate_task", "send_message"} <= set(
-        names
-    )
+    assert {
+        "session_search",
+        "cronjob",
+        "read_file",
+        "terminal",
+        "delegate_task",
+        "send_message",
+    } <= set(names)
     assert [p(Settings(home=Path("/nonexistent"))).name for p in registry.memory_providers] == [
         "notes"
     ]
