@@ -1,0 +1,167 @@
+"""Email end to end against real servers: Dovecot (IMAP, IDLE) in, aiosmtpd out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from hermes.config.settings import load_settings
+from hermes.gateway.runner import Gateway
+from hermes.runtime import build_runtime
+from hermes.store.base import DEFAULT_SCOPE
+from hermes.testing.fake_model import FakeModel, Text
+
+from .conftest import until
+from .mailservers import BOT, PASSWORD, Dovecot, Outbox, smtp_server, start_dovecot, stop_dovecot
+
+ADA = "ada@example.test"
+
+
+@pytest.fixture(scope="module")
+def dovecot() -> Iterator[Dovecot]:
+    server = start_dovecot()
+    try:
+        yield server
+    finally:
+        stop_dovecot(server)
+
+
+@pytest.fixture
+def outbox() -> Iterator[Outbox]:
+    with smtp_server() as (port, box):
+        box.port = port  # type: ignore[attr-defined]
+        yield box
+
+
+@pytest.fixture
+async def mail_gateway(
+    dovecot: Dovecot, outbox: Outbox, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Gateway]:
+    env = {
+        "EMAIL_IMAP_HOST": "127.0.0.1",
+        "EMAIL_IMAP_PORT": str(dovecot.port),
+        "EMAIL_SMTP_HOST": "127.0.0.1",
+        "EMAIL_SMTP_PORT": str(outbox.port),  # type: ignore[attr-defined]
+        "EMAIL_ADDRESS": BOT,
+        "EMAIL_PASSWORD": PASSWORD,
+        "EMAIL_ALLOWED_USERS": ADA,
+        "HERMES_GATEWAY_OWNER": f"email:{ADA}",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    settings = load_settings()
+    settings.gateway.email.security = "plain"
+    settings.model.max_retries = 0
+    runtime = build_runtime(settings)
+    gw = runtime.services.get(Gateway)
+    gw.backoff = (0.05, 0.1)
+    await gw.start()
+    try:
+        await until(lambda: gw.status["email"].connected, what="IMAP login")
+        yield gw
+    finally:
+        await gw.stop()
+        await runtime.aclose()
+
+
+def mail(sender: str, subject: str, body: str, **headers: str) -> EmailMessage:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = BOT
+    msg["Subject"] = subject
+    msg["Message-ID"] = headers.pop("message_id", f"<{abs(hash((sender, subject, body)))}@x.test>")
+    for name, value in headers.items():
+        msg[name.replace("_", "-")] = value
+    msg.set_content(body)
+    return msg
+
+
+async def wait_mail(outbox: Outbox, n: int) -> list[EmailMessage]:
+    await until(lambda: len(outbox.messages) >= n, what=f"{n} sent mail(s)")
+    return outbox.messages
+
+
+async def test_a_mail_gets_a_threaded_reply(
+    dovecot: Dovecot, outbox: Outbox, fake: FakeModel, mail_gateway: Gateway
+) -> None:
+    fake.enqueue(Text("Tuesday works."), Text("Then 10am."))
+    first = mail(ADA, "Meeting", "Can we meet on Tuesday?", message_id="<m1@x.test>")
+    await asyncio.to_thread(dovecot.deliver, first)
+    [reply] = await wait_mail(outbox, 1)
+    assert reply["To"] == ADA and reply["From"] == BOT
+    assert reply["Subject"] == "Re: Meeting"
+    assert reply["In-Reply-To"] == "<m1@x.test>"
+    assert reply["References"] == "<m1@x.test>"
+    assert reply["Auto-Submitted"] == "auto-replied"
+    assert reply.get_content().strip() == "Tuesday works."
+
+    second = mail(
+        ADA,
+        "Re: Meeting",
+        "What time?\n\nOn Mon, Ada wrote:\n> Can we meet?",
+        message_id="<m2@x.test>",
+        In_Reply_To=reply["Message-ID"],
+        References=f"<m1@x.test> {reply['Message-ID']}",
+    )
+    await asyncio.to_thread(dovecot.deliver, second)
+    replies = await wait_mail(outbox, 2)
+    assert replies[1]["Subject"] == "Re: Meeting"
+    assert replies[1]["References"].split()[0] == "<m1@x.test>"
+    request = fake.chat_requests()[1]["messages"]
+    assert request[-1]["content"] == "What time?"  # quoted text dropped
+    assert "Can we meet on Tuesday?" in str(request)  # same thread, same session
+    sessions = mail_gateway.runtime.store.list_sessions(DEFAULT_SCOPE)
+    assert len([s for s in sessions if s.id.startswith(f"email:{ADA}:")]) == 1
+
+
+async def test_html_mail_and_attachments(
+    dovecot: Dovecot, outbox: Outbox, fake: FakeModel, mail_gateway: Gateway
+) -> None:
+    msg = mail(ADA, "Report", "plain part")
+    msg.add_alternative(
+        "<html><body><p>Hello <b>there</b></p><script>x()</script></body></html>", subtype="html"
+    )
+    msg.add_attachment(b"a,b\n1,2\n", maintype="text", subtype="csv", filename="data.csv")
+    fake.enqueue(Text("Got it."))
+    await asyncio.to_thread(dovecot.deliver, msg)
+    await wait_mail(outbox, 1)
+    text = fake.chat_requests()[0]["messages"][-1]["content"]
+    assert text.startswith("plain part")
+    assert "'data.csv'" in text
+    saved = Path(text.split("saved at ")[1].split("]")[0])
+    assert await asyncio.to_thread(saved.read_bytes) == b"a,b\n1,2\n"
+
+    html_only = EmailMessage()
+    html_only["From"], html_only["To"], html_only["Subject"] = ADA, BOT, "HTML"
+    html_only["Message-ID"] = "<h1@x.test>"
+    html_only.set_content("<p>Hello <b>there</b></p><style>p{}</style>", subtype="html")
+    fake.enqueue(Text("ok"))
+    await asyncio.to_thread(dovecot.deliver, html_only)
+    await wait_mail(outbox, 2)
+    assert fake.chat_requests()[1]["messages"][-1]["content"] == "Hello there"
+
+
+async def test_no_mail_loops_and_no_strangers(
+    dovecot: Dovecot, outbox: Outbox, fake: FakeModel, mail_gateway: Gateway
+) -> None:
+    automatic = [
+        mail(ADA, "Out of office", "I am away", Auto_Submitted="auto-replied"),
+        mail(ADA, "Vacation", "away", X_Autoreply="yes"),
+        mail("MAILER-DAEMON@example.test", "Undelivered Mail", "bounce"),
+        mail(ADA, "digest", "news", Precedence="bulk"),
+        mail(BOT, "myself", "a message from the bot's own address"),
+        mail("eve@example.test", "hi", "a stranger"),
+    ]
+    for msg in automatic:
+        await asyncio.to_thread(dovecot.deliver, msg)
+    fake.enqueue(Text("only this one"))
+    await asyncio.to_thread(dovecot.deliver, mail(ADA, "real", "a real question"))
+    await wait_mail(outbox, 1)
+    assert len(fake.chat_requests()) == 1
+    assert fake.chat_requests()[0]["messages"][-1]["content"] == "a real question"
+    assert mail_gateway.status["email"].refused == 1  # the stranger
+    assert len(outbox.messages) == 1
