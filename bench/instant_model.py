@@ -107,13 +107,18 @@ class _Protocol(asyncio.Protocol):
         assert self.transport is not None
         body = b"".join(self._body)
         request: dict[str, Any] | None = None
+        kind = b"application/json"
         if self.parser.get_method() == b"POST":
             request = json.loads(body)
             payload = self.model.answer(request, len(body))
+            if request.get("stream"):
+                payload, kind = _as_stream(payload), b"text/event-stream"
         else:
             payload = _MODELS.encode()
         self.transport.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+            b"HTTP/1.1 200 OK\r\ncontent-type: "
+            + kind
+            + b"\r\ncontent-length: "
             + str(len(payload)).encode()
             + b"\r\n\r\n"
             + payload
@@ -123,3 +128,31 @@ class _Protocol(asyncio.Protocol):
             elapsed = time.perf_counter() - self._started
             self.model.own_seconds[tag] = self.model.own_seconds.get(tag, 0.0) + elapsed
         self._body, self._started = [], 0.0
+
+
+def _as_stream(payload: bytes) -> bytes:
+    """The same answer as SSE chunks (for clients that stream, such as the gateway)."""
+    answer = json.loads(payload)
+    base = {
+        "id": answer["id"],
+        "object": "chat.completion.chunk",
+        "created": answer["created"],
+        "model": answer["model"],
+    }
+    text = answer["choices"][0]["message"]["content"]
+    chunks = [
+        {
+            **base,
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}
+            ],
+        },
+        {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": answer["usage"],
+        },
+    ]
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + (
+        b"data: [DONE]\n\n"
+    )

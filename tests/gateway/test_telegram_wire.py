@@ -90,7 +90,7 @@ async def test_photos_and_documents_are_saved_and_described(
 async def test_typing_indicator_while_working(
     tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway
 ) -> None:
-    fake.enqueue(Hang(0.3, then=Text("done")))
+    fake.enqueue(Hang(1.0, then=Text("done")))
     await tg.user_says(OWNER, "think")
     await tg.wait_for_sent(1)
     assert tg.state.actions and tg.state.actions[0]["action"] == "typing"

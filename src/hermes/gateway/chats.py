@@ -32,11 +32,13 @@ class ChatWorker:
         self.approval: asyncio.Future[Decision] | None = None
         self.approval_identity: str | None = None
         self.streamed = 0  # characters the running turn has written so far
+        self.answered = False  # the running turn has its answer and is sending it
         self._driver: asyncio.Task[None] | None = None
 
     @property
     def busy(self) -> bool:
-        return self.current is not None and not self.current.done()
+        """A turn is working on its answer (once the answer is out, new messages just queue)."""
+        return self.current is not None and not self.current.done() and not self.answered
 
     # -- what the dispatcher calls ---------------------------------------------------------
 
@@ -103,7 +105,7 @@ class ChatWorker:
         while self.pending:
             msg = self.pending.popleft()
             steering: asyncio.Queue[str] = asyncio.Queue()
-            self.steering, self.current_message = steering, msg
+            self.steering, self.current_message, self.answered = steering, msg, False
             self.current = asyncio.get_running_loop().create_task(self._run(msg, steering, self))
             await asyncio.wait([self.current])
             self.steering = None

@@ -81,6 +81,7 @@ class Gateway:
     async def stop(self) -> None:
         for worker in list(self.workers.values()):
             await worker.close()
+        await self.turns.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TYPING_EVERY = 4.0  # Telegram shows "typing…" for about 5 s per chat action
+TYPING_AFTER = 0.5
 
 
 class _Partial(TurnObserver):
@@ -51,6 +52,7 @@ def user_text(msg: Inbound) -> str:
 class TurnMaker:
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
+        self._typing_tasks: set[asyncio.Task[None]] = set()
 
     async def run(self, msg: Inbound, steering: asyncio.Queue[str], worker: ChatWorker) -> None:
         """The worker's turn runner: never raises except for cancellation."""
@@ -70,9 +72,12 @@ class TurnMaker:
             approver=ChatApprover(worker, say, msg.identity, gw.settings.gateway.approval_timeout),
             steering=steering,
         )
-        typing = asyncio.get_running_loop().create_task(self._typing(msg))
+        done = asyncio.Event()
+        typing = asyncio.get_running_loop().create_task(self._typing(msg, done))
+        self._typing_tasks.add(typing)
+        typing.add_done_callback(self._typing_tasks.discard)
+        worker.streamed = 0
         try:
-            worker.streamed = 0
             result = await gw.agent.run_turn(request, _Partial(worker))
         except asyncio.CancelledError:
             raise
@@ -81,19 +86,28 @@ class TurnMaker:
             await say(f"⚠️ Sorry, I could not answer that: {exc}")
             return
         finally:
-            typing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await typing
+            done.set()  # an indicator request in flight finishes on its own
+        worker.answered = True
         if result.content.strip():
             await gw.say(msg, result.content, reply=True)
 
-    async def _typing(self, msg: Inbound) -> None:
+    async def close(self) -> None:
+        for task in list(self._typing_tasks):
+            task.cancel()
+        await asyncio.gather(*self._typing_tasks, return_exceptions=True)
+
+    async def _typing(self, msg: Inbound, done: asyncio.Event) -> None:
+        """Show "typing…" while a turn works, from `TYPING_AFTER` seconds on (a quick answer
+        needs no indicator, and that saves two platform calls per message under load)."""
         adapter = self.gw.adapters.get(msg.platform)
-        if adapter is None:
-            return
-        while True:
+        delay = TYPING_AFTER
+        while adapter is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), delay)
+            if done.is_set():
+                return
             try:
                 await adapter.typing(msg.chat, msg.thread)
             except Exception as exc:  # cosmetic: never disturb the turn
                 log.debug("typing indicator failed: %s", exc)
-            await asyncio.sleep(TYPING_EVERY)
+            delay = TYPING_EVERY

@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
@@ -108,6 +109,8 @@ class TelegramBotAPI:
         self.port = 0
         self.dead = False
         self.reject_html_containing: str | None = None
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        """Called with each accepted sendMessage (benchmarks time replies with it)."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -307,8 +310,10 @@ class TelegramBotAPI:
         if problem:
             return _error(400, f"Bad Request: can't parse entities: {problem}")
         message_id = next(self._message_ids)
-        record = dict(params, message_id=message_id)
+        record = dict(params, message_id=message_id, sent_at=time.perf_counter())
         self.state.sent.append(record)
+        for listener in self.listeners:
+            listener(record)
         chat = {"id": int(params["chat_id"]), "type": "private"}
         result: dict[str, Any] = {
             "message_id": message_id,

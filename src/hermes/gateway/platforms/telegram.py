@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 POLL_TIMEOUT = 30
 SEND_ATTEMPTS = 4
+# httpcore scans every pooled connection per request: a small pool of keep-alive connections
+# is much faster under load than one connection per concurrent send
+SEND_CONNECTIONS = 16
 MAX_RETRY_AFTER = 120.0
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -82,6 +85,9 @@ class TelegramAdapter(PlatformAdapter):
         self._bot: Any = None
         self._stopping = asyncio.Event()
         self.username: str | None = None
+        # queue sends here rather than inside httpcore, whose pool rescans its whole queue
+        # for every request (quadratic with hundreds of chats answering at once)
+        self._slots = asyncio.Semaphore(SEND_CONNECTIONS)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -95,7 +101,7 @@ class TelegramAdapter(PlatformAdapter):
             self.token,
             base_url=f"{self.api_base}/bot",
             base_file_url=f"{self.api_base}/file/bot",
-            request=HTTPXRequest(connection_pool_size=256, pool_timeout=30.0),
+            request=HTTPXRequest(connection_pool_size=SEND_CONNECTIONS, pool_timeout=30.0),
             get_updates_request=HTTPXRequest(read_timeout=POLL_TIMEOUT + 15.0),
         )
         try:
@@ -243,9 +249,10 @@ class TelegramAdapter(PlatformAdapter):
         bot = await self._ensure_bot()
         for attempt in range(SEND_ATTEMPTS):
             try:
-                if method == "editMessageText":
-                    return await bot.edit_message_text(text, chat_id=chat, **kwargs)
-                return await bot.send_message(chat, text, **kwargs)
+                async with self._slots:
+                    if method == "editMessageText":
+                        return await bot.edit_message_text(text, chat_id=chat, **kwargs)
+                    return await bot.send_message(chat, text, **kwargs)
             except tg.error.RetryAfter as exc:
                 if attempt == SEND_ATTEMPTS - 1:
                     raise AdapterError(f"Telegram kept rate-limiting: {exc}") from None
@@ -278,9 +285,10 @@ class TelegramAdapter(PlatformAdapter):
 
     async def typing(self, chat: str, thread: str | None = None) -> None:
         bot = await self._ensure_bot()
-        await bot.send_chat_action(
-            chat, "typing", message_thread_id=int(thread) if thread else None
-        )
+        async with self._slots:
+            await bot.send_chat_action(
+                chat, "typing", message_thread_id=int(thread) if thread else None
+            )
 
 
 async def _quiet_shutdown(bot: Any) -> None:
