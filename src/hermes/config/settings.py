@@ -141,8 +141,8 @@ class EmailSettings(_Section):
     password: SecretStr | None = None
     address: str | None = None
     allowed_senders: list[str] = Field(default_factory=list)
-    # "ssl" (IMAPS/SMTPS), "starttls", or "plain" (loopback test servers only)
-    security: Literal["ssl", "starttls", "plain"] = "ssl"
+    # IMAP always over TLS; SMTP "starttls" (587) or "ssl" (465); "plain": loopback tests only
+    security: Literal["ssl", "starttls", "plain"] = "starttls"
     poll_seconds: float = Field(default=60.0, gt=0)
 
     @field_validator("allowed_senders", mode="before")

@@ -65,18 +65,12 @@ class EmailAdapter(PlatformAdapter):
         lib = _imap_module()
         cfg = self.cfg
         self._stopping.clear()
-        if cfg.security == "ssl":
-            imap = lib.IMAP4_SSL(host=cfg.imap_host, port=cfg.imap_port, timeout=30)
-        else:
+        if cfg.security == "plain":  # loopback test servers only
             imap = lib.IMAP4(host=cfg.imap_host, port=cfg.imap_port, timeout=30)
+        else:  # IMAP over TLS (993) for both "ssl" and "starttls" (which is about SMTP)
+            imap = lib.IMAP4_SSL(host=cfg.imap_host, port=cfg.imap_port, timeout=30)
         try:
             await imap.wait_hello_from_server()
-            if cfg.security == "starttls":
-                raise AdapterError(
-                    "gateway.email.security 'starttls' is for SMTP only; IMAP needs 'ssl' "
-                    "(port 993) or 'plain' on loopback",
-                    retryable=False,
-                )
             password = cfg.password.get_secret_value() if cfg.password else ""
             response = await imap.login(cfg.username or self.address, password)
             if response.result != "OK":
