@@ -17,6 +17,7 @@ from hermes.tools.shell import CappedOutput, kill_group, read_into, scrubbed_env
 from hermes.tools.workdir import workdir
 
 MAX_PROCESSES = 16
+KEEP_EXITED = 32
 POLL_CHARS = 2000
 WAIT_MAX_S = 600
 
@@ -72,7 +73,14 @@ class ProcessTable:
         )
         item.reader = asyncio.create_task(read_into(proc.stdout, item.output))
         self._items[item.id] = item
+        self._forget_old()
         return item
+
+    def _forget_old(self) -> None:
+        """Keep the newest exited processes' output for the model; drop the rest."""
+        exited = [k for k, p in self._items.items() if p.proc.returncode is not None]
+        for key in exited[: max(0, len(exited) - KEEP_EXITED)]:
+            del self._items[key]
 
     def get(self, scope: str, process_id: str) -> BackgroundProcess:
         item = self._items.get(process_id.strip())
