@@ -11,11 +11,13 @@ before it is first overwritten: nothing is dropped silently.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -74,6 +76,8 @@ class NotesState:
     entries: list[str]
     limit: int
     malformed: bool = False
+    written: dict[str, str] = field(default_factory=dict)
+    """Entry text → the UTC date (YYYY-MM-DD) it was written; hand-written entries have none."""
 
     @property
     def chars(self) -> int:
@@ -137,7 +141,11 @@ class NotesStore:
     def read(self, target: str) -> NotesState:
         path = self.path(target)
         text, malformed = read_text(path)
-        return NotesState(target, path, parse_entries(text), self.limit(target), malformed)
+        entries = parse_entries(text)
+        state = NotesState(target, path, entries, self.limit(target), malformed)
+        dates = _read_dates(_dates_path(path))
+        state.written = {e: dates[e] for e in entries if e in dates}
+        return state
 
     @contextlib.contextmanager
     def locked(self, target: str) -> Iterator[NotesState]:
@@ -149,7 +157,96 @@ class NotesStore:
     def save(self, state: NotesState, entries: list[str]) -> Path | None:
         """Write entries (call inside `locked`); returns the backup made of a malformed file."""
         saved = backup(state.path) if state.malformed and state.path.exists() else None
+        today, before = today_utc(), set(state.entries)
+        written = {e: d for e in entries if (d := state.written.get(e) or _new(e, before, today))}
         atomic_write(state.path, serialize(entries))
+        atomic_write(_dates_path(state.path), json.dumps(written, ensure_ascii=False, indent=0))
         state.entries = list(entries)
+        state.written = written
         state.malformed = False
         return saved
+
+    @property
+    def archive_path(self) -> Path:
+        return self.directory / ARCHIVE_FILE
+
+    def archive(self, state: NotesState, entries: list[str], why: str) -> Path:
+        """Append entries leaving `state`'s file to ARCHIVE.md (plain text, `§`-separated,
+        each headed by when and why it left), so a consolidation never loses a fact."""
+        today = today_utc()
+        blocks = []
+        for entry in entries:
+            written = state.written.get(entry)
+            since = f"; written {written}" if written else ""
+            blocks.append(f"[archived {today} from {state.path.name} ({why}){since}]\n{entry}")
+        path = self.archive_path
+        with file_lock(path):
+            old, _ = read_text(path)
+            atomic_write(path, serialize([*parse_entries(old), *blocks]))
+        return path
+
+    def search_archive(self, words: list[str], limit: int = 3) -> list[str]:
+        """Archived entries holding the most of `words` (lowercase), best first."""
+        text, _ = read_text(self.archive_path)
+        wanted = {w.lower() for w in words if w}
+        scored = []
+        for n, entry in enumerate(parse_entries(text)):
+            have = set(_WORDS.findall(entry.lower()))
+            hits = sum(any(h.startswith(w) for h in have) for w in wanted)
+            if hits:
+                scored.append((-hits, -n, entry))
+        return [entry for _, _, entry in sorted(scored)[:limit]]
+
+    @property
+    def _failures_path(self) -> Path:
+        return self.directory / ".save-failures.json"
+
+    def record_failure(self, reason: str) -> None:
+        """Remember a memory write that a background pass could not make, for the user."""
+        path = self._failures_path
+        with file_lock(path):
+            items = [*self._failures(), {"date": today_utc(), "reason": reason[:500]}]
+            atomic_write(path, json.dumps(items[-5:], ensure_ascii=False))
+
+    def take_failures(self) -> list[dict[str, str]]:
+        """The recorded failures, forgotten once taken (they go into one system prompt)."""
+        path = self._failures_path
+        with file_lock(path):
+            items = self._failures()
+            path.unlink(missing_ok=True)
+        return items
+
+    def _failures(self) -> list[dict[str, str]]:
+        try:
+            items = json.loads(self._failures_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+ARCHIVE_FILE = "ARCHIVE.md"
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _new(entry: str, before: set[str], today: str) -> str | None:
+    """Today for an entry this write adds; None keeps a hand-written entry undated."""
+    return None if entry in before else today
+
+
+def today_utc() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+def _dates_path(path: Path) -> Path:
+    """Where the write dates of a notes file live: beside it, so the notes stay plain."""
+    return path.with_name(f".{path.name}.dates.json")
+
+
+def _read_dates(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.agent.compression import render_transcript as transcript_text
 from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore
-from hermes.memory.tool import memory_tool
+from hermes.memory.tool import NEAR_FULL, memory_tool
 from hermes.models.errors import ModelError
 from hermes.tools.registry import ToolContext, Toolset
 
@@ -61,9 +61,22 @@ def _notes_now(settings: Settings, scope: str) -> str:
     parts = []
     for target in ("memory", "user"):
         state = notes.read(target)
-        entries = "\n".join(f"- {e}" for e in state.entries) or "(empty)"
-        parts.append(f"{state.path.name} [{state.usage}]:\n{entries}")
+        entries = "\n".join(_entry_line(state.written.get(e), e) for e in state.entries)
+        parts.append(f"{state.path.name} [{state.usage}]:\n{entries or '(empty)'}")
+        if state.chars >= NEAR_FULL * state.limit:
+            parts.append(CONSOLIDATE.format(name=state.path.name, target=target))
     return "\n\n".join(parts)
+
+
+def _entry_line(written: str | None, entry: str) -> str:
+    return f"- ({written}) {entry}" if written else f"- {entry}"
+
+
+CONSOLIDATE = (
+    "{name} is nearly full. Before adding, propose a consolidation with one `operations` "
+    "call on target '{target}': merge entries about the same thing, drop stale or "
+    "superseded ones (they are archived, not lost)."
+)
 
 
 async def memory_pass(
@@ -88,6 +101,7 @@ async def memory_pass(
         services=agent.services,
     )
     saved = 0
+    unresolved: str | None = None
     for _ in range(MAX_ROUNDS):
         completion = await agent.model.complete(chat, tools=toolset.schemas())
         if not completion.tool_calls:
@@ -106,16 +120,19 @@ async def memory_pass(
                 ],
             }
         )
-        failed = False
+        unresolved = None
         for call in completion.tool_calls:  # one at a time: they write the same files
             outcome = await toolset.call(call.name, call.arguments, ctx)
             saved += outcome.ok
-            failed |= not outcome.ok
             chat.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
             if not outcome.ok:
+                unresolved = outcome.text
                 log.info("memory pass: %s call refused: %s", call.name, outcome.text[:200])
-        if not failed:
+        if unresolved is None:
             break
+    if unresolved is not None:  # refused and not retried successfully: the user must know
+        store = NotesStore(settings.home, scope, settings.memory)
+        await asyncio.to_thread(store.record_failure, unresolved.splitlines()[0])
     return saved
 
 

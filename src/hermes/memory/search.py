@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from hermes.memory.notes import NotesStore
 from hermes.memory.query import query_terms
 from hermes.memory.ranking import rank_messages
 from hermes.store.base import MessageRecord, SessionRecord, Store
@@ -99,6 +100,7 @@ class _View:
     scope: str
     live: str
     tz: ZoneInfo | None
+    notes: NotesStore | None = None  # for entries archived out of the notes
 
     def when(self, ts: float | None) -> str | None:
         if not ts:
@@ -181,13 +183,15 @@ def _discover(view: _View, query: str, limit: int) -> dict[str, Any]:
                 **_bookends(view, record, {m.index for m in around}),
             }
         )
+    archived = view.notes.search_archive(query_terms(query)) if view.notes else []
+    found: dict[str, Any] = {"shape": "discover", "query": query, "results": results}
+    if archived:
+        found["archived_notes"] = archived  # entries that left the notes (memories/ARCHIVE.md)
     return {
-        "shape": "discover",
-        "query": query,
-        "results": results,
+        **found,
         "hint": (
             "No match; try other words (synonyms, names) or browse recent sessions."
-            if not results
+            if not results and not archived
             else "To see more of a session: session_search(session_id=..., around=<index>)."
         ),
     }
@@ -269,7 +273,8 @@ def _view(ctx: ToolContext) -> _View:
         tz = ZoneInfo(tz_name) if tz_name else None
     except (KeyError, ValueError):
         tz = None
-    return _View(store=ctx.store, scope=ctx.scope, live=ctx.session_id, tz=tz)
+    notes = NotesStore(ctx.settings.home, ctx.scope, ctx.settings.memory)
+    return _View(store=ctx.store, scope=ctx.scope, live=ctx.session_id, tz=tz, notes=notes)
 
 
 @tool(name="session_search")

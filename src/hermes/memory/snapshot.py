@@ -24,6 +24,12 @@ GUIDANCE = (
 )
 
 
+FAILED_SAVES = (
+    "⚠ These memory saves failed in the background and nothing was stored; tell the user "
+    "early in your reply what could not be remembered, and save it now if it still matters:"
+)
+
+
 def _safe_entry(entry: str, filename: str) -> str:
     threats = scan_text(entry)
     if not threats:
@@ -33,6 +39,12 @@ def _safe_entry(entry: str, filename: str) -> str:
         f"[BLOCKED: a {filename} entry contained {names}; it is not shown. Use the memory "
         "tool (action=remove) to delete the original.]"
     )
+
+
+def _dated(state: NotesState, shown: str, entry: str) -> str:
+    """The entry as the prompt shows it: headed by the date it was written, when known."""
+    written = state.written.get(entry)
+    return f"(written {written}) {shown}" if written else shown
 
 
 def _truncate(text: str, cap: int) -> str:
@@ -50,7 +62,9 @@ def render_notes(state: NotesState) -> str | None:
         return None
     over = " ⚠ OVER BUDGET" if state.chars > state.limit else ""
     header = f"{TITLES[state.target]} [{state.usage}]{over}"
-    body = DELIMITER.join(_safe_entry(e, state.path.name) for e in dict.fromkeys(state.entries))
+    body = DELIMITER.join(
+        _dated(state, _safe_entry(e, state.path.name), e) for e in dict.fromkeys(state.entries)
+    )
     body = _truncate(body, max(2 * state.limit, 4000))
     return f"{RULE}\n{header}\n{RULE}\n{body}"
 
@@ -59,6 +73,10 @@ def render_scope(home: Path, scope: str, settings: Settings) -> str | None:
     """Both notes files of a scope as the system-prompt block (None if both are empty)."""
     notes = NotesStore(home, scope, settings.memory)
     blocks = [b for t in ("memory", "user") if (b := render_notes(notes.read(t)))]
+    failures = notes.take_failures()
+    if failures:
+        lines = "\n".join(f"- {f.get('date')}: {f.get('reason')}" for f in failures)
+        blocks.append(f"{FAILED_SAVES}\n{lines}")
     if not blocks:
         return None
     return "\n\n".join([GUIDANCE, *blocks])

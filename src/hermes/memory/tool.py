@@ -11,11 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes.memory.notes import NotesError, NotesState, NotesStore, usage_chars, usage_text
+from hermes.memory.notes import (
+    ARCHIVE_FILE,
+    NotesError,
+    NotesState,
+    NotesStore,
+    usage_chars,
+    usage_text,
+)
 from hermes.memory.scan import describe, scan_text
 from hermes.tools.registry import ToolContext, ToolError, tool
 
 PREVIEW_CHARS = 80
+NEAR_FULL = 0.8  # usage share from which every result asks the model to consolidate
 ACTIONS = ("add", "replace", "remove")
 
 
@@ -163,6 +171,9 @@ def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[s
         backup = None
         if changed:
             check_budget(state, outcome.entries)
+            leaving = [e for e in state.entries if e not in outcome.entries]
+            if leaving:
+                _archive(notes, state, leaving, "replaced" if outcome.replaced else "removed")
             backup = notes.save(state, outcome.entries)
     result: dict[str, Any] = {
         "success": True,
@@ -173,12 +184,29 @@ def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[s
     }
     if changed:
         result["note"] = "Saved. This update is complete — do not repeat it."
+    chars = usage_chars(outcome.entries)
+    if chars >= NEAR_FULL * state.limit:
+        result["warning"] = (
+            f"{state.path.name} is {round(chars * 100 / state.limit)}% full. Consolidate soon: "
+            "merge related entries and drop stale ones (entries that leave are kept in "
+            f"memories/{ARCHIVE_FILE}, which session_search also searches)."
+        )
     if backup is not None:
         result["backup"] = (
             f"{state.path.name} was not valid UTF-8 text; the original was kept "
             f"as {backup.name} before this write."
         )
     return result
+
+
+def _archive(notes: NotesStore, state: NotesState, leaving: list[str], why: str) -> None:
+    try:
+        notes.archive(state, leaving, why)
+    except OSError as exc:
+        raise NotesError(
+            f"nothing was saved: the entries leaving {state.path.name} could not be archived "
+            f"in memories/{ARCHIVE_FILE} ({exc.strerror or exc})"
+        ) from None
 
 
 def notes_for(ctx: ToolContext) -> NotesStore:
