@@ -262,3 +262,22 @@ async def test_sessions_show_marks_compression(
     shown = run_cli("sessions", "show", "long")
     assert shown.returncode == 0, shown.stderr
     assert "---- compressed:" in shown.stdout
+
+
+async def test_compression_refreshes_the_notes_snapshot(
+    small: Runtime, fake: FakeModel, settings: Settings
+) -> None:
+    """A session that never ends must not keep a months-old notes snapshot."""
+    fake.default = scripted()
+    await chat(small, "turn 0: hello " + FILLER)
+    notes = settings.home / "memories" / "MEMORY.md"
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    notes.write_text("User moved to Lisbon\n")  # written elsewhere, after the snapshot
+    await chat(small, "turn 1: " + FILLER)
+    assert "Lisbon" not in prompt_text(main_requests(fake)[-1])  # frozen: prompt caching
+    for i in range(2, 12):
+        await chat(small, f"turn {i}: " + FILLER)
+    assert summary_requests(fake)  # compression ran
+    assert "User moved to Lisbon" in str(main_requests(fake)[-1]["messages"][0]["content"])
+    stored = small.store.get_session("default", "long")
+    assert stored is not None and "User moved to Lisbon" in (stored.system_prompt or "")

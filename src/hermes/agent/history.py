@@ -249,6 +249,7 @@ class CompressingHistory:
             )
         view.head, view.summary, view.tail, view.tail_idx = head, summary, new_tail, new_idx
         state.history = view.messages()
+        await self._refresh_system(state)
         state.anchor_tokens, state.anchor_len = None, 0
         self.stats.compressions += 1
         log.info(
@@ -260,6 +261,15 @@ class CompressingHistory:
             time.monotonic() - started,
         )
         return True
+
+    async def _refresh_system(self, state: CallState) -> None:
+        """The prompt is rewritten anyway: take a fresh notes snapshot with it."""
+        if state.refresh_system is None or not state.system:
+            return
+        try:
+            state.system[0] = {"role": "system", "content": await state.refresh_system()}
+        except Exception:
+            log.exception("refreshing the system prompt after compression failed; kept the old")
 
     async def _flush(self, state: CallState, middle: list[dict[str, Any]]) -> None:
         if state.on_pre_compress is None or state.stateless or state.source == "cron":

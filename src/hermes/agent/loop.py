@@ -306,6 +306,8 @@ class Agent:
             source=req.source,
             on_pre_compress=self.memory.on_pre_compress,
         )
+        if not stateless:
+            state.refresh_system = self._refresher(req, session.id, toolset)
         if session.last_prompt_tokens and history and not stateless:
             # the previous turn's last call covered everything but its final answer
             state.anchor_tokens = session.last_prompt_tokens
@@ -334,6 +336,18 @@ class Agent:
         ]
         user = {"role": "user", "content": req.user_message}
         return [*closing_results(history), *recalled, user]
+
+    def _refresher(
+        self, req: TurnRequest, session_id: str, toolset: Toolset
+    ) -> Callable[[], Awaitable[str]]:
+        async def refresh() -> str:
+            text = await asyncio.to_thread(
+                self.system_prompt_for, req.scope, toolset, req.source, req.user_message
+            )
+            await asyncio.to_thread(self.store.set_system_prompt, req.scope, session_id, text)
+            return text
+
+        return refresh
 
     async def _call_model(self, turn: _Turn, observer: TurnObserver, *, tools: bool) -> Completion:
         state = turn.state

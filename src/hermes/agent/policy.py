@@ -33,6 +33,9 @@ class CallState:
     source: str = "cli"
     notes: dict[str, Any] = field(default_factory=dict)
     on_pre_compress: PreCompressHook | None = None
+    refresh_system: Callable[[], Awaitable[str]] | None = None
+    """Rebuilds (and stores) the session's system prompt: compression calls it, since it
+    rewrites the prompt anyway, so the frozen notes snapshot never goes stale for months."""
 
     def messages(self) -> list[dict[str, Any]]:
         return [*self.system, *self.history, *self.turn]
