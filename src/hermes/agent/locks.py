@@ -3,14 +3,19 @@
 The lease is taken in the same store transaction that loads the session, and normally given
 up in the transaction that stores the turn (`HeldSession.lease` passed as `release=`), so a
 turn costs two writes; whatever path skips that (a failure, a cancel) is covered by `hold`.
+
+A process killed mid-turn cannot give its lease up. Leases are short (`LEASE_SECONDS`) and
+renewed by a heartbeat while the turn runs, and a holder on this host whose process is gone
+is taken over at once (`hermes.store.leases`). `close()` (at shutdown) makes every request
+still waiting for a session give up with `ShuttingDownError`, so none holds the exit up.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
+import logging
 import time
-import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,15 +23,20 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from hermes.store.base import Lease, SessionRecord, Store
+from hermes.store.leases import HEARTBEAT_SECONDS, LEASE_SECONDS, new_holder
 
-LEASE_SECONDS = 900.0
 POLL_SECONDS = 0.05
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
 class SessionBusyError(Exception):
     """Another process held the session for longer than we were willing to wait."""
+
+
+class ShuttingDownError(SessionBusyError):
+    """The process is shutting down: a turn that had not started yet will not start."""
 
 
 @dataclass
@@ -47,8 +57,18 @@ class SessionLocks:
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        self._holder = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._holder = new_holder()
         self._wait_seconds = wait_seconds
+        self._closing = False
+
+    def close(self) -> None:
+        """Stop admitting turns: requests waiting for a session fail with ShuttingDownError
+        (turns already running finish as usual)."""
+        self._closing = True
+
+    def _check_open(self) -> None:
+        if self._closing:
+            raise ShuttingDownError("Hermes is shutting down; the turn was not started")
 
     def _lock_for(self, key: tuple[str, str]) -> asyncio.Lock:
         lock = self._locks.get(key)
@@ -63,14 +83,38 @@ class SessionLocks:
         unless the body already gave it up in its final write."""
         key = (scope, session_id)
         lock = self._lock_for(key)
+        self._check_open()
         async with lock:
+            self._check_open()
             lease = Lease(f"session:{scope}:{session_id}", self._holder)
             held = HeldSession(await self._begin(scope, session_id, source, lease), lease)
+            heartbeat = asyncio.create_task(self._heartbeat(held))
             try:
                 yield held
             finally:
+                heartbeat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await heartbeat
                 if not held.released:
                     await asyncio.to_thread(self._store.release_lock, lease.name, lease.holder)
+
+    async def _heartbeat(self, held: HeldSession) -> None:
+        """Keep the lease alive while the turn runs (renewal never re-takes a lost lease)."""
+        lease = held.lease
+        while not held.released:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            if held.released:
+                return
+            try:
+                kept = await asyncio.to_thread(
+                    self._store.renew_lock, lease.name, lease.holder, LEASE_SECONDS
+                )
+            except Exception:
+                log.exception("renewing the lease %s failed", lease.name)
+                continue
+            if not kept:
+                log.warning("lease %s was lost during a turn", lease.name)
+                return
 
     async def _begin(self, scope: str, session_id: str, source: str, lease: Lease) -> SessionRecord:
         deadline = time.monotonic() + self._wait_seconds
@@ -78,6 +122,7 @@ class SessionLocks:
             session = await self._try_begin(scope, session_id, source, lease)
             if session is not None:
                 return session
+            self._check_open()
             if time.monotonic() > deadline:
                 raise SessionBusyError(f"{lease.name} is busy in another Hermes process")
             await asyncio.sleep(POLL_SECONDS)

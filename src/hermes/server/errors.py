@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from hermes.agent.client_tools import TurnInputError
-from hermes.agent.locks import SessionBusyError
+from hermes.agent.locks import SessionBusyError, ShuttingDownError
 from hermes.models.errors import (
     ContextLengthExceededError,
     ModelAuthError,
@@ -189,6 +189,14 @@ def from_turn_error(exc: Exception) -> APIError | None:
         return from_model_error(exc)
     if isinstance(exc, TurnInputError):
         return APIError(400, str(exc), INVALID_REQUEST, "invalid_tool_traffic", exc.param)
+    if isinstance(exc, ShuttingDownError):
+        return APIError(
+            503,
+            f"{exc}; retry shortly.",
+            SERVER_ERROR,
+            "shutting_down",
+            headers={"Retry-After": "5"},
+        )
     if isinstance(exc, SessionBusyError):
         return APIError(
             409,

@@ -16,6 +16,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 import uvicorn
 
@@ -114,6 +115,19 @@ def _quiet_signal_reraise() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling Hermes the moment a stop signal arrives: requests still
+    waiting for a busy session then give up (503) instead of holding the shutdown up."""
+
+    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
+
+
 def _uvicorn_config(app: object) -> uvicorn.Config:
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
@@ -155,7 +169,7 @@ async def serve(
         sock.close()
         raise ServeError(str(exc)) from None
     app = create_app(runtime, services=[Service("ready", ready)])
-    server = uvicorn.Server(_uvicorn_config(app))
+    server = _Server(_uvicorn_config(app), on_exit=runtime.agent.locks.close)
     try:
         with _quiet_signal_reraise():
             await server.serve(sockets=[sock])

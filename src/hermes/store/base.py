@@ -277,9 +277,16 @@ class Store(Searcher, CompactionStore, Protocol):
 
     def count_messages(self, scope: str | None = None) -> int: ...
 
-    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool: ...
+    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Take a named lease if free, expired, already ours, or held by a process that
+        `hermes.store.leases.holder_is_dead` says is gone; never blocks."""
+        ...
 
     def release_lock(self, name: str, holder: str) -> None: ...
+
+    def renew_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Extend a lease `holder` still holds (heartbeat); False when it is no longer theirs."""
+        ...
 
     def health(self) -> dict[str, Any]:
         """`ok` plus what an operator needs to see (schema version, backend details)."""

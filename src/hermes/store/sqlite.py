@@ -21,6 +21,7 @@ from hermes.store.base import (
     StoreError,
 )
 from hermes.store.compactions import CompactionStoreMixin
+from hermes.store.leases import holder_is_dead
 from hermes.store.migrations import MIGRATIONS, Migration, current_version, migrate
 from hermes.store.search_index import SearchIndexMixin
 from hermes.store.urls import sqlite_url
@@ -461,13 +462,22 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
         with self._write() as conn:
             self._drop_lease(conn, name, holder)
 
+    def renew_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Extend a lease we still hold (the heartbeat); False once it is gone or taken."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE locks SET expires_at = ? WHERE name = ? AND holder = ?",
+                (time.time() + ttl_seconds, name, holder),
+            )
+            return cur.rowcount > 0
+
     @staticmethod
     def _take_lease(conn: sqlite3.Connection, name: str, holder: str, ttl_seconds: float) -> bool:
         now = time.time()
         row = conn.execute(
             "SELECT holder, expires_at FROM locks WHERE name = ?", (name,)
         ).fetchone()
-        if row is not None and row[0] != holder and row[1] > now:
+        if row is not None and row[0] != holder and row[1] > now and not holder_is_dead(row[0]):
             return False
         conn.execute(
             "INSERT INTO locks (name, holder, expires_at) VALUES (?, ?, ?) "
