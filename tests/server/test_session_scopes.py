@@ -111,6 +111,9 @@ async def test_a_session_brain_is_the_header_brain(
         assert FACT in _turns(fake)[-1]["messages"][0]["content"]
         r = await api.chat("Who am I?", headers={"X-Hermes-Session-Id": "owner-chat"})
         assert FACT not in _turns(fake)[-1]["messages"][0]["content"]
+        tools = [{t["function"]["name"] for t in b.get("tools", [])} for b in _turns(fake)]
+        assert "memory" in tools[0] and "write_file" not in tools[0]  # the end-user toolset
+        assert tools[0] == tools[1] and "write_file" in tools[2]  # the owner's is full
 
         job = {"name": "standup", "schedule": "0 9 * * 1-5", "prompt": "plan my day"}
         r = await api.client.post("/api/jobs", json=job, headers={"X-Hermes-Session-Id": "user:1"})
