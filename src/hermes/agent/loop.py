@@ -153,12 +153,15 @@ def _tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 
 def _new_message(message: dict[str, Any], history: list[dict[str, Any]]) -> NewMessage:
-    """A turn's opening message (user text or a tool result) as it is stored."""
-    content = str(message.get("content") or "")
+    """A turn's opening message (user text, a tool result, a seeded history message) as it
+    is stored."""
+    raw = message.get("content")
+    content = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
     call_id = message.get("tool_call_id")
     return NewMessage(
         role=message["role"],
-        content=content,
+        content=None if raw is None and message.get("tool_calls") else content,
+        tool_calls=message.get("tool_calls"),
         tool_call_id=call_id,
         tool_name=call_name(history, call_id) if call_id else None,
         token_count=estimate_text_tokens(content),
@@ -289,7 +292,9 @@ class Agent:
         if req.system_extra:
             system.append({"role": "system", "content": req.system_extra})
 
-        if stateless:
+        # a new session may be seeded with the caller's history (Responses input items)
+        seeded = not stateless and bool(req.history) and session.message_count == 0
+        if stateless or seeded:
             history = list(req.history or [])
         else:
             history = await self.policy.load_history(session)
@@ -312,7 +317,8 @@ class Agent:
             # the previous turn's last call covered everything but its final answer
             state.anchor_tokens = session.last_prompt_tokens
             state.anchor_len = len(system) + len(history) - 1
-        new = [_new_message(m, history) for m in opening if m["role"] != "system"]
+        kept = [*history, *opening] if seeded else opening
+        new = [_new_message(m, history) for m in kept if m["role"] != "system"]
         return _Turn(
             state=state,
             new=new,

@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from hermes.plugins import Service
 from hermes.runtime import Runtime
-from hermes.server import chat, jobs_api, meta
+from hermes.server import chat, jobs_api, meta, responses
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.middleware import HygieneMiddleware
@@ -85,7 +85,14 @@ def create_app(
     app.state.idempotency = IdempotencyCache()
     install_error_handlers(app)
     part_routers = [make() for make in runtime.registry.routers]
-    for router in [meta.router, chat.router, jobs_api.router, *part_routers, *routers]:
+    for router in [
+        meta.router,
+        chat.router,
+        responses.router,
+        jobs_api.router,
+        *part_routers,
+        *routers,
+    ]:
         app.include_router(router)
     settings = runtime.settings.server
     if settings.cors_origins:

@@ -87,18 +87,18 @@ class ChatCall:
     tool_results: list[dict[str, Any]] | None = None
 
 
-def _bad(message: str, param: str | None, code: str = "invalid_value") -> APIError:
+def bad_request(message: str, param: str | None, code: str = "invalid_value") -> APIError:
     return APIError(400, message, code=code, param=param)
 
 
-def _collapse(content: Any, where: str) -> str:
+def collapse_content(content: Any, where: str) -> str:
     """Message content (string or list of parts) → text; non-text parts are refused by name."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise _bad(
+        raise bad_request(
             f"{where} must be a string or a list of content parts, not {type(content).__name__}.",
             where,
         )
@@ -106,10 +106,12 @@ def _collapse(content: Any, where: str) -> str:
     for j, part in enumerate(content):
         here = f"{where}[{j}]"
         if not isinstance(part, dict):
-            raise _bad(f'{here} must be an object like {{"type": "text", "text": "..."}}.', here)
+            raise bad_request(
+                f'{here} must be an object like {{"type": "text", "text": "..."}}.', here
+            )
         kind = part.get("type")
         if kind not in TEXT_PART_TYPES:
-            raise _bad(
+            raise bad_request(
                 f"{here} is a {kind!r} part; Hermes passes only text to the model, so "
                 'send text parts (type "text").',
                 here,
@@ -117,7 +119,7 @@ def _collapse(content: Any, where: str) -> str:
             )
         text = part.get("text")
         if not isinstance(text, str):
-            raise _bad(f"{here}.text must be a string.", f"{here}.text")
+            raise bad_request(f"{here}.text must be a string.", f"{here}.text")
         texts.append(text)
     return "\n".join(texts)
 
@@ -127,23 +129,23 @@ def _check_fields(body: dict[str, Any]) -> None:
     unknown = sorted(set(body) - KNOWN_FIELDS)
     if unknown:
         names = ", ".join(f"`{u}`" for u in unknown)
-        raise _bad(
+        raise bad_request(
             f"Unrecognized request argument(s) {names}: Hermes does not support them; remove them.",
             unknown[0],
             "unknown_parameter",
         )
     for name, advice in REFUSED_FIELDS.items():
         if name in body and body[name] not in _HARMLESS_REFUSED_VALUES.get(name, (None,)):
-            raise _bad(f"`{name}` is not supported. {advice}", name, "unsupported_parameter")
+            raise bad_request(f"`{name}` is not supported. {advice}", name, "unsupported_parameter")
     n = body.get("n")
     if n is not None and n != 1:
-        raise _bad("`n` must be 1: Hermes produces one answer per turn.", "n")
+        raise bad_request("`n` must be 1: Hermes produces one answer per turn.", "n")
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
-        raise _bad("`stream` must be true or false.", "stream")
+        raise bad_request("`stream` must be true or false.", "stream")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
-        raise _bad("`model` must be a string.", "model")
+        raise bad_request("`model` must be a string.", "model")
 
 
 def model_options(body: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +156,7 @@ def model_options(body: dict[str, Any]) -> dict[str, Any]:
         not isinstance(response_format, dict)
         or response_format.get("type") not in ("text", "json_object", "json_schema")
     ):
-        raise _bad(
+        raise bad_request(
             '`response_format` must be {"type": "text"}, {"type": "json_object"} or '
             '{"type": "json_schema", "json_schema": {...}}.',
             "response_format",
@@ -166,7 +168,7 @@ def _tool_schema(i: int, spec: Any) -> dict[str, Any]:
     where = f"tools[{i}]"
     if not isinstance(spec, dict) or spec.get("type") != "function":
         kind = spec.get("type") if isinstance(spec, dict) else type(spec).__name__
-        raise _bad(
+        raise bad_request(
             f'{where} is a {kind!r} tool; Hermes accepts client tools of type "function" '
             '({"type": "function", "function": {"name": ..., "parameters": {...}}}).',
             where,
@@ -175,13 +177,13 @@ def _tool_schema(i: int, spec: Any) -> dict[str, Any]:
     fn = spec.get("function")
     name = fn.get("name") if isinstance(fn, dict) else None
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
-        raise _bad(
+        raise bad_request(
             f"{where}.function.name must be 1-64 letters, digits, _ or -; got {name!r}.",
             f"{where}.function.name",
         )
     params = fn.get("parameters") if isinstance(fn, dict) else None
     if params is not None and not isinstance(params, dict):
-        raise _bad(f"{where}.function.parameters must be a JSON schema object.", where)
+        raise bad_request(f"{where}.function.parameters must be a JSON schema object.", where)
     return {"type": "function", "function": fn}
 
 
@@ -193,26 +195,26 @@ def client_tools(body: dict[str, Any]) -> ClientTools | None:
     if raw is None and choice is None and parallel is None:
         return None
     if raw is not None and not isinstance(raw, list):
-        raise _bad("`tools` must be a list of function tools.", "tools")
+        raise bad_request("`tools` must be a list of function tools.", "tools")
     schemas = [_tool_schema(i, spec) for i, spec in enumerate(raw or [])]
     tools = ClientTools(schemas=schemas, choice=choice, parallel_calls=parallel)
     names = tools.names()
     if len(names) != len(schemas):
-        raise _bad("`tools` names the same function twice.", "tools")
+        raise bad_request("`tools` names the same function twice.", "tools")
     if parallel is not None and not isinstance(parallel, bool):
-        raise _bad("`parallel_tool_calls` must be true or false.", "parallel_tool_calls")
+        raise bad_request("`parallel_tool_calls` must be true or false.", "parallel_tool_calls")
     if choice is None or choice in ("auto", "none", "required"):
         return tools
     fn = choice.get("function") if isinstance(choice, dict) else None
     name = fn.get("name") if isinstance(fn, dict) else None
     if not isinstance(choice, dict) or choice.get("type") != "function" or name is None:
-        raise _bad(
+        raise bad_request(
             '`tool_choice` must be "auto", "none", "required" or '
             '{"type": "function", "function": {"name": ...}}.',
             "tool_choice",
         )
     if name not in names:
-        raise _bad(
+        raise bad_request(
             f"`tool_choice` names {name!r}, which is not one of the request's `tools`.",
             "tool_choice",
         )
@@ -221,12 +223,12 @@ def client_tools(body: dict[str, Any]) -> ClientTools | None:
 
 def _tool_calls(where: str, raw: Any) -> list[dict[str, Any]]:
     if not isinstance(raw, list):
-        raise _bad(f"{where}.tool_calls must be a list.", f"{where}.tool_calls")
+        raise bad_request(f"{where}.tool_calls must be a list.", f"{where}.tool_calls")
     calls = []
     for j, call in enumerate(raw):
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict) or not isinstance(call.get("id"), str):
-            raise _bad(
+            raise bad_request(
                 f"{where}.tool_calls[{j}] must be "
                 '{"id": ..., "type": "function", "function": {"name": ..., "arguments": ...}}.',
                 f"{where}.tool_calls[{j}]",
@@ -248,20 +250,20 @@ def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] 
     """One request message normalised; None for client tool traffic that is being ignored."""
     where = f"messages[{i}]"
     if not isinstance(message, dict):
-        raise _bad(f"{where} must be an object with `role` and `content`.", where)
+        raise bad_request(f"{where} must be an object with `role` and `content`.", where)
     role = message.get("role")
     if role not in KNOWN_ROLES:
-        raise _bad(
+        raise bad_request(
             f"{where}.role must be one of system, developer, user, assistant, tool; got {role!r}.",
             f"{where}.role",
         )
-    text = _collapse(message.get("content"), f"{where}.content")
+    text = collapse_content(message.get("content"), f"{where}.content")
     if role == "tool":
         if ignore_client_tools:
             return None
         call_id = message.get("tool_call_id")
         if not isinstance(call_id, str):
-            raise _bad(f"{where}.tool_call_id must be a string.", f"{where}.tool_call_id")
+            raise bad_request(f"{where}.tool_call_id must be a string.", f"{where}.tool_call_id")
         return {"role": "tool", "tool_call_id": call_id, "content": text}
     if role == "assistant" and message.get("tool_calls") and not ignore_client_tools:
         calls = _tool_calls(where, message["tool_calls"])
@@ -280,11 +282,13 @@ def _split_turn(
         before = convo[start - 1][1] if start > 0 else {}
         if not before.get("tool_calls"):
             where = f"messages[{convo[start][0]}]"
-            raise _bad(f"{where} is a tool result that follows no assistant tool call.", where)
+            raise bad_request(
+                f"{where} is a tool result that follows no assistant tool call.", where
+            )
         return [m for _, m in convo[:start]], "", [m for _, m in convo[start:]]
     if not convo or convo[-1][1]["role"] != "user":
         where = f"messages[{convo[-1][0]}]" if convo else "messages"
-        raise _bad(
+        raise bad_request(
             "The last non-system message must be the user's new message (or the results "
             "of the tool calls Hermes handed back); it is the turn Hermes answers.",
             where,
@@ -292,7 +296,9 @@ def _split_turn(
         )
     last_index, last = convo[-1]
     if not str(last["content"]).strip():
-        raise _bad(f"messages[{last_index}].content is empty.", f"messages[{last_index}].content")
+        raise bad_request(
+            f"messages[{last_index}].content is empty.", f"messages[{last_index}].content"
+        )
     return [m for _, m in convo[:-1]], last["content"], None
 
 
@@ -302,15 +308,17 @@ def parse_chat_body(raw: bytes, *, default_model: str, ignore_client_tools: bool
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise _bad(f"The request body is not valid JSON: {exc}.", None, "invalid_json") from None
+        raise bad_request(
+            f"The request body is not valid JSON: {exc}.", None, "invalid_json"
+        ) from None
     if not isinstance(body, dict):
-        raise _bad("The request body must be a JSON object.", None, "invalid_json")
+        raise bad_request("The request body must be a JSON object.", None, "invalid_json")
     _check_fields(body)
     options = model_options(body)
     tools = None if ignore_client_tools else client_tools(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _bad("`messages` must be a non-empty list of chat messages.", "messages")
+        raise bad_request("`messages` must be a non-empty list of chat messages.", "messages")
     systems: list[str] = []
     convo: list[tuple[int, dict[str, Any]]] = []
     for i, message in enumerate(messages):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -28,10 +28,59 @@ _DISCONNECTED = object()
 _FINISHED = object()
 
 
+class StreamFormat(Protocol):
+    """The wire format of one streamed turn: Chat Completions chunks or Responses events."""
+
+    def opening(self) -> bytes:
+        """Frames sent as soon as the turn has produced something."""
+        ...
+
+    def delta(self, text: str) -> bytes: ...
+
+    def tool_progress(self, tool: str, call_id: str, status: str) -> bytes: ...
+
+    def closing(self, result: TurnResult, streamed: bool) -> bytes:
+        """The end of a finished turn; `streamed` says whether its text went out as deltas."""
+        ...
+
+    def failure(self, err: APIError) -> bytes:
+        """The end of a turn that failed after the stream had started."""
+        ...
+
+
+class ChatChunks:
+    """`chat.completion.chunk` frames: a role chunk, deltas, the caller's tool calls of a
+    paused turn, a final chunk with `finish_reason` and `usage`, then `[DONE]`."""
+
+    def __init__(self, writer: ChunkWriter) -> None:
+        self.writer = writer
+
+    def opening(self) -> bytes:
+        return self.writer.chunk({"role": "assistant", "content": ""})
+
+    def delta(self, text: str) -> bytes:
+        return self.writer.chunk({"content": text})
+
+    def tool_progress(self, tool: str, call_id: str, status: str) -> bytes:
+        return self.writer.tool_progress(tool, call_id, status)
+
+    def closing(self, result: TurnResult, streamed: bool) -> bytes:
+        out = b""
+        if not streamed and result.content:
+            out += self.writer.chunk({"content": result.content})
+        if result.tool_calls:
+            out += self.writer.tool_calls(result.tool_calls)
+        out += self.writer.chunk({}, result.finish_reason or "stop", result.usage)
+        return out + ChunkWriter.DONE
+
+    def failure(self, err: APIError) -> bytes:
+        return self.writer.error(err) + ChunkWriter.DONE
+
+
 class _QueueObserver(TurnObserver):
     """Turns agent callbacks into queued SSE frames (called on the event loop thread)."""
 
-    def __init__(self, queue: asyncio.Queue[Any], writer: ChunkWriter) -> None:
+    def __init__(self, queue: asyncio.Queue[Any], writer: StreamFormat) -> None:
         self.queue = queue
         self.writer = writer
         self.streamed = False
@@ -40,7 +89,7 @@ class _QueueObserver(TurnObserver):
     def on_delta(self, text: str) -> None:
         if text:
             self.streamed = True
-            self.queue.put_nowait(self.writer.chunk({"content": text}))
+            self.queue.put_nowait(self.writer.delta(text))
 
     def on_tool_start(self, call_id: str, name: str) -> None:
         if name.startswith("_"):
@@ -62,7 +111,9 @@ TurnRunner = Callable[[TurnObserver], Awaitable[TurnResult]]
 class TurnStreamResponse(Response):
     """Runs the turn while streaming it; cancels it when the client goes away."""
 
-    def __init__(self, run: TurnRunner, writer: ChunkWriter, headers: dict[str, str]) -> None:
+    def __init__(
+        self, run: TurnRunner, writer: StreamFormat | ChunkWriter, headers: dict[str, str]
+    ) -> None:
         super().__init__(
             content=None,
             status_code=200,
@@ -70,7 +121,9 @@ class TurnStreamResponse(Response):
             media_type="text/event-stream; charset=utf-8",
         )
         self._run = run
-        self._writer = writer
+        self._writer: StreamFormat = (
+            ChatChunks(writer) if isinstance(writer, ChunkWriter) else writer
+        )
         self.raw_headers = [h for h in self.raw_headers if h[0] != b"content-length"]
         self.raw_headers += [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 
@@ -104,7 +157,7 @@ class TurnStreamResponse(Response):
             await err.response()({"type": "http"}, _never_receive, send)
             return
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        frames = [self._writer.chunk({"role": "assistant", "content": ""})]
+        frames = [self._writer.opening()]
         item = first
         while True:
             if item is _DISCONNECTED:
@@ -131,15 +184,8 @@ class TurnStreamResponse(Response):
     def _ending(self, turn: asyncio.Future[TurnResult], observer: _QueueObserver) -> bytes:
         exc = turn.exception()
         if exc is not None:
-            return self._writer.error(_as_api_error(exc)) + ChunkWriter.DONE
-        result = turn.result()
-        out = b""
-        if not observer.streamed and result.content:
-            out += self._writer.chunk({"content": result.content})
-        if result.tool_calls:
-            out += self._writer.tool_calls(result.tool_calls)
-        out += self._writer.chunk({}, result.finish_reason or "stop", result.usage)
-        return out + ChunkWriter.DONE
+            return self._writer.failure(_as_api_error(exc))
+        return self._writer.closing(turn.result(), observer.streamed)
 
 
 def _as_api_error(exc: BaseException | None) -> APIError:
