@@ -218,3 +218,19 @@ async def test_approve_and_deny(
     tool_result = [m for m in fake.chat_requests()[1]["messages"] if m["role"] == "tool"][0]
     assert outcome in tool_result["content"]
     assert texts(tg)[-1] == "finished"
+
+
+async def test_in_a_group_each_person_has_their_own_turns(
+    tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway
+) -> None:
+    group = -100777
+    fake.enqueue(Hang(1.0, then=Text("owner answer")), when=lambda b: last_user(b) == "owner asks")
+    fake.enqueue(Text("friend answer"), when=lambda b: last_user(b) == "friend asks")
+    await tg.user_says(group, "owner asks", user_id=OWNER, chat_type="group")
+    await until(lambda: gateway.worker(f"telegram:{group}").busy)
+    await tg.user_says(group, "friend asks", user_id=FRIEND, chat_type="group")
+    await tg.wait_for_sent(2)
+    assert sorted(texts(tg)) == ["friend answer", "owner answer"]  # nobody was interrupted
+    store = gateway.runtime.store
+    assert store.get_session(DEFAULT_SCOPE, f"telegram:{group}") is not None
+    assert store.get_session(f"user:telegram:{FRIEND}", f"telegram:{group}") is not None

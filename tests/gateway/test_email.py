@@ -165,3 +165,26 @@ async def test_no_mail_loops_and_no_strangers(
     assert fake.chat_requests()[0]["messages"][-1]["content"] == "a real question"
     assert mail_gateway.status["email"].refused == 1  # the stranger
     assert len(outbox.messages) == 1
+
+
+async def test_cron_delivers_to_an_email_address(
+    dovecot: Dovecot, outbox: Outbox, fake: FakeModel, mail_gateway: Gateway
+) -> None:
+    from hermes.cron.jobs import create_job
+    from hermes.cron.store import JobStore
+    from hermes.cron.ticker import Scheduler
+
+    runtime = mail_gateway.runtime
+    store = JobStore(runtime.settings.home, DEFAULT_SCOPE, None)
+    job = await asyncio.to_thread(
+        lambda: create_job(
+            store, schedule="every 1h", prompt="x", name="Daily digest", deliver=f"email:{ADA}"
+        )
+    )
+    fake.enqueue(Text("Three things happened."))
+    _job, task = await runtime.services.get(Scheduler).start_run(DEFAULT_SCOPE, job["id"])
+    await task
+    [sent] = await wait_mail(outbox, 1)
+    assert sent["To"] == ADA and sent["Subject"] == "Daily digest"
+    assert sent["Auto-Submitted"] == "auto-generated"
+    assert "Three things happened." in sent.get_content()

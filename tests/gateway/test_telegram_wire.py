@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 from hermes.cli.main import app
@@ -100,7 +102,7 @@ async def test_a_crashing_adapter_is_retried_while_the_api_keeps_serving(
     tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway
 ) -> None:
     runtime = gateway.runtime
-    tg.dead = True  # the Bot API starts failing: getUpdates raises, the adapter restarts
+    await tg.go_down()  # the Bot API starts failing: getUpdates raises, the adapter restarts
     await until(lambda: gateway.status["telegram"].restarts >= 2)
     status = gateway.status["telegram"]
     assert not status.connected and status.last_error
@@ -122,7 +124,7 @@ async def test_a_crashing_adapter_is_retried_while_the_api_keeps_serving(
     report = CliRunner().invoke(app, ["gateway", "status"])
     assert report.exit_code == 0 and "telegram" in report.output and "last error" in report.output
 
-    tg.dead = False  # back: the supervisor reconnects and messages flow again
+    tg.come_back()  # back: the supervisor reconnects and messages flow again
     await until(lambda: gateway.status["telegram"].connected)
     fake.enqueue(Text("I'm back"))
     await tg.user_says(OWNER, "hello?")
@@ -130,3 +132,17 @@ async def test_a_crashing_adapter_is_retried_while_the_api_keeps_serving(
     assert texts(tg) == ["I'm back"]
     status_json = CliRunner().invoke(app, ["gateway", "status", "--json"])
     assert '"running": true' in status_json.output
+
+
+async def test_the_bot_token_never_reaches_logs_or_the_status_file(
+    tg: TelegramBotAPI, gateway: Gateway, home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    await tg.go_down()
+    await until(lambda: gateway.status["telegram"].restarts >= 1)
+    gateway._write_status(force=True)
+    status = await asyncio.to_thread((home / "gateway" / "status.json").read_text)
+    token = tg.state.token
+    assert token not in status
+    assert token not in caplog.text
+    assert "getUpdates" in caplog.text or "getMe" in caplog.text  # the requests were logged

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import secrets
@@ -25,7 +26,7 @@ from hermes.fileio import atomic_write
 from hermes.gateway.base import Inbound
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.state import gateway_dir, read_json
-from hermes.scopes import scope_for_user
+from hermes.scopes import InvalidIdError, scope_for_user
 from hermes.store.base import DEFAULT_SCOPE
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -131,7 +132,7 @@ class Access:
     """Allow-lists, owners and pairing for one gateway."""
 
     def __init__(self, settings: Settings, specs: dict[str, PlatformSpec]) -> None:
-        self.owners = frozenset(o.strip() for o in settings.gateway.owner if o.strip())
+        self.owners = frozenset(_normalize(o, specs) for o in settings.gateway.owner if o.strip())
         self.pairing_enabled = settings.gateway.pairing
         self.allowed = {name: s.allowed_senders(settings) for name, s in specs.items()}
         self.pairing = PairingStore(settings.home)
@@ -140,7 +141,14 @@ class Access:
         return identity in self.owners
 
     def scope_of(self, identity: str) -> str:
-        return DEFAULT_SCOPE if self.is_owner(identity) else scope_for_user(identity)
+        if self.is_owner(identity):
+            return DEFAULT_SCOPE
+        try:
+            return scope_for_user(identity)
+        except InvalidIdError:  # an id with characters scopes do not allow: a stable stand-in
+            platform, _, sender = identity.partition(":")
+            digest = hashlib.sha256(sender.encode("utf-8", "replace")).hexdigest()[:16]
+            return scope_for_user(f"{platform}:{digest}")
 
     def is_listed(self, msg: Inbound) -> bool:
         """An owner or on the platform's allow-list (no file read: the hot path)."""
@@ -149,3 +157,11 @@ class Access:
     def is_paired(self, identity: str) -> bool:
         """Approved with `hermes gateway pair` (reads the pairing file: call off the loop)."""
         return identity in self.pairing.approved()
+
+
+def _normalize(identity: str, specs: dict[str, PlatformSpec]) -> str:
+    """`platform:sender` with the sender written the way that platform's adapter writes it
+    (email addresses lower-cased, for instance)."""
+    platform, _, sender = identity.strip().partition(":")
+    spec = specs.get(platform)
+    return f"{platform}:{spec.normalize_sender(sender.strip())}" if spec else identity.strip()

@@ -22,8 +22,9 @@ TurnRunner = Callable[[Inbound, "asyncio.Queue[str]", "ChatWorker"], Coroutine[A
 class ChatWorker:
     """Queue and drive the turns of one chat session key."""
 
-    def __init__(self, key: str, run: TurnRunner) -> None:
+    def __init__(self, key: str, run: TurnRunner, *, scope: str) -> None:
         self.key = key
+        self.scope = scope
         self._run = run
         self.pending: deque[Inbound] = deque()
         self.current: asyncio.Task[None] | None = None

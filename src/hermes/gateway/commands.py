@@ -56,7 +56,7 @@ async def _stop(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str
 
 async def _new(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
     await worker.stop()
-    session = await asyncio.to_thread(gw.sessions.start_new, worker.key)
+    session = await asyncio.to_thread(gw.sessions.start_new, worker.scope, worker.key)
     return f"✨ New conversation ({session}). The previous one stays searchable."
 
 
@@ -75,7 +75,7 @@ async def _steer(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> st
 
 async def _status(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
     lines = [
-        f"Session: {gw.sessions.current(worker.key)}",
+        f"Session: {gw.sessions.current(worker.scope, worker.key)}",
         f"Busy: {'yes' if worker.busy else 'no'} · queued: {len(worker.pending)}",
         f"Busy mode: {gw.busy_mode}",
         f"Home: {gw.home or 'not set (send /sethome)'}",

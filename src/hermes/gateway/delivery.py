@@ -39,7 +39,7 @@ class GatewayDeliverer:
         self.runtime = runtime
 
     def accepts(self, target: str) -> bool:
-        return target == "home" or target.partition(":")[0] in MODULES
+        return target in ("home", "origin") or target.partition(":")[0] in MODULES
 
     def home(self) -> str | None:
         from hermes.gateway.runner import Gateway
@@ -49,7 +49,7 @@ class GatewayDeliverer:
 
     def resolve(self, target: str) -> Target:
         home = self.home()
-        if target == "home":
+        if target in ("home", "origin"):  # no origin chat is recorded: the home chat
             if not home:
                 raise DeliveryError(
                     "no home chat is set: send /sethome in the chat that should get these "

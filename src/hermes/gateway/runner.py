@@ -18,6 +18,7 @@ from hermes.gateway.commands import parse_command
 from hermes.gateway.platforms import PlatformSpec, configured_specs
 from hermes.gateway.state import ChatSessions, StatusFile
 from hermes.gateway.turns import TurnMaker
+from hermes.store.base import DEFAULT_SCOPE
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -59,7 +60,7 @@ class Gateway:
         self.home = self.settings.gateway.home
         self.adapters: dict[str, PlatformAdapter] = {}
         self.status: dict[str, AdapterStatus] = {n: AdapterStatus() for n in self.specs}
-        self.workers: dict[str, ChatWorker] = {}
+        self.workers: dict[tuple[str, str], ChatWorker] = {}
         self.turns = TurnMaker(self)
         self._status_file = StatusFile(self.settings.home)
         self._tasks: list[asyncio.Task[None]] = []
@@ -174,7 +175,7 @@ class Gateway:
         ):
             await self._refuse(msg)
             return
-        worker = self.worker(msg.session_key)
+        worker = self.worker(msg.session_key, self.access.scope_of(msg.identity))
         command = parse_command(msg.text)
         if command is not None:
             from hermes.gateway.commands import HANDLERS
@@ -196,10 +197,12 @@ class Gateway:
         if offer is not None:
             await self.say(msg, PAIRING_TEXT.format(code=offer.code))
 
-    def worker(self, key: str) -> ChatWorker:
-        worker = self.workers.get(key)
+    def worker(self, key: str, scope: str = DEFAULT_SCOPE) -> ChatWorker:
+        """The worker of one chat session key in one scope: in a group, each person's turns
+        are their own (different brains never interrupt or stop each other)."""
+        worker = self.workers.get((scope, key))
         if worker is None:
-            worker = self.workers[key] = ChatWorker(key, self.turns.run)
+            worker = self.workers[(scope, key)] = ChatWorker(key, self.turns.run, scope=scope)
         return worker
 
     # -- outbound --------------------------------------------------------------------------

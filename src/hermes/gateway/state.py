@@ -39,17 +39,17 @@ class ChatSessions:
             k: v for k, v in read_json(self.path).items() if isinstance(v, str)
         }
 
-    def current(self, key: str) -> str:
-        return self._map.get(key, key)
+    def current(self, scope: str, key: str) -> str:
+        return self._map.get(f"{scope}|{key}", key)
 
-    def start_new(self, key: str) -> str:
-        """Point the chat at a fresh session id and persist the choice."""
+    def start_new(self, scope: str, key: str) -> str:
+        """Point the chat (for this scope) at a fresh session id and persist the choice."""
         with self._lock:
-            current = self._map.get(key, key)
+            current = self._map.get(f"{scope}|{key}", key)
             _, sep, n = current.rpartition("/")
             number = int(n) + 1 if sep and n.isdigit() and current != key else 2
             fresh = f"{key}/{number}"
-            self._map[key] = fresh
+            self._map[f"{scope}|{key}"] = fresh
             snapshot = dict(self._map)
         atomic_write(self.path, json.dumps(snapshot, indent=1, sort_keys=True))
         return fresh

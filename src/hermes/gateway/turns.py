@@ -57,14 +57,14 @@ class TurnMaker:
     async def run(self, msg: Inbound, steering: asyncio.Queue[str], worker: ChatWorker) -> None:
         """The worker's turn runner: never raises except for cancellation."""
         gw = self.gw
-        scope = gw.access.scope_of(msg.identity)
+        scope = worker.scope
 
         async def say(text: str) -> None:
             await gw.say(msg, text)
 
         request = TurnRequest(
             user_message=user_text(msg),
-            session_id=gw.sessions.current(worker.key),
+            session_id=gw.sessions.current(worker.scope, worker.key),
             scope=scope,
             source=msg.platform,
             # owners get every tool, other people the end-user set (hermes.tools.toolsets)

@@ -199,6 +199,15 @@ class TelegramBotAPI:
             self._arrived.notify_all()
         return message_id
 
+    async def go_down(self) -> None:
+        """Every request fails with 503 from now on, including long polls already waiting."""
+        self.dead = True
+        async with self._arrived:
+            self._arrived.notify_all()
+
+    def come_back(self) -> None:
+        self.dead = False
+
     def fail(
         self,
         method: str,
@@ -298,6 +307,8 @@ class TelegramBotAPI:
                     await asyncio.wait_for(self._arrived.wait(), timeout)
                 except TimeoutError:
                     pass
+            if self.dead:
+                raise web.HTTPServiceUnavailable()
             return [u for u in self._updates if u["update_id"] >= offset][:limit]
 
     def _m_sendMessage(self, params: dict[str, Any]) -> Any:

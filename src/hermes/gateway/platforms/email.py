@@ -112,6 +112,8 @@ class EmailAdapter(PlatformAdapter):
         waiter = await imap.idle_start(timeout=IDLE_SECONDS)
         try:
             await imap.wait_server_push(timeout=IDLE_SECONDS)
+        except TimeoutError:
+            pass  # nothing arrived: re-issue IDLE before the server drops it
         finally:
             if imap.has_pending_idle():
                 imap.idle_done()
