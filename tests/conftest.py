@@ -59,6 +59,44 @@ def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """The URL of this test run's own PostgreSQL database (created once, dropped at the end)."""
+    from tests import pg
+
+    name = pg.create_database()
+    try:
+        yield pg.url_for(name)
+    finally:
+        pg.drop_database(name)
+
+
+@pytest.fixture
+def pg_url(pg_database: str) -> str:
+    """This run's PostgreSQL database, emptied for the test."""
+    from tests import pg
+
+    pg.empty_database(pg_database)
+    return pg_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each backend in turn: a fresh SQLite file, or this run's emptied PostgreSQL database."""
+    if request.param == "sqlite":
+        return "sqlite:///" + str(tmp_path / "state.db").lstrip("/")
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+@pytest.fixture
+def on_each_backend(store_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per backend: `pytestmark = pytest.mark.usefixtures("on_each_backend")`
+    (settings built after it pick the database up from HERMES_DATABASE_URL)."""
+    monkeypatch.setenv("HERMES_DATABASE_URL", store_url)
+    return store_url
+
+
 @pytest.fixture
 def home(hermetic_env: Path) -> Path:
     return hermetic_env

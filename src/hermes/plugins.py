@@ -37,6 +37,7 @@ BUILTIN_PARTS: tuple[str, ...] = (
     "hermes.cron.part",
     "hermes.gateway.part",
     "hermes.tools.part",
+    "hermes.db.part",
 )
 
 HealthResult = dict[str, Any]

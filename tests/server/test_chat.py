@@ -12,6 +12,8 @@ from hermes.testing.fake_model import ContextLengthError, Error, FakeModel, Hang
 from .conftest import TEST_TOOLS, Api, open_api
 from .test_basics import assert_envelope
 
+pytestmark = pytest.mark.usefixtures("on_each_backend")
+
 
 def sent(fake: FakeModel, i: int = -1) -> list[dict]:
     return fake.chat_requests()[i]["messages"]

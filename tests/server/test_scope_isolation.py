@@ -18,6 +18,8 @@ from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from .conftest import AUTH, Api, chat_body, chunks, open_api, open_socket_api
 from .test_basics import assert_envelope
 
+pytestmark = pytest.mark.usefixtures("on_each_backend")
+
 SECRET = "ALICE-SECRET-7f3a"
 ALICE = {"X-Hermes-User-Id": "alice"}
 

@@ -8,6 +8,7 @@ asserted too, so the isolation test cannot pass because nothing was written at a
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from openai import OpenAI
 
 from hermes.config.settings import ConfigError, Settings, load_settings
-from hermes.memory.notes import NotesStore
+from hermes.memory.notes import open_notes
 from hermes.memory.review import REVIEW_PROMPT
 from hermes.scopes import ScopeConflictError, resolve_scope, scope_for_user
 from hermes.server.serve import check_bind
@@ -25,6 +26,8 @@ from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from ..conftest import run_cli
 from .conftest import AUTH, open_api, open_socket_api
 from .test_serve import hermes_serve
+
+pytestmark = pytest.mark.usefixtures("on_each_backend")
 
 FACT = "Name is Alex; building a todo app in Go"
 
@@ -81,9 +84,9 @@ async def test_tutorial_users_get_their_own_brain(
         await asyncio.to_thread(_tutorial, base, "user:2", "Did I tell you my name?")
         await runtime.agent.drain()
         search_result = next(m for m in _turns(fake)[-1]["messages"] if m["role"] == "tool")
-
-    user_1 = NotesStore(home, scope_for_user("1"), settings.memory).read("user").entries
-    owner = NotesStore(home, "default", settings.memory).read("user").entries
+        notes = functools.partial(open_notes, settings, store=runtime.store)
+        user_1 = notes(scope_for_user("1")).read("user").entries
+        owner = notes("default").read("user").entries
     if namespaces:
         assert user_1 == [FACT] and owner == []
         assert "Alex" not in prompt_of_user_2

@@ -6,20 +6,19 @@ import contextlib
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
 from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.config.settings import Settings
 from hermes.memory.notes import (
     FILES,
     NotesStore,
-    atomic_write,
-    backup,
-    file_lock,
+    open_notes,
     parse_entries,
     read_text,
     usage_chars,
@@ -27,10 +26,34 @@ from hermes.memory.notes import (
 )
 from hermes.memory.scan import describe, scan_text
 from hermes.runtime import open_store
+from hermes.store.base import Store, StoreError
+from hermes.store.urls import backend_of
 
 app = typer.Typer(help="Show, edit and forget what Hermes remembers.", no_args_is_help=True)
 
 UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
+
+
+@contextlib.contextmanager
+def _notes(settings: Settings, scope: str) -> Iterator[NotesStore]:
+    """The scope's notes: files in the home, or documents in a shared PostgreSQL database."""
+    if backend_of(settings.database_url) == "sqlite":
+        yield open_notes(settings, scope)
+        return
+    store = _store_or_exit(settings)
+    try:
+        yield open_notes(settings, scope, store)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    finally:
+        store.close()
+
+
+def _store_or_exit(settings: Settings) -> Store:
+    try:
+        return open_store(settings)
+    except StoreError as exc:
+        fail(str(exc), 1)
 
 
 @app.command("show")
@@ -41,8 +64,9 @@ def show_cmd(
     """Print the notes of a scope with their usage."""
     scope = scope_or_exit(user)
     settings = settings_or_exit()
-    notes = NotesStore(settings.home, scope, settings.memory)
-    states = [notes.read(target) for target in FILES]
+    with _notes(settings, scope) as notes:
+        states = [notes.read(target) for target in FILES]
+        where = notes.where
     if as_json:
         typer.echo(
             json.dumps(
@@ -64,7 +88,7 @@ def show_cmd(
         )
         return
     for state in states:
-        typer.echo(f"── {state.path.name} [{state.usage}]  {state.path}")
+        typer.echo(f"── {state.path.name} [{state.usage}]  {where}")
         typer.echo("\n§\n".join(state.entries) if state.entries else "(empty)")
         typer.echo("")
 
@@ -116,12 +140,18 @@ def edit_cmd(
     if target not in FILES:
         fail(f"--target must be 'memory' or 'user', not {target!r}", 2)
     settings = settings_or_exit()
-    notes = NotesStore(settings.home, scope, settings.memory)
     command = _editor()
+    with _notes(settings, scope) as notes:
+        _edit(notes, target, command, settings.home)
+
+
+def _edit(notes: NotesStore, target: str, command: list[str], home: Path) -> None:
+    """Edit a copy, then store it only if the note did not change meanwhile."""
     path = notes.path(target)
-    original, malformed = read_text(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.edit-", suffix=".md", dir=path.parent)
+    original, malformed = notes.read_raw(target)
+    folder = path.parent if path.is_absolute() else home
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.edit-", suffix=".md", dir=folder)
     tmp = Path(tmp_name)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(original)
@@ -131,17 +161,14 @@ def edit_cmd(
         tmp.unlink()
         typer.echo("No changes.")
         return
-    with file_lock(path):
-        now, _ = read_text(path)
-        if now != original:
-            fail(
-                f"{path.name} changed while you were editing (the agent wrote to it); your "
-                f"version is kept at {tmp}. Run `hermes memory edit` again.",
-                1,
-            )
-        if malformed and path.exists():
-            typer.echo(f"the old file was not valid UTF-8; kept a copy as {backup(path).name}")
-        atomic_write(path, edited)
+    if not notes.replace_raw(target, original, edited):
+        fail(
+            f"{path.name} changed while you were editing (the agent wrote to it); your "
+            f"version is kept at {tmp}. Run `hermes memory edit` again.",
+            1,
+        )
+    if malformed:
+        typer.echo(f"the old {path.name} was not valid UTF-8; a copy was kept beside it")
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
     for problem in _problems(edited, notes.limit(target)):
@@ -158,8 +185,7 @@ def forget_cmd(
     """Erase everything remembered about one end user: notes and conversations."""
     scope = scope_or_exit(user)
     settings = settings_or_exit()
-    notes_dir = NotesStore(settings.home, scope, settings.memory).directory
-    store = open_store(settings)
+    store = _store_or_exit(settings)
     try:
         sessions = len(store.list_sessions(scope, limit=1_000_000))
         if not yes and not typer.confirm(
@@ -167,10 +193,9 @@ def forget_cmd(
         ):
             fail("nothing was removed", 1)
         removed = store.delete_scope(scope)
+        open_notes(settings, scope, store).erase()
+    except StoreError as exc:
+        fail(str(exc), 1)
     finally:
         store.close()
-    if notes_dir.exists():
-        shutil.rmtree(notes_dir)
-    with contextlib.suppress(OSError):
-        notes_dir.parent.rmdir()  # the user's directory, if nothing else lives there
     typer.echo(f"forgot user {user}: removed their notes and {removed} session(s)")

@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,9 +23,10 @@ from pathlib import Path
 from typing import Literal
 
 from hermes import fileio
-from hermes.config.settings import MemorySettings
+from hermes.config.settings import MemorySettings, Settings
 from hermes.fileio import atomic_write
 from hermes.scopes import scope_root
+from hermes.store.base import DocumentEdit, DocumentStore, Store
 
 try:
     import fcntl
@@ -128,6 +130,7 @@ class NotesStore:
     def __init__(self, home: Path, scope: str, settings: MemorySettings) -> None:
         self.scope = scope
         self.directory = scope_root(home, scope) / "memories"
+        self.where = str(self.directory)
         self._limits = {"memory": settings.memory_char_limit, "user": settings.user_char_limit}
 
     def path(self, target: str) -> Path:
@@ -140,10 +143,10 @@ class NotesStore:
 
     def read(self, target: str) -> NotesState:
         path = self.path(target)
-        text, malformed = read_text(path)
+        text, malformed = self._read(path)
         entries = parse_entries(text)
         state = NotesState(target, path, entries, self.limit(target), malformed)
-        dates = _read_dates(_dates_path(path))
+        dates = _parse_dates(self._read(_dates_path(path))[0])
         state.written = {e: dates[e] for e in entries if e in dates}
         return state
 
@@ -151,16 +154,16 @@ class NotesStore:
     def locked(self, target: str) -> Iterator[NotesState]:
         """Hold the lock of one file; yields its current state (write with `save`)."""
         path = self.path(target)
-        with file_lock(path):
+        with self._lock(path):
             yield self.read(target)
 
     def save(self, state: NotesState, entries: list[str]) -> Path | None:
         """Write entries (call inside `locked`); returns the backup made of a malformed file."""
-        saved = backup(state.path) if state.malformed and state.path.exists() else None
+        saved = self._backup(state.path) if state.malformed else None
         today, before = today_utc(), set(state.entries)
         written = {e: d for e in entries if (d := state.written.get(e) or _new(e, before, today))}
-        atomic_write(state.path, serialize(entries))
-        atomic_write(_dates_path(state.path), json.dumps(written, ensure_ascii=False, indent=0))
+        self._write(state.path, serialize(entries))
+        self._write(_dates_path(state.path), json.dumps(written, ensure_ascii=False, indent=0))
         state.entries = list(entries)
         state.written = written
         state.malformed = False
@@ -180,14 +183,14 @@ class NotesStore:
             since = f"; written {written}" if written else ""
             blocks.append(f"[archived {today} from {state.path.name} ({why}){since}]\n{entry}")
         path = self.archive_path
-        with file_lock(path):
-            old, _ = read_text(path)
-            atomic_write(path, serialize([*parse_entries(old), *blocks]))
+        with self._lock(path):
+            old, _ = self._read(path)
+            self._write(path, serialize([*parse_entries(old), *blocks]))
         return path
 
     def search_archive(self, words: list[str], limit: int = 3) -> list[str]:
         """Archived entries holding the most of `words` (lowercase), best first."""
-        text, _ = read_text(self.archive_path)
+        text, _ = self._read(self.archive_path)
         wanted = {w.lower() for w in words if w}
         scored = []
         for n, entry in enumerate(parse_entries(text)):
@@ -204,24 +207,133 @@ class NotesStore:
     def record_failure(self, reason: str) -> None:
         """Remember a memory write that a background pass could not make, for the user."""
         path = self._failures_path
-        with file_lock(path):
+        with self._lock(path):
             items = [*self._failures(), {"date": today_utc(), "reason": reason[:500]}]
-            atomic_write(path, json.dumps(items[-5:], ensure_ascii=False))
+            self._write(path, json.dumps(items[-5:], ensure_ascii=False))
 
     def take_failures(self) -> list[dict[str, str]]:
         """The recorded failures, forgotten once taken (they go into one system prompt)."""
         path = self._failures_path
-        with file_lock(path):
+        with self._lock(path):
             items = self._failures()
-            path.unlink(missing_ok=True)
+            if items:
+                self._remove(path)
         return items
 
     def _failures(self) -> list[dict[str, str]]:
         try:
-            items = json.loads(self._failures_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            items = json.loads(self._read(self._failures_path)[0] or "[]")
+        except ValueError:
             return []
         return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+    def read_raw(self, target: str) -> tuple[str, bool]:
+        """The note's text as stored and whether it is malformed (`hermes memory edit`)."""
+        return self._read(self.path(target))
+
+    def replace_raw(self, target: str, expected: str, text: str) -> bool:
+        """Store `text` if the note still reads `expected` (False: it changed meanwhile)."""
+        path = self.path(target)
+        with self._lock(path):
+            now, malformed = self._read(path)
+            if now != expected:
+                return False
+            if malformed:
+                self._backup(path)
+            self._write(path, text)
+        return True
+
+    def erase(self) -> None:
+        """Remove every note of the scope (its notes, dates, archive)."""
+        if self.directory.exists():
+            shutil.rmtree(self.directory)
+        with contextlib.suppress(OSError):
+            self.directory.parent.rmdir()  # the user's directory, if nothing else lives there
+
+    # -- storage: files here; `DatabaseNotes` keeps the same texts as database documents --
+
+    def _read(self, path: Path) -> tuple[str, bool]:
+        return read_text(path)
+
+    def _write(self, path: Path, text: str) -> None:
+        atomic_write(path, text)
+
+    def _lock(self, path: Path) -> contextlib.AbstractContextManager[None]:
+        return file_lock(path)
+
+    def _backup(self, path: Path) -> Path | None:
+        return backup(path) if path.exists() else None
+
+    def _remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+
+
+def open_notes(settings: Settings, scope: str, store: Store | None = None) -> NotesStore:
+    """The scope's notes: documents in the database when the store keeps them (PostgreSQL,
+    shared by every replica), else the files under `$HERMES_HOME`."""
+    if store is not None and store.documents is not None:
+        return DatabaseNotes(store.documents, scope, settings.memory)
+    return NotesStore(settings.home, scope, settings.memory)
+
+
+class DatabaseNotes(NotesStore):
+    """The same notes (entries, dates, archive, caps, checks) as documents named like the
+    files (`memories/MEMORY.md`, …) in the shared database; a document's lock is the note's
+    lock across every replica, and a write inside it lands when the lock is let go."""
+
+    def __init__(self, documents: DocumentStore, scope: str, settings: MemorySettings) -> None:
+        self.scope = scope
+        self.directory = Path("memories")
+        self.where = "the database (store.url)"
+        self._limits = {"memory": settings.memory_char_limit, "user": settings.user_char_limit}
+        self._documents = documents
+        self._open = threading.local()
+
+    def _edits(self) -> dict[str, DocumentEdit]:
+        edits: dict[str, DocumentEdit] | None = getattr(self._open, "edits", None)
+        if edits is None:
+            edits = self._open.edits = {}
+        return edits
+
+    def _read(self, path: Path) -> tuple[str, bool]:
+        edit = self._edits().get(str(path))
+        if edit is not None:
+            current = edit.new_text if edit.new_text is not None else edit.text
+            return current or "", False
+        return self._documents.read_document(self.scope, str(path)) or "", False
+
+    def _write(self, path: Path, text: str) -> None:
+        edit = self._edits().get(str(path))
+        if edit is not None:
+            edit.new_text = text
+            return
+        with self._documents.edit_document(self.scope, str(path)) as fresh:
+            assert fresh is not None
+            fresh.new_text = text
+
+    @contextlib.contextmanager
+    def _lock(self, path: Path) -> Iterator[None]:
+        name = str(path)
+        with self._documents.edit_document(self.scope, name) as edit:
+            assert edit is not None  # only skip_locked edits come back empty
+            self._edits()[name] = edit
+            try:
+                yield
+            finally:
+                self._edits().pop(name, None)
+
+    def _backup(self, path: Path) -> Path | None:
+        return None  # a document is always text: never malformed
+
+    def _remove(self, path: Path) -> None:
+        edit = self._edits().get(str(path))
+        if edit is not None:
+            edit.new_text = None
+        self._documents.delete_documents(self.scope, [str(path)])
+
+    def erase(self) -> None:
+        names = self._documents.list_documents(self.scope, "memories/")
+        self._documents.delete_documents(self.scope, names)
 
 
 ARCHIVE_FILE = "ARCHIVE.md"
@@ -242,10 +354,10 @@ def _dates_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.dates.json")
 
 
-def _read_dates(path: Path) -> dict[str, str]:
+def _parse_dates(text: str) -> dict[str, str]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(text or "{}")
+    except ValueError:
         return {}
     if not isinstance(data, dict):
         return {}

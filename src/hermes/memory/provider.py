@@ -36,7 +36,7 @@ class NotesProvider(MemoryProvider):
     def system_prompt_block(self, ctx: PromptContext) -> str | None:
         if not self.settings.memory.enabled:
             return None
-        return render_scope(self.settings.home, ctx.scope, self.settings)
+        return render_scope(self.settings.home, ctx.scope, self.settings, self.agent.store)
 
     async def sync_turn(self, result: TurnResult) -> None:
         await review(self.agent, result)

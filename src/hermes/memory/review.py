@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent.compression import render_transcript as transcript_text
 from hermes.config.settings import Settings
-from hermes.memory.notes import NotesStore
+from hermes.memory.notes import open_notes
 from hermes.memory.tool import NEAR_FULL, memory_tool
 from hermes.models.errors import ModelError
+from hermes.store.base import Store
 from hermes.tools.registry import ToolContext, Toolset
 
 if TYPE_CHECKING:
@@ -56,8 +57,8 @@ def render_transcript(messages: list[dict[str, Any]], limit: int = TRANSCRIPT_CH
     )
 
 
-def _notes_now(settings: Settings, scope: str) -> str:
-    notes = NotesStore(settings.home, scope, settings.memory)
+def _notes_now(settings: Settings, scope: str, store: Store) -> str:
+    notes = open_notes(settings, scope, store)
     parts = []
     for target in ("memory", "user"):
         state = notes.read(target)
@@ -84,7 +85,7 @@ async def memory_pass(
 ) -> int:
     """One model call (more only to retry failed writes); returns how many writes succeeded."""
     settings = agent.settings
-    notes = await asyncio.to_thread(_notes_now, settings, scope)
+    notes = await asyncio.to_thread(_notes_now, settings, scope, agent.store)
     prompt = (
         f"Current notes:\n{notes}\n\n<conversation>\n{render_transcript(messages)}\n"
         f"</conversation>\n\n{instruction}"
@@ -131,8 +132,8 @@ async def memory_pass(
         if unresolved is None:
             break
     if unresolved is not None:  # refused and not retried successfully: the user must know
-        store = NotesStore(settings.home, scope, settings.memory)
-        await asyncio.to_thread(store.record_failure, unresolved.splitlines()[0])
+        keeper = open_notes(settings, scope, agent.store)
+        await asyncio.to_thread(keeper.record_failure, unresolved.splitlines()[0])
     return saved
 
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from hermes.memory.notes import NotesStore
+from hermes.memory.notes import NotesStore, open_notes
 from hermes.memory.query import query_terms
 from hermes.memory.ranking import rank_messages
 from hermes.store.base import MessageRecord, SessionRecord, Store
@@ -273,7 +273,7 @@ def _view(ctx: ToolContext) -> _View:
         tz = ZoneInfo(tz_name) if tz_name else None
     except (KeyError, ValueError):
         tz = None
-    notes = NotesStore(ctx.settings.home, ctx.scope, ctx.settings.memory)
+    notes = open_notes(ctx.settings, ctx.scope, ctx.store)
     return _View(store=ctx.store, scope=ctx.scope, live=ctx.session_id, tz=tz, notes=notes)
 
 

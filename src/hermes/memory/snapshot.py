@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from hermes.config.settings import Settings
-from hermes.memory.notes import DELIMITER, NotesState, NotesStore
+from hermes.memory.notes import DELIMITER, NotesState, NotesStore, open_notes
 from hermes.memory.scan import scan_text
+from hermes.store.base import Store
 
 RULE = "═" * 46
 TITLES = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
@@ -69,9 +70,14 @@ def render_notes(state: NotesState) -> str | None:
     return f"{RULE}\n{header}\n{RULE}\n{body}"
 
 
-def render_scope(home: Path, scope: str, settings: Settings) -> str | None:
-    """Both notes files of a scope as the system-prompt block (None if both are empty)."""
-    notes = NotesStore(home, scope, settings.memory)
+def render_scope(
+    home: Path, scope: str, settings: Settings, store: Store | None = None
+) -> str | None:
+    """Both notes of a scope as the system-prompt block (None if both are empty); `store`
+    holds them when it keeps shared documents (PostgreSQL), else they are files."""
+    notes = (
+        open_notes(settings, scope, store) if store else NotesStore(home, scope, settings.memory)
+    )
     blocks = [b for t in ("memory", "user") if (b := render_notes(notes.read(t)))]
     failures = notes.take_failures()
     if failures:

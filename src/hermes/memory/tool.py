@@ -16,10 +16,12 @@ from hermes.memory.notes import (
     NotesError,
     NotesState,
     NotesStore,
+    open_notes,
     usage_chars,
     usage_text,
 )
 from hermes.memory.scan import describe, scan_text
+from hermes.store.base import Store
 from hermes.tools.registry import ToolContext, ToolError, tool
 
 PREVIEW_CHARS = 80
@@ -210,8 +212,8 @@ def _archive(notes: NotesStore, state: NotesState, leaving: list[str], why: str)
 
 
 def notes_for(ctx: ToolContext) -> NotesStore:
-    settings = ctx.settings
-    return NotesStore(settings.home, ctx.scope, settings.memory)
+    store = ctx.services.find(Store)  # type: ignore[type-abstract]
+    return open_notes(ctx.settings, ctx.scope, store)
 
 
 @tool(name="memory")

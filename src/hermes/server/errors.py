@@ -37,6 +37,7 @@ from hermes.models.errors import (
     ModelTimeoutError,
     ModelUnreachableError,
 )
+from hermes.store.base import StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,19 @@ def from_model_error(exc: ModelError) -> APIError:
     )
 
 
+def from_store_unavailable(exc: StoreUnavailableError) -> APIError:
+    """503 while the database is unreachable; the address stays in the server log."""
+    log.error("database unavailable: %s", exc)
+    return APIError(
+        503,
+        "Hermes cannot reach its database right now; nothing was stored. Retry in a few "
+        "seconds (the server reconnects by itself).",
+        SERVER_ERROR,
+        "database_unavailable",
+        headers={"Retry-After": "5"},
+    )
+
+
 def from_turn_error(exc: Exception) -> APIError | None:
     """The envelope for a failure of an agent turn, or None when it is an unexpected bug."""
     if isinstance(exc, APIError):
@@ -197,6 +211,8 @@ def from_turn_error(exc: Exception) -> APIError | None:
             "shutting_down",
             headers={"Retry-After": "5"},
         )
+    if isinstance(exc, StoreUnavailableError):
+        return from_store_unavailable(exc)
     if isinstance(exc, SessionBusyError):
         return APIError(
             409,
@@ -256,7 +272,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, str(exc.detail), kind, headers=exc.headers)
 
 
+async def _store_unavailable(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StoreUnavailableError)
+    return from_store_unavailable(exc).response()
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(APIError, _api_error)
+    app.add_exception_handler(StoreUnavailableError, _store_unavailable)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -5,6 +5,7 @@ by several replicas) implement it; no SQL leaks past `hermes.store`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -13,6 +14,25 @@ DEFAULT_SCOPE = "default"
 
 class StoreError(Exception):
     """The store refused an operation (bad id, missing session, corrupt database)."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached right now (server down, network, pool exhausted);
+    nothing was written. The server answers 503 and recovers when the database is back."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaStatus:
+    """Which numbered migrations a database has, and which this version would apply."""
+
+    backend: str
+    url: str
+    applied: list[tuple[int, str, float]]
+    pending: list[tuple[int, str]]
+
+    @property
+    def version(self) -> int:
+        return max((v for v, _, _ in self.applied), default=0)
 
 
 @dataclass(slots=True)
@@ -185,6 +205,42 @@ class Searcher(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class DocumentEdit:
+    """One document being edited under its lock: `text` as found (None: no such document);
+    set `new_text` to write it when the edit ends (None: leave it as it was)."""
+
+    scope: str
+    name: str
+    text: str | None
+    new_text: str | None = None
+
+
+class DocumentStore(Protocol):
+    """Small text documents per scope, each edited under its own lock: what lives in files
+    under `$HERMES_HOME` in embedded mode (notes, cron jobs and run outputs) lives here when
+    the database is shared by several replicas. Names are paths (`memories/MEMORY.md`)."""
+
+    def read_document(self, scope: str, name: str) -> str | None: ...
+
+    def edit_document(
+        self, scope: str, name: str, *, skip_locked: bool = False
+    ) -> AbstractContextManager[DocumentEdit | None]:
+        """Lock the document (even before it exists) for a read-modify-write; other editors
+        wait, or with `skip_locked` get None at once while someone else holds it."""
+        ...
+
+    def list_documents(self, scope: str, prefix: str) -> list[str]:
+        """Names in `scope` that start with `prefix`, sorted."""
+        ...
+
+    def delete_documents(self, scope: str, names: Sequence[str]) -> int: ...
+
+    def document_scopes(self, name: str) -> list[str]:
+        """The scopes that have a document called `name`."""
+        ...
+
+
 class CompactionStore(Protocol):
     """Context compression's records: compactions per session and learned context windows."""
 
@@ -219,6 +275,10 @@ class Store(Searcher, CompactionStore, Protocol):
 
     url: str
     """Where the data lives (`sqlite:///…` or `postgresql://…`, password left out)."""
+
+    documents: DocumentStore | None
+    """Notes, cron jobs and run outputs when they live in the database (PostgreSQL: shared
+    by every replica); None when they are files under `$HERMES_HOME` (SQLite)."""
 
     def ensure_session(
         self,
@@ -290,6 +350,12 @@ class Store(Searcher, CompactionStore, Protocol):
 
     def health(self) -> dict[str, Any]:
         """`ok` plus what an operator needs to see (schema version, backend details)."""
+        ...
+
+    def schema_status(self) -> SchemaStatus: ...
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations (once, whoever else is migrating); versions applied."""
         ...
 
     def close(self) -> None: ...

@@ -13,16 +13,26 @@ from pathlib import Path
 from typing import Any
 
 from hermes.store.base import (
+    DocumentStore,
     Lease,
     MessageRecord,
     NewMessage,
     NewSession,
+    SchemaStatus,
     SessionRecord,
     StoreError,
 )
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.leases import holder_is_dead
-from hermes.store.migrations import MIGRATIONS, Migration, current_version, migrate
+from hermes.store.migrations import (
+    MIGRATIONS,
+    Migration,
+    applied_versions,
+    current_version,
+    migrate,
+)
+from hermes.store.rows import message_row as _message_row
+from hermes.store.rows import session_row as _session_row
 from hermes.store.search_index import SearchIndexMixin
 from hermes.store.urls import sqlite_url
 
@@ -37,30 +47,6 @@ _MESSAGE_COLUMNS = (
 _OPEN_TIMEOUT_S = 30.0
 
 
-def _session_row(scope: str, s: NewSession, now: float) -> tuple[Any, ...]:
-    first_ts = next((m.timestamp for m in s.messages if m.timestamp is not None), None)
-    started = s.started_at or first_ts or now
-    last_ts = max((m.timestamp for m in s.messages if m.timestamp is not None), default=started)
-    user_turns = sum(m.role == "user" for m in s.messages)
-    return (scope, s.id, s.source, s.title, started, last_ts, len(s.messages), user_turns)
-
-
-def _message_row(scope: str, sid: str, idx: int, m: NewMessage, now: float) -> tuple[Any, ...]:
-    return (
-        scope,
-        sid,
-        idx,
-        m.role,
-        m.content,
-        json.dumps(m.tool_calls) if m.tool_calls else None,
-        m.tool_call_id,
-        m.tool_name,
-        m.timestamp if m.timestamp is not None else now,
-        m.token_count,
-        m.name,
-    )
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -72,6 +58,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
         self.path = Path(path)
         self.url = sqlite_url(self.path)
+        self.documents: DocumentStore | None = None  # notes and jobs are files in the home
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists()
         try:
@@ -510,6 +497,24 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
             "integrity": quick,
             "search_index": index.detail,
         }
+
+    def schema_status(self) -> SchemaStatus:
+        with self._lock:
+            applied_versions(self._conn)  # creates the bookkeeping table if missing
+            rows = self._conn.execute(
+                "SELECT version, name, applied_at FROM schema_migrations ORDER BY version"
+            ).fetchall()
+        have = {int(r[0]) for r in rows}
+        return SchemaStatus(
+            backend="sqlite",
+            url=self.url,
+            applied=[(int(v), str(n), float(t)) for v, n, t in rows],
+            pending=[(m.version, m.name) for m in MIGRATIONS if m.version not in have],
+        )
+
+    def migrate(self) -> list[int]:
+        with self._lock:
+            return migrate(self._conn, MIGRATIONS)
 
     def close(self) -> None:
         with self._lock:

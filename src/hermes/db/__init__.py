@@ -1,0 +1,1 @@
+"""The database part: `hermes db migrate|status|copy` and the database's `/health` entry."""

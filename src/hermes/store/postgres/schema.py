@@ -1,0 +1,126 @@
+"""PostgreSQL schema as numbered migrations. Append only: never edit one that has shipped.
+
+The tables mirror state.db's (same columns, same meaning) so `hermes db copy` moves rows one
+to one. Search lives on the `messages` rows themselves: three tsvector columns (the message
+stemmed, as written, and its conversational window with neighbours and speaker weighted
+lower) kept by the store in the transaction that appends, each with a GIN index that also
+holds the scope (btree_gin), and a trigram index (pg_trgm) over messages written in scripts
+without spaces. Leases carry the replica that took them; a replica holds an advisory lock
+for as long as its process lives, so a killed replica's leases are free at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Scripts written without spaces between words (same ranges as the SQLite trigram view).
+UNSEGMENTED = "[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+CONVERSATIONAL = "role IN ('user', 'assistant') AND coalesce(content, '') <> ''"
+
+
+@dataclass(frozen=True)
+class PgMigration:
+    version: int
+    name: str
+    sql: str
+
+
+M001_INITIAL = f"""
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE EXTENSION IF NOT EXISTS btree_gin;
+CREATE TABLE sessions (
+    scope text NOT NULL,
+    id text NOT NULL,
+    source text NOT NULL,
+    title text,
+    parent_session_id text,
+    started_at double precision NOT NULL,
+    updated_at double precision NOT NULL,
+    ended_at double precision,
+    message_count integer NOT NULL DEFAULT 0,
+    input_tokens bigint NOT NULL DEFAULT 0,
+    output_tokens bigint NOT NULL DEFAULT 0,
+    last_prompt_tokens integer,
+    system_prompt text,
+    user_turns integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (scope, id)
+);
+CREATE INDEX sessions_scope_updated ON sessions (scope, updated_at DESC);
+CREATE TABLE messages (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    scope text NOT NULL,
+    session_id text NOT NULL,
+    idx integer NOT NULL,
+    role text NOT NULL,
+    content text,
+    tool_calls text,
+    tool_call_id text,
+    tool_name text,
+    timestamp double precision NOT NULL,
+    token_count integer,
+    name text,
+    body_vec tsvector,
+    exact_vec tsvector,
+    window_vec tsvector,
+    unsegmented boolean GENERATED ALWAYS AS (
+        {CONVERSATIONAL} AND content ~ '{UNSEGMENTED}'
+    ) STORED,
+    UNIQUE (scope, session_id, idx),
+    FOREIGN KEY (scope, session_id) REFERENCES sessions (scope, id) ON DELETE CASCADE
+);
+CREATE INDEX messages_body_search ON messages USING gin (scope, body_vec);
+CREATE INDEX messages_exact_search ON messages USING gin (scope, exact_vec);
+CREATE INDEX messages_window_search ON messages USING gin (scope, window_vec);
+CREATE INDEX messages_trigram_search ON messages USING gin (content gin_trgm_ops)
+    WHERE unsegmented;
+CREATE TABLE locks (
+    name text PRIMARY KEY,
+    holder text NOT NULL,
+    replica bigint,
+    expires_at double precision NOT NULL
+);
+CREATE TABLE compactions (
+    scope text NOT NULL,
+    session_id text NOT NULL,
+    seq integer NOT NULL,
+    head_end integer NOT NULL,
+    upto_idx integer NOT NULL,
+    summary text NOT NULL,
+    kind text NOT NULL,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (scope, session_id, seq),
+    FOREIGN KEY (scope, session_id) REFERENCES sessions (scope, id) ON DELETE CASCADE
+);
+CREATE TABLE model_limits (
+    model text PRIMARY KEY,
+    context_length integer NOT NULL,
+    learned_at double precision NOT NULL
+);
+"""
+
+M002_SHARED_STATE = """
+CREATE TABLE documents (
+    scope text NOT NULL,
+    name text NOT NULL,
+    content text NOT NULL,
+    updated_at double precision NOT NULL,
+    PRIMARY KEY (scope, name)
+);
+CREATE INDEX documents_name ON documents (name, scope);
+CREATE TABLE idempotency_keys (
+    scope text NOT NULL,
+    key text NOT NULL,
+    fingerprint text NOT NULL,
+    status integer,
+    body bytea,
+    headers text,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+"""
+
+MIGRATIONS: list[PgMigration] = [
+    PgMigration(1, "initial", M001_INITIAL),
+    PgMigration(2, "shared_state", M002_SHARED_STATE),
+]

@@ -1,0 +1,35 @@
+"""Row tuples for bulk imports, shared by the backends (same columns, same order)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hermes.store.base import NewMessage, NewSession
+
+
+def session_row(scope: str, s: NewSession, now: float) -> tuple[Any, ...]:
+    """(scope, id, source, title, started_at, updated_at, message_count, user_turns)."""
+    first_ts = next((m.timestamp for m in s.messages if m.timestamp is not None), None)
+    started = s.started_at or first_ts or now
+    last_ts = max((m.timestamp for m in s.messages if m.timestamp is not None), default=started)
+    user_turns = sum(m.role == "user" for m in s.messages)
+    return (scope, s.id, s.source, s.title, started, last_ts, len(s.messages), user_turns)
+
+
+def message_row(scope: str, sid: str, idx: int, m: NewMessage, now: float) -> tuple[Any, ...]:
+    """(scope, session_id, idx, role, content, tool_calls, tool_call_id, tool_name,
+    timestamp, token_count, name)."""
+    return (
+        scope,
+        sid,
+        idx,
+        m.role,
+        m.content,
+        json.dumps(m.tool_calls) if m.tool_calls else None,
+        m.tool_call_id,
+        m.tool_name,
+        m.timestamp if m.timestamp is not None else now,
+        m.token_count,
+        m.name,
+    )

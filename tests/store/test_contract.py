@@ -1,0 +1,226 @@
+"""The Store contract, run against each backend (a SQLite file and a real PostgreSQL)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from hermes.store import Lease, NewMessage, Store, StoreError, open_store
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+def _other(store: Store, store_url: str) -> Store:
+    """A second handle on the same database, as another process (replica) would have."""
+    return open_store(store_url)
+
+
+def test_sessions_and_messages_round_trip(store: Store) -> None:
+    s = store.ensure_session("default", "chat-1", source="api", title="first")
+    assert (s.scope, s.id, s.source, s.title, s.message_count) == (
+        "default",
+        "chat-1",
+        "api",
+        "first",
+        0,
+    )
+    calls = [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}]
+    records = store.append_messages(
+        "default",
+        "chat-1",
+        [
+            NewMessage("user", "hello there", name="ann"),
+            NewMessage("assistant", None, tool_calls=calls),
+            NewMessage("tool", "3", tool_call_id="c1", tool_name="add"),
+            NewMessage("assistant", "the answer is 3"),
+        ],
+        prompt_tokens=10,
+        completion_tokens=4,
+        last_prompt_tokens=10,
+        system_prompt="be brief",
+    )
+    assert [r.index for r in records] == [0, 1, 2, 3]
+    got = store.get_messages("default", "chat-1")
+    assert [(m.role, m.content, m.name) for m in got][0] == ("user", "hello there", "ann")
+    assert got[1].tool_calls == calls and got[2].tool_call_id == "c1"
+    assert [m.id for m in got] == [r.id for r in records]
+    assert [m.index for m in store.get_messages("default", "chat-1", start=1, end=3)] == [1, 2]
+    session = store.get_session("default", "chat-1")
+    assert session is not None
+    assert (session.message_count, session.user_turns, session.input_tokens) == (4, 1, 10)
+    assert session.system_prompt == "be brief"
+    store.set_system_prompt("default", "chat-1", "changed")
+    assert store.get_session("default", "chat-1").system_prompt == "changed"  # type: ignore[union-attr]
+    assert store.count_messages() == 4 and store.count_messages("user:x") == 0
+    assert [x.id for x in store.list_sessions("default")] == ["chat-1"]
+    assert store.get_session("user:x", "chat-1") is None  # scopes never see each other
+
+
+def test_append_requires_a_session_and_is_all_or_nothing(store: Store) -> None:
+    with pytest.raises(StoreError):
+        store.append_messages("default", "missing", [NewMessage("user", "x")])
+    store.ensure_session("default", "s", source="cli")
+    with pytest.raises(Exception):  # noqa: B017 - each backend names its constraint error
+        store.append_messages("default", "s", [NewMessage("user", "ok"), NewMessage(None, "x")])  # type: ignore[arg-type]
+    assert store.get_messages("default", "s") == []
+    assert store.get_session("default", "s").message_count == 0  # type: ignore[union-attr]
+
+
+def test_concurrent_appends_from_several_handles_keep_every_message_in_order(
+    store: Store, store_url: str
+) -> None:
+    handles = [store, *(_other(store, store_url) for _ in range(3))]
+    store.ensure_session("default", "s", source="cli")
+
+    def writer(s: Store, n: int) -> None:
+        for i in range(25):
+            s.append_messages("default", "s", [NewMessage("user", f"w{n}-{i}")])
+
+    threads = [threading.Thread(target=writer, args=(s, n)) for n, s in enumerate(handles)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    messages = store.get_messages("default", "s")
+    assert [m.index for m in messages] == list(range(100))
+    for n in range(4):  # each writer's messages in its own order
+        mine = [m.content for m in messages if (m.content or "").startswith(f"w{n}-")]
+        assert mine == [f"w{n}-{i}" for i in range(25)]
+    for h in handles[1:]:
+        h.close()
+
+
+def test_leases_are_exclusive_until_released_or_expired(store: Store, store_url: str) -> None:
+    other = _other(store, store_url)
+    try:
+        assert store.acquire_lock("x", "a", 60)
+        assert not other.acquire_lock("x", "b", 60)
+        assert store.acquire_lock("x", "a", 60)  # the holder renews
+        store.release_lock("x", "a")
+        assert other.acquire_lock("x", "b", 0.0)
+        assert store.acquire_lock("x", "a", 60)  # b's lease had already expired
+        lease = Lease("session:default:t", "me")
+        assert store.begin_turn("default", "t", source="api", lease=lease, ttl_seconds=60)
+        busy = Lease("session:default:t", "them")
+        assert other.begin_turn("default", "t", source="api", lease=busy, ttl_seconds=60) is None
+        store.append_messages("default", "t", [NewMessage("user", "hi")], release=lease)
+        assert other.begin_turn("default", "t", source="api", lease=busy, ttl_seconds=60)
+    finally:
+        other.close()
+
+
+def test_compactions_and_learned_windows(store: Store) -> None:
+    store.ensure_session("default", "s", source="cli")
+    assert store.latest_compaction("default", "s") is None
+    first = store.add_compaction("default", "s", head_end=2, upto_idx=10, summary="abc", kind="a")
+    second = store.add_compaction("default", "s", head_end=2, upto_idx=20, summary="de", kind="b")
+    assert (first.seq, second.seq) == (1, 2)
+    assert store.latest_compaction("default", "s") == second
+    markers = store.compression_markers("default", "s")
+    assert [(m["seq"], m["upto_index"], m["summary_chars"]) for m in markers] == [
+        (1, 10, 3),
+        (2, 20, 2),
+    ]
+    assert store.get_model_limit("m") is None
+    store.set_model_limit("m", 8000)
+    store.set_model_limit("m", 16000)  # never raised
+    assert store.get_model_limit("m") == 8000
+
+
+def test_search_views_stay_in_scope_stem_and_snippet(store: Store) -> None:
+    for scope in ("default", "user:bob"):
+        store.ensure_session(scope, "chat-1", source="api")
+        store.append_messages(
+            scope,
+            "chat-1",
+            [
+                NewMessage("user", f"{scope} is running marathons"),
+                NewMessage("assistant", "Biscuit is a lovely name for a dog"),
+            ],
+        )
+    hits = store.match_messages("user:bob", ["run", "marathon"], view="message")
+    assert [(h.session_id, h.role, h.source) for h in hits] == [("chat-1", "user", "api")]
+    assert store.match_messages("user:bob", ["run"], view="exact") == []  # forms as written
+    assert len(store.match_messages("user:bob", ["running"], view="exact")) == 1
+    # the window finds the reply through its neighbour's words, ranked below the message
+    window = store.match_messages("user:bob", ["marathons"], view="window")
+    assert [h.role for h in window] == ["user", "assistant"]
+    assert window[0].score > window[1].score
+    snippets = store.message_snippets("user:bob", ["marathon"], [hits[0].message_id])
+    assert "[marathons]" in snippets[hits[0].message_id]
+    assert store.match_messages("user:carol", ["marathon"]) == []
+    assert store.message_snippets("user:carol", ["marathon"], [hits[0].message_id]) == {}
+    assert store.match_messages("user:bob", ["marathon"], exclude_sessions=["chat-1"]) == []
+    assert store.check_search_index().ok
+    assert store.rebuild_search_index() == 4
+
+
+def test_cjk_is_found_through_trigrams_and_stays_in_scope(store: Store) -> None:
+    store.ensure_session("default", "zh", source="cli")
+    store.ensure_session("user:b", "zh", source="cli")
+    store.append_messages("default", "zh", [NewMessage("user", "我喜欢在周末去北京旅游")])
+    store.append_messages("user:b", "zh", [NewMessage("user", "北京旅游")])
+    hits = store.match_messages("default", ["北京旅"], view="trigram")
+    assert [h.session_id for h in hits] == ["zh"] and len(hits) == 1
+    assert store.match_messages("default", ["北京"], view="trigram") == []  # < 3 characters
+
+
+def test_deleting_sessions_and_scopes_takes_their_messages(store: Store) -> None:
+    for sid in ("a", "b"):
+        store.ensure_session("user:z", sid, source="cli")
+        store.append_messages("user:z", sid, [NewMessage("user", "zebra crossing")])
+    store.add_compaction("user:z", "a", head_end=0, upto_idx=1, summary="s", kind="k")
+    assert store.delete_session("user:z", "a") and not store.delete_session("user:z", "a")
+    assert [h.session_id for h in store.match_messages("user:z", ["zebra"])] == ["b"]
+    assert store.delete_scope("user:z") == 1
+    assert store.count_messages() == 0
+
+
+def test_schema_status_and_health(store: Store) -> None:
+    status = store.schema_status()
+    assert status.pending == [] and status.version >= 1
+    assert store.migrate() == []
+    assert store.health()["ok"]
+
+
+def test_bulk_import_skips_known_ids_and_indexes_everything(store: Store) -> None:
+    from hermes.store import NewSession
+
+    store.ensure_session("default", "old", source="cli")
+    sessions = [
+        NewSession("old", "import", [NewMessage("user", "never stored")]),
+        NewSession(
+            "a",
+            "import",
+            [
+                NewMessage("user", "we adopted a puppy", timestamp=10.0),
+                NewMessage("assistant", "Biscuit is a lovely name"),
+            ],
+            title="pets",
+        ),
+        NewSession("a", "import", [NewMessage("user", "a repeated id")]),
+        NewSession("b", "import", [NewMessage("user", "北京旅游很好玩")]),
+    ]
+    assert store.import_sessions("default", sessions) == ["a", "b"]
+    assert store.import_sessions("default", sessions) == []
+    a = store.get_session("default", "a")
+    assert a is not None and (a.message_count, a.user_turns, a.title, a.started_at) == (
+        2,
+        1,
+        "pets",
+        10.0,
+    )
+    assert [m.index for m in store.get_messages("default", "a")] == [0, 1]
+    hits = store.match_messages("default", ["puppy"], view="window")
+    assert [h.index for h in hits] == [0, 1]  # the reply is found through its neighbour
+    assert [h.session_id for h in store.match_messages("default", ["北京旅"], view="trigram")] == [
+        "b"
+    ]
+    assert store.check_search_index().ok
