@@ -102,7 +102,8 @@ def test_leases_are_exclusive_until_released_or_expired(store: Store, store_url:
     try:
         assert store.acquire_lock("x", "a", 60)
         assert not other.acquire_lock("x", "b", 60)
-        assert store.acquire_lock("x", "a", 60)  # the holder renews
+        assert store.acquire_lock("x", "a", 60)  # the holder takes it again
+        assert store.renew_lock("x", "a", 60) and not other.renew_lock("x", "b", 60)
         store.release_lock("x", "a")
         assert other.acquire_lock("x", "b", 0.0)
         assert store.acquire_lock("x", "a", 60)  # b's lease had already expired

@@ -25,6 +25,7 @@ from hermes.store.base import (
     SessionRecord,
     StoreError,
 )
+from hermes.store.leases import holder_is_dead
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
@@ -337,12 +338,33 @@ class PostgresStore(PgSearchMixin):
         with self._db.connection() as conn:
             self._drop(conn, name, holder)
 
+    def renew_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """The heartbeat: extend a lease `holder` still holds; False once it is not theirs."""
+        with self._db.connection() as conn:
+            cur = conn.execute(
+                f"UPDATE locks SET expires_at = {_NOW} + %s WHERE name = %s AND holder = %s",
+                (ttl_seconds, name, holder),
+            )
+            return cur.rowcount > 0
+
     @staticmethod
     def _take(
         conn: psycopg.Connection[Any], name: str, holder: str, ttl: float, replica: int
     ) -> bool:
+        """Free, expired, ours, or its replica's presence lock is gone (the process died,
+        on any host); else a holder on this host whose process is gone (`holder_is_dead`)."""
         params = {"name": name, "holder": holder, "replica": replica, "ttl": ttl}
-        return conn.execute(_TAKE_LEASE, params).fetchone() is not None
+        if conn.execute(_TAKE_LEASE, params).fetchone() is not None:
+            return True
+        row = conn.execute("SELECT holder FROM locks WHERE name = %s", (name,)).fetchone()
+        if row is None or not holder_is_dead(str(row[0])):
+            return False
+        taken = conn.execute(
+            f"UPDATE locks SET holder = %s, replica = %s, expires_at = {_NOW} + %s "
+            "WHERE name = %s AND holder = %s RETURNING 1",
+            (holder, replica, ttl, name, row[0]),
+        )
+        return taken.fetchone() is not None
 
     @staticmethod
     def _drop(conn: psycopg.Connection[Any], name: str, holder: str) -> None:
