@@ -100,6 +100,8 @@ class CronSettings(_Section):
     output_retention: int = Field(default=50, ge=0)
     # Webhook deliveries may reach loopback / private / link-local addresses (off: SSRF guard).
     webhook_allow_private: bool = False
+    # Jobs one scope (the owner, or one end user) may hold: creating more is refused.
+    max_jobs: int = Field(default=200, ge=1)
 
 
 class StoreSettings(_Section):

@@ -21,8 +21,9 @@ from hermes.cron.schedule import (
     parse_schedule,
     to_iso,
 )
-from hermes.cron.store import Job, JobStore, find_job, new_job_id, output_dir
+from hermes.cron.store import Job, JobLimitError, JobStore, find_job, new_job_id, output_dir
 from hermes.scopes import InvalidIdError, validate_id
+from hermes.text import clean_surrogates
 
 NAME_MAX = 200
 PROMPT_MAX = 5000
@@ -71,7 +72,17 @@ def check_name(value: Any) -> str:
         )
     if _CONTROL.search(value) or "\n" in value:
         raise JobInputError("name must be one line without control characters", "name")
+    _valid_unicode(value, "name")
     return value
+
+
+def _valid_unicode(value: str, field: str) -> None:
+    if clean_surrogates(value) != value:
+        raise JobInputError(
+            f"{field} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape), "
+            "which is not valid Unicode text",
+            field,
+        )
 
 
 def check_prompt(value: Any) -> str:
@@ -85,6 +96,7 @@ def check_prompt(value: Any) -> str:
         )
     if _CONTROL.search(value):
         raise JobInputError("prompt contains control characters", "prompt")
+    _valid_unicode(value, "prompt")
     return value
 
 
@@ -186,8 +198,10 @@ def create_job(
     session_id: Any = None,
     paused: bool = False,
     origin: dict[str, Any] | None = None,
+    max_jobs: int | None = None,
 ) -> Job:
-    """Validate everything first, then add the job under the store lock."""
+    """Validate everything first, then add the job under the store lock (refused with
+    `JobLimitError` when the scope already holds `max_jobs` jobs)."""
     parsed = check_schedule(store, schedule)
     text = check_prompt(prompt)
     skill_list = check_skills(skills)
@@ -225,6 +239,11 @@ def create_job(
     }
     _schedule_next(store, job)
     with store.edit() as jobs:
+        if max_jobs is not None and len(jobs) >= max_jobs:
+            raise JobLimitError(
+                f"this scope already has {len(jobs)} jobs, the most cron.max_jobs allows "
+                f"({max_jobs}); remove one first"
+            )
         jobs.append(job)
     return job
 

@@ -50,6 +50,10 @@ class JobStoreCorruptError(JobStoreError):
     """jobs.json is unreadable; it was copied aside and will not be overwritten."""
 
 
+class JobLimitError(JobStoreError):
+    """The scope already has as many jobs as `cron.max_jobs` allows."""
+
+
 class JobNotFoundError(JobStoreError, LookupError):
     """No job with that id or name in this scope."""
 

@@ -156,6 +156,7 @@ def _manage(
             **fields,
             session_id=ctx.session_id if attach_session else None,
             origin={"platform": ctx.platform, "session_id": ctx.session_id},
+            max_jobs=ctx.settings.cron.max_jobs,
         )
         return {"created": True, "job": summary(job)}
     ref = _need(job_id, "job_id", action)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hermes.text import clean_surrogates
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -30,3 +32,16 @@ class Completion:
     finish_reason: str | None = None
     usage: Usage | None = None
     model: str = ""
+
+    def __post_init__(self) -> None:
+        # A reply with a lone surrogate (a broken `\ud800` escape upstream) cannot be stored
+        # as UTF-8: it is cleaned here, for both paths, rather than fail the turn later.
+        if self.content:
+            self.content = clean_surrogates(self.content)
+        if any(
+            clean_surrogates(c.name + c.arguments) != c.name + c.arguments for c in self.tool_calls
+        ):
+            self.tool_calls = [
+                ToolCall(c.id, clean_surrogates(c.name), clean_surrogates(c.arguments))
+                for c in self.tool_calls
+            ]

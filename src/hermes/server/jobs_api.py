@@ -26,6 +26,7 @@ from hermes.cron.runner import list_outputs
 from hermes.cron.schedule import ScheduleError, resolve_timezone
 from hermes.cron.store import (
     Job,
+    JobLimitError,
     JobNotFoundError,
     JobStore,
     JobStoreCorruptError,
@@ -41,6 +42,7 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import SERVER_ERROR, APIError
+from hermes.text import find_lone_surrogate
 
 router = APIRouter(prefix="/api/jobs", dependencies=[Depends(require_auth)])
 
@@ -93,7 +95,21 @@ def _job_id(job_id: str) -> str:
     return job_id
 
 
+def _refuse_surrogates(value: Any) -> None:
+    where = find_lone_surrogate(value)
+    if where is not None:
+        raise APIError(
+            400,
+            f"`{where}` holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape), "
+            "which is not valid Unicode text.",
+            code="invalid_unicode",
+            param=where,
+        )
+
+
 def _api_error(exc: Exception) -> APIError:
+    if isinstance(exc, JobLimitError):
+        return APIError(429, f"{exc}.", code="job_limit_reached")
     if isinstance(exc, JobInputError):
         return APIError(400, f"`{exc.field}`: {exc}.", code="invalid_value", param=exc.field)
     if isinstance(exc, JobNotFoundError):
@@ -141,6 +157,7 @@ async def create(
     runtime: Runtime = Depends(get_runtime),
     scope: str = Depends(get_scope),
 ) -> JSONResponse:
+    _refuse_surrogates(body.model_dump())
     session_id = body.session_id if body.session_id is not None else session_from_headers(request)
     if body.session_id is not None:  # a job in a per-session brain lives in that brain
         scope = scope_with_session(request, scope, body.session_id)
@@ -157,6 +174,7 @@ async def create(
         session_id=session_id,
         paused=body.paused,
         origin={"platform": "api"},
+        max_jobs=runtime.settings.cron.max_jobs,
     )
     if body.paused and body.paused_reason:
         job = await _call(pause_job, store, job["id"], body.paused_reason)
@@ -178,6 +196,7 @@ async def patch_job(
     runtime: Runtime = Depends(get_runtime),
     scope: str = Depends(get_scope),
 ) -> dict[str, Any]:
+    _refuse_surrogates(payload)
     store = _store(runtime, scope)
     await _call(_find, store, _job_id(job_id))  # a name in the URL must not match
     job = await _call(update_job, store, job_id, payload)

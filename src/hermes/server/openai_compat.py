@@ -17,6 +17,7 @@ from typing import Any
 from hermes.agent.client_tools import ClientTools
 from hermes.models.types import ToolCall, Usage
 from hermes.server.errors import APIError
+from hermes.text import find_lone_surrogate, may_hold_surrogates
 
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -148,9 +149,84 @@ def _check_fields(body: dict[str, Any]) -> None:
         raise bad_request("`model` must be a string.", "model")
 
 
+def refuse_lone_surrogates(raw: bytes, body: Any) -> None:
+    """A lone UTF-16 surrogate (`"\\ud800"`) cannot be stored or sent on as UTF-8: refuse it
+    up front, naming the field, rather than fail after the model was called."""
+    if not may_hold_surrogates(raw):
+        return
+    where = find_lone_surrogate(body)
+    if where is not None:
+        raise bad_request(
+            f"`{where}` holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape), "
+            "which is not valid Unicode text; send the character as a proper pair or UTF-8.",
+            where,
+            "invalid_unicode",
+        )
+
+
+# OpenAI's documented ranges for the sampling options: (low, high, integers only).
+_RANGES: dict[str, tuple[float | None, float | None, bool]] = {
+    "temperature": (0, 2, False),
+    "top_p": (0, 1, False),
+    "frequency_penalty": (-2, 2, False),
+    "presence_penalty": (-2, 2, False),
+    "max_tokens": (1, None, True),
+    "max_completion_tokens": (1, None, True),
+    "seed": (None, None, True),
+}
+_CHOICES = {
+    "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh"),
+    "verbosity": ("low", "medium", "high"),
+}
+
+
+def _check_option_ranges(options: dict[str, Any]) -> None:
+    """Out-of-range sampling options are a 400 naming the field, as on OpenAI's API."""
+    for name, (low, high, integer) in _RANGES.items():
+        value = options.get(name)
+        if value is None:
+            continue
+        kind = int if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind) or value != value:
+            noun = "an integer" if integer else "a number"
+            raise bad_request(f"`{name}` must be {noun}, not {value!r}.", name)
+        if (low is not None and value < low) or (high is not None and value > high):
+            span = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise bad_request(f"`{name}` is {value!r}; it must be {span}.", name)
+    for name, allowed in _CHOICES.items():
+        if name in options and options[name] not in allowed:
+            raise bad_request(f"`{name}` must be one of {', '.join(allowed)}.", name)
+    _check_stop_and_bias(options)
+
+
+def _check_stop_and_bias(options: dict[str, Any]) -> None:
+    stop = options.get("stop")
+    if stop is not None and not (
+        isinstance(stop, str)
+        or (isinstance(stop, list) and len(stop) <= 4 and all(isinstance(x, str) for x in stop))
+    ):
+        raise bad_request("`stop` must be a string or a list of at most 4 strings.", "stop")
+    bias = options.get("logit_bias")
+    if bias is not None:
+        if not isinstance(bias, dict) or not all(
+            str(k).isdigit()
+            and isinstance(v, int | float)
+            and not isinstance(v, bool)
+            and -100 <= v <= 100
+            for k, v in bias.items()
+        ):
+            raise bad_request(
+                "`logit_bias` must map token ids to numbers between -100 and 100.", "logit_bias"
+            )
+    user = options.get("user")
+    if user is not None and not isinstance(user, str):
+        raise bad_request("`user` must be a string.", "user")
+
+
 def model_options(body: dict[str, Any]) -> dict[str, Any]:
     """The request's options for the model calls (None values are the same as absent)."""
     options = {k: body[k] for k in MODEL_OPTIONS if body.get(k) is not None}
+    _check_option_ranges(options)
     response_format = options.get("response_format")
     if response_format is not None and (
         not isinstance(response_format, dict)
@@ -311,8 +387,13 @@ def parse_chat_body(raw: bytes, *, default_model: str, ignore_client_tools: bool
         raise bad_request(
             f"The request body is not valid JSON: {exc}.", None, "invalid_json"
         ) from None
+    except RecursionError:
+        raise bad_request(
+            "The request body is nested too deeply to be a chat request.", None, "invalid_json"
+        ) from None
     if not isinstance(body, dict):
         raise bad_request("The request body must be a JSON object.", None, "invalid_json")
+    refuse_lone_surrogates(raw, body)
     _check_fields(body)
     options = model_options(body)
     tools = None if ignore_client_tools else client_tools(body)
