@@ -284,6 +284,8 @@ class TelegramAdapter(PlatformAdapter):
             await self._call("editMessageText", chat, piece, message_id=int(message_id))
 
     async def typing(self, chat: str, thread: str | None = None) -> None:
+        if self._slots.locked():
+            return  # cosmetic: never queue an indicator behind real answers
         bot = await self._ensure_bot()
         async with self._slots:
             await bot.send_chat_action(
