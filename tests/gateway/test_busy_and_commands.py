@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -234,3 +235,24 @@ async def test_in_a_group_each_person_has_their_own_turns(
     store = gateway.runtime.store
     assert store.get_session(DEFAULT_SCOPE, f"telegram:{group}") is not None
     assert store.get_session(f"user:telegram:{FRIEND}", f"telegram:{group}") is not None
+
+
+async def test_a_dangerous_terminal_command_waits_for_approve_in_the_chat(
+    tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway, tmp_path: Path
+) -> None:
+    workdir = Path(gateway.runtime.settings.home) / "workspace"
+    target = workdir / "build"
+    await asyncio.to_thread(lambda: target.mkdir(parents=True, exist_ok=True))
+    fake.enqueue(
+        ToolCalls(("terminal", {"command": "rm -rf build && echo removed"})), Text("Done.")
+    )
+    await tg.user_says(OWNER, "clean the build folder")
+    await tg.wait_for_sent(1)
+    assert "Approval needed" in texts(tg)[0] and "rm -rf build" in texts(tg)[0]
+    assert await asyncio.to_thread(target.exists)
+    await tg.user_says(OWNER, "/approve")
+    await tg.wait_for_sent(3)
+    assert texts(tg)[1:] == ["✅ Approved.", "Done."]
+    tool_result = [m for m in fake.chat_requests()[1]["messages"] if m["role"] == "tool"][0]
+    assert "removed" in tool_result["content"]
+    assert not await asyncio.to_thread(target.exists)
