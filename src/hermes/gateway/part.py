@@ -43,6 +43,12 @@ async def _health(runtime: Runtime) -> dict[str, Any]:
     return {"status": "ok" if up else "degraded", "adapters": adapters}
 
 
+def _webhooks() -> Any:
+    from hermes.gateway.webhooks import router
+
+    return router()
+
+
 def _commands() -> Any:
     from hermes.gateway.cli import app
 
@@ -61,6 +67,7 @@ def register(hermes: Registry) -> None:
     hermes.component(_gateway)
     hermes.service(_service)
     hermes.deliverer(_deliverer)
+    hermes.router(_webhooks)
     hermes.tool(send_message, group="messaging", enabled=_messaging_on)
     hermes.command("gateway", _commands)
     hermes.health("gateway", _health)

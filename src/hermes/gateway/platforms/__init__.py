@@ -14,6 +14,8 @@ from hermes.gateway.base import PlatformAdapter
 MODULES: dict[str, str] = {
     "telegram": "hermes.gateway.platforms.telegram",
     "email": "hermes.gateway.platforms.email",
+    "whatsapp": "hermes.gateway.platforms.whatsapp",
+    "sms": "hermes.gateway.platforms.sms",
 }
 
 
