@@ -41,7 +41,10 @@ from recall_data import write_dataset  # noqa: E402
 from recall_dialogue import write_dialogues  # noqa: E402
 
 from hermes.memory.ranking import DEFAULT_CONFIG, RankConfig, rank_messages  # noqa: E402
+from hermes.store import search_index  # noqa: E402
 from hermes.store.sqlite import SQLiteStore  # noqa: E402
+
+COMMON_ROWS = search_index.COMMON_ROWS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 Hits = list[tuple[str, int]]
@@ -174,6 +177,8 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),
     ("  without role prior", replace(DEFAULT_CONFIG, role=0.0)),
+    ("  without speaker boost", replace(DEFAULT_CONFIG, speaker=0.0)),
+    ("  without cron demotion (no cron here)", replace(DEFAULT_CONFIG, demoted=1.0)),
     ("  + at most 2 hits per session first", replace(DEFAULT_CONFIG, per_session=2)),
     ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
     ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
@@ -185,8 +190,9 @@ def ablation_rows(scale: str, home: Path, slices: list[Slice]) -> list[str]:
     store = SQLiteStore(home / "state.db")
     rows = []
     try:
-        for name, config in ABLATIONS:
+        for name, config in [*ABLATIONS, ("  common words pick candidates too", DEFAULT_CONFIG)]:
             search = plain_search(store) if config is None else ranked(store, config)
+            search_index.COMMON_ROWS = 10**12 if "common words" in name else COMMON_ROWS
             cells = []
             for sl in slices:
                 hits, took = [], []

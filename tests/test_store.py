@@ -232,3 +232,18 @@ def test_damaged_search_index_is_reported_and_rebuilt(store: SQLiteStore) -> Non
     assert store.rebuild_search_index() == 1
     assert store.check_search_index().ok and store.health()["search_index"] == "ok"
     assert [m.index for m in store.match_messages("default", ["kettle"], view="exact")] == [0]
+
+
+def test_common_words_do_not_pick_candidates(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word found in very many rows does not make BM25 score them all: rarer words pick."""
+    import hermes.store.search_index as index
+
+    monkeypatch.setattr(index, "COMMON_ROWS", 3)
+    store.ensure_session("default", "s", source="cli")
+    texts = [f"hello number {i}" for i in range(8)] + ["zebra", "hello zebra"]
+    store.append_messages("default", "s", [NewMessage("user", t) for t in texts])
+    hits = store.match_messages("default", ["hello", "zebra"], view="message")
+    assert sorted(h.index for h in hits) == [8, 9]  # "hello"-only rows left out
+    assert len(store.match_messages("default", ["hello"], view="message")) == 9  # all common

@@ -60,3 +60,8 @@ def all_terms(text: str) -> list[str]:
         if word not in seen:
             seen.append(word)
     return seen[:MAX_TERMS]
+
+
+def query_words(text: str) -> frozenset[str]:
+    """Every lowercased word of the query (names included), for matching speakers."""
+    return frozenset(_WORD.findall(text[:MAX_QUERY_CHARS].lower()))

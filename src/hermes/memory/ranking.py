@@ -9,6 +9,8 @@ bench/recall.py (its ablation table removes one at a time):
 - a role prior: a first-person question ("my dog") is about what the user said, a
   second-person one ("what did you suggest") about what the assistant said;
 - recency as a tie-breaker (an updated fact's newer statement wins a tie);
+- speaker awareness: a turn said by the person the question names counts double (the
+  store drops a name that is in too many rows from candidate picking, so it counts here);
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - optionally (off: measured to hurt message-level recall on dialogues) at most
   `per_session` hits per session before other sessions get their turn.
@@ -20,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from hermes.memory.query import all_terms, likely_role, query_terms
+from hermes.memory.query import all_terms, likely_role, query_terms, query_words
 from hermes.store.base import Searcher, SearchView, TextMatch
 
 
@@ -36,6 +38,7 @@ class RankConfig:
     recency: float = 0.01
     per_session: int = 0
     demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
+    speaker: float = 1.0  # boost for a turn by the person the question names
     stopwords: bool = True
 
 
@@ -53,7 +56,9 @@ class Ranked:
     score: float
 
 
-def _fuse(cands: list[TextMatch], config: RankConfig, role: str | None) -> list[Ranked]:
+def _fuse(
+    cands: list[TextMatch], config: RankConfig, role: str | None, words: frozenset[str]
+) -> list[Ranked]:
     """Scores normalised to the best candidate, a role prior, recency to break ties."""
     if not cands:
         return []
@@ -67,6 +72,8 @@ def _fuse(cands: list[TextMatch], config: RankConfig, role: str | None) -> list[
             score *= 1.0 + config.role
         if c.source in DEMOTED_SOURCES:
             score *= config.demoted
+        if c.speaker and c.speaker.lower() in words:
+            score *= 1.0 + config.speaker
         score += config.recency * time_pos[c.timestamp]
         out.append(Ranked(c.message_id, c.session_id, c.index, c.role, c.timestamp, score))
     out.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
@@ -92,7 +99,7 @@ def rank_messages(
     )
     if config.fuse:
         cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
-    ranked = _fuse(cands, config, likely_role(query))
+    ranked = _fuse(cands, config, likely_role(query), query_words(query))
     return _diversify(ranked, config)[:limit]
 
 

@@ -157,6 +157,7 @@ class TextMatch:
     timestamp: float
     score: float
     source: str = ""
+    speaker: str | None = None  # the message's `name`, when people are named
 
 
 @dataclass(frozen=True, slots=True)

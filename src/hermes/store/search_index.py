@@ -9,9 +9,11 @@ column), `exact` is `message_exact_fts` (no stemming), `trigram` is `message_tri
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +27,9 @@ from hermes.store.search_schema import (
 )
 
 MAX_CANDIDATES = 5000
+COMMON_ROWS = 3000  # a word in more rows of the scope than this does not pick candidates
+DOMINANT_SHARE = 0.5  # a scope with this share of all messages is searched without its tag
+SHARE_TTL_S = 60.0
 # the characters the trigram view's GLOB selects (search_schema._UNSEGMENTED), for Python
 UNSEGMENTED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 SNIPPET_TOKENS = 24
@@ -47,13 +52,23 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _any(terms: Sequence[str]) -> str:
-    return "(" + " OR ".join(_quote(t) for t in terms) + ")"
+def _any_of(terms: Sequence[str], joiner: str = " OR ") -> str:
+    return "(" + joiner.join(_quote(t) for t in terms) + ")"
 
 
-def _plan(view: SearchView, scope: str, terms: Sequence[str]) -> tuple[str, str, str]:
-    """(FTS table, rank expression, MATCH expression) for one view."""
+def _untagged(match: str) -> str:
+    """The MATCH expression without its leading `tag : "…" AND ` (see `_tag_helps`)."""
+    head, sep, rest = match.partition(" AND ")
+    return rest if sep and head.startswith("tag : ") else match
+
+
+def _plan(
+    view: SearchView, scope: str, terms: Sequence[str], *, every: bool = False
+) -> tuple[str, str, str]:
+    """(FTS table, rank expression, MATCH expression) for one view: rows with any of the
+    terms, or with `every` one of them."""
     tag = _quote(scope_tag(scope))
+    _any = functools.partial(_any_of, joiner=" AND " if every else " OR ")
     if view == "window":
         w = WINDOW_WEIGHTS
         rank = f"bm25(message_windows_fts, {w.before}, {w.body}, {w.after}, {w.speaker}, 0.0)"
@@ -73,6 +88,35 @@ def _plan(view: SearchView, scope: str, terms: Sequence[str]) -> tuple[str, str,
         match = f"content : {_any(usable)}"
         return "message_trigram_fts", "bm25(message_trigram_fts)", match
     raise StoreError(f"unknown search view {view!r}; use one of message, exact, window, trigram")
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def _matches(word: str, terms: Sequence[str]) -> bool:
+    """A word of the text matches a query word: same word, or a form of it (a crude stem:
+    the query word less its last letter as a prefix, for words of four letters or more)."""
+    w = word.lower()
+    return any(w == t or (len(t) >= 4 and w.startswith(t[:-1])) for t in terms)
+
+
+def highlight(text: str, terms: Sequence[str], *, tokens: int = SNIPPET_TOKENS) -> str:
+    """About `tokens` words of `text` around its first matching word, matches in [brackets]."""
+    found = [m for m in _TOKEN.finditer(text) if _matches(m.group(), terms)]
+    spans = list(_TOKEN.finditer(text))
+    if not spans:
+        return text[:200]
+    first = next((i for i, m in enumerate(spans) if found and m.start() == found[0].start()), 0)
+    lo = max(0, first - tokens // 3)
+    hi = min(len(spans), lo + tokens)
+    start, end = spans[lo].start(), spans[hi - 1].end()
+    out, pos = [], start
+    for m in found:
+        if start <= m.start() and m.end() <= end:
+            out += [text[pos : m.start()], "[", m.group(), "]"]
+            pos = m.end()
+    out.append(text[pos:end])
+    return ("…" if lo else "") + "".join(out) + ("…" if hi < len(spans) else "")
 
 
 class SearchIndexMixin:
@@ -97,76 +141,148 @@ class SearchIndexMixin:
         table, rank, match = _plan(view, scope, terms)
         if not match:
             return []
+        # a word in very many of the scope's rows makes BM25 score all of them: at 1M
+        # messages that is the whole cost of a query, for a word that barely ranks
+        tagged = table == "message_trigram_fts" or self._tag_helps(scope)
+        plans = [match]
+        if view != "trigram":
+            rare = self._selective(view, scope, terms, tagged)
+            if rare and len(rare) < len(terms):
+                plans = [_plan(view, scope, rare)[2]]
+            elif not rare and len(terms) > 1:  # all common: rows with all of them first
+                plans = [_plan(view, scope, terms, every=True)[2], match]
+        for n, plan in enumerate(plans, start=1):
+            found = self._search(
+                table, rank, plan if tagged else _untagged(plan), scope, limit, exclude_sessions
+            )
+            if len(found) >= limit or n == len(plans):
+                return found
+        return []
+
+    def _search(
+        self,
+        table: str,
+        rank: str,
+        match: str,
+        scope: str,
+        limit: int,
+        exclude_sessions: Sequence[str],
+    ) -> list[TextMatch]:
+        tagged = match.startswith("tag : ") or table == "message_trigram_fts"
         excluded = set(exclude_sessions)
         size = limit + 20 if excluded else limit
         while True:
-            found = self._candidates(table, rank, match, scope, size)
+            # untagged, rows of other scopes come back too: ask for more, keep this scope's
+            want = size if tagged else 2 * size + 20
+            params = (scope_tag(scope),) if table == "message_trigram_fts" else ()
+            with self._lock:
+                try:
+                    ranked = self._ranked_ids(table, rank, match, params, want)
+                    found = self._with_meta(ranked, scope)
+                except sqlite3.OperationalError as exc:
+                    raise StoreError(
+                        f"search failed: {exc}; `hermes sessions reindex` rebuilds the index"
+                    ) from None
             kept = [m for m in found if m.session_id not in excluded]
             # an excluded (live) session may fill the candidates: look deeper, boundedly
-            if len(kept) >= limit or len(found) < size or size >= MAX_CANDIDATES:
+            if len(kept) >= limit or len(ranked) < want or size >= MAX_CANDIDATES:
                 return kept[:limit]
             size *= 4
 
-    def _candidates(
-        self, table: str, rank: str, match: str, scope: str, size: int
-    ) -> list[TextMatch]:
-        tagged = " AND tag = ?" if table == "message_trigram_fts" else ""
-        params: tuple[object, ...] = (match, scope_tag(scope)) if tagged else (match,)
-        sql = (
-            f"SELECT f.id, f.score, m.session_id, m.idx, m.role, m.timestamp, s.source "
-            f"FROM (SELECT rowid AS id, {rank} AS score FROM {table} "
-            f"WHERE {table} MATCH ?{tagged} ORDER BY score LIMIT ?) f "
-            f"JOIN messages m ON m.id = f.id "
-            f"JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
-            f"WHERE m.scope = ? ORDER BY f.score, f.id"
-        )
-        try:
+    def _tag_helps(self, scope: str) -> bool:
+        """Whether to confine the FTS query with the scope's token: yes unless the scope
+        holds most of the index (then the token's doclist is as long as the index and
+        costs more than dropping the few other-scope rows after the query)."""
+        now = time.monotonic()
+        shares: dict[str, tuple[float, float]] = self.__dict__.setdefault("_scope_shares", {})
+        cached = shares.get(scope)
+        if cached is None or now - cached[0] > SHARE_TTL_S:
             with self._lock:
-                rows = self._conn.execute(sql, (*params, size, scope)).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"search failed: {exc}; `hermes sessions reindex` rebuilds") from None
+                mine, total = self._conn.execute(
+                    "SELECT COALESCE(SUM(CASE WHEN scope = ? THEN message_count END), 0), "
+                    "COALESCE(SUM(message_count), 0) FROM sessions",
+                    (scope,),
+                ).fetchone()
+            shares[scope] = cached = (now, mine / total if total else 0.0)
+        return cached[1] < DOMINANT_SHARE
+
+    def _selective(self, view: SearchView, scope: str, terms: list[str], tagged: bool) -> list[str]:
+        """The words that pick candidates: those in at most COMMON_ROWS rows (of the scope,
+        or of the index when `tagged` is off). A word in many rows of a big scope (a
+        speaker's name, "work") would make BM25 score every one of them while it barely
+        ranks; the ranking above the store weighs speakers itself. All common: []."""
+        table, _, _ = _plan(view, scope, terms[:1])
+        rare = []
+        with self._lock:
+            for term in terms:
+                match = _plan(view, scope, [term])[2]
+                match = match if tagged else _untagged(match)
+                rows = self._conn.execute(
+                    f"SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
+                    f"LIMIT ?)",
+                    (match, COMMON_ROWS + 1),
+                ).fetchone()[0]
+                if rows <= COMMON_ROWS:
+                    rare.append(term)
+        return rare
+
+    def _ranked_ids(
+        self, table: str, rank: str, match: str, params: tuple[object, ...], size: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, score) best first."""
+        tagged = " AND tag = ?" if params else ""
+        rows = self._conn.execute(
+            f"SELECT rowid, {rank} AS score FROM {table} WHERE {table} MATCH ?{tagged} "
+            f"ORDER BY score LIMIT ?",
+            (match, *params, size),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def _with_meta(self, ranked: list[tuple[int, float]], scope: str) -> list[TextMatch]:
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        rows = self._conn.execute(
+            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, m.name "
+            f"FROM messages m "
+            f"JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
+            f"WHERE +m.scope = ? AND m.id IN ({marks})",
+            (scope, *(r[0] for r in ranked)),
+        ).fetchall()
+        meta = {int(r[0]): r for r in rows}
         return [
             TextMatch(
-                message_id=int(r[0]),
-                session_id=r[2],
-                index=int(r[3]),
-                role=r[4],
-                timestamp=float(r[5]),
-                score=-float(r[1]),
-                source=r[6],
+                message_id=mid,
+                session_id=meta[mid][1],
+                index=int(meta[mid][2]),
+                role=meta[mid][3],
+                timestamp=float(meta[mid][4]),
+                score=score,
+                source=meta[mid][5],
+                speaker=meta[mid][6],
             )
-            for r in rows
+            for mid, score in sorted(ranked, key=lambda r: (-r[1], r[0]))
+            if mid in meta
         ]
 
     def message_snippets(
         self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
     ) -> dict[int, str]:
-        """FTS5 highlighted excerpts of the messages' own text; plain text where none match."""
+        """Excerpts of the messages' own text around the first matching word, matches
+        marked. Done here rather than with FTS5's snippet(): that needs a MATCH per row,
+        which costs a scan of the words' doclists each, far too slow on a big index."""
         ids = list(dict.fromkeys(message_ids))
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        out: dict[int, str] = {}
-        words = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
         with self._lock:
-            if words:
-                _, _, match = _plan("message", scope, words)
-                rows = self._conn.execute(
-                    f"SELECT rowid, snippet(message_windows_fts, 1, '[', ']', '…', "
-                    f"{SNIPPET_TOKENS}) FROM message_windows_fts "
-                    f"WHERE message_windows_fts MATCH ? AND rowid IN ({marks})",
-                    (match, *ids),
-                ).fetchall()
-                out.update({int(r[0]): r[1] for r in rows})
-            rest = [i for i in ids if i not in out]
-            if rest:
-                rows = self._conn.execute(
-                    f"SELECT id, substr(content, 1, 200) FROM messages "
-                    f"WHERE scope = ? AND id IN ({','.join('?' * len(rest))})",
-                    (scope, *rest),
-                ).fetchall()
-                out.update({int(r[0]): r[1] or "" for r in rows})
-        return out
+            rows = self._conn.execute(
+                f"SELECT id, substr(content, 1, {BODY_CHARS}) FROM messages "
+                f"WHERE +scope = ? AND id IN ({marks})",
+                (scope, *ids),
+            ).fetchall()
+        words = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
+        return {int(r[0]): highlight(r[1] or "", words) for r in rows}
 
     def _index_new(
         self, conn: sqlite3.Connection, scope: str, first_id: int, sessions: Sequence[NewSession]
