@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,8 @@ from hermes.config.settings import load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import build_runtime
 from hermes.server.app import create_app
+
+from .synapse import Synapse
 
 
 async def until(condition: Callable[[], Any], within: float = 10.0, what: str = "") -> Any:
@@ -85,3 +87,13 @@ def serve_gateway(
             await runtime.aclose()
 
     return start
+
+
+@pytest.fixture(scope="session")
+def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
+    """One real Synapse for the whole test session (about six seconds to start)."""
+    server = Synapse(tmp_path_factory.mktemp("synapse")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

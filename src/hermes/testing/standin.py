@@ -5,6 +5,7 @@ and scripted failures ("answer the next N calls to this endpoint with that error
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -12,6 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+
+def json_response(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """JSON with `Content-Type: application/json` exactly (no charset), as the real APIs send
+    it: discord.py, for one, reads a body as JSON only when the header is exactly that."""
+    data = json.dumps(body).encode("utf-8")
+    return web.Response(body=data, status=status, headers=headers, content_type="application/json")
 
 
 @dataclass
@@ -75,7 +85,7 @@ class LoopbackServer(ABC):
         for i, f in enumerate(self._failures):
             if f.endpoint == endpoint:
                 del self._failures[i]
-                return web.json_response(f.body, status=f.status, headers=f.headers)
+                return json_response(f.body, f.status, f.headers)
         return None
 
     async def record(self, message: dict[str, Any]) -> None:

@@ -16,6 +16,9 @@ MODULES: dict[str, str] = {
     "email": "hermes.gateway.platforms.email",
     "whatsapp": "hermes.gateway.platforms.whatsapp",
     "sms": "hermes.gateway.platforms.sms",
+    "slack": "hermes.gateway.platforms.slack",
+    "discord": "hermes.gateway.platforms.discord",
+    "matrix": "hermes.gateway.platforms.matrix",
 }
 
 

@@ -1,0 +1,340 @@
+"""Matrix through matrix-nio: the bot signs in to MATRIX_HOMESERVER as MATRIX_USER_ID (with
+MATRIX_ACCESS_TOKEN, or MATRIX_PASSWORD), long-polls `/sync`, and sends `m.room.message`
+events. `gateway.matrix.api_base`, when set, replaces the homeserver URL.
+
+What a Matrix user expects:
+* rooms are chats: the bot joins a room when an allowed user (MATRIX_ALLOWED_USERS, or an
+  owner in `gateway.owner`) invites it, and rejects invitations from anyone else; in rooms it
+  reads every message (it is a participant), and answers as a reply (`m.in_reply_to`);
+* threads (`m.thread`) are their own sessions, and answers to a threaded message stay in the
+  thread; history from before the bot started is not answered;
+* the body is plain text and `formatted_body` carries HTML made from the model's Markdown,
+  so clients without HTML support show the plain words; answers are split at 16,000
+  characters (Matrix events are limited to 64 KiB);
+* typing notifications while working; rate limits (M_LIMIT_EXCEEDED) are waited out by nio.
+
+End-to-end encryption is NOT supported: Hermes has no Olm/Megolm keys, so it cannot read
+encrypted rooms. When an encrypted event arrives it logs, once per room, "room … is
+end-to-end encrypted; Hermes does not support encryption and ignores it" and answers nothing
+there. Invite the bot to an unencrypted room instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from hermes.config.settings import Settings
+from hermes.gateway.base import AdapterError, Inbound, InboundHandler, PlatformAdapter
+from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.platforms.telegram_format import split_text, to_html
+
+log = logging.getLogger(__name__)
+
+LIMIT = 16000
+SYNC_TIMEOUT_MS = 30000
+TYPING_MS = 5000
+_PRE = re.compile(r"(<pre>.*?</pre>)", re.S)
+
+
+def _import_nio() -> Any:
+    try:
+        import nio
+    except ImportError:
+        raise AdapterError(
+            "Matrix needs matrix-nio: pip install 'hermes-agent-server[matrix]'", retryable=False
+        ) from None
+    return nio
+
+
+class MatrixConfig(BaseModel):
+    """`gateway.matrix.*` (MATRIX_HOMESERVER, MATRIX_USER_ID, MATRIX_PASSWORD or
+    MATRIX_ACCESS_TOKEN, MATRIX_ALLOWED_USERS)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    homeserver: str | None = None
+    api_base: str | None = None
+    user_id: str | None = None
+    password: SecretStr | None = None
+    access_token: SecretStr | None = None
+    allowed_users: list[str] = Field(default_factory=list)
+    device_name: str = "Hermes"
+
+    @field_validator("allowed_users", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+
+def read_config(settings: Settings) -> MatrixConfig:
+    try:
+        return MatrixConfig.model_validate(settings.gateway.platform("matrix"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise AdapterError(f"gateway.matrix.{where}: {first['msg']}", retryable=False) from None
+
+
+def to_matrix_html(markdown: str) -> str:
+    """The Markdown → HTML of the Telegram adapter (b, i, s, code, pre, a: all allowed in
+    Matrix's `org.matrix.custom.html`), with line breaks as `<br>` outside `<pre>`."""
+    parts = _PRE.split(to_html(markdown))
+    return "".join(p if p.startswith("<pre>") else p.replace("\n", "<br>") for p in parts)
+
+
+def room_and_thread(chat: str, thread: str | None) -> tuple[str, str | None]:
+    """Room ids contain a colon (`!abc:example.org`), so a delivery target such as
+    `matrix:!abc:example.org` arrives split as chat `!abc`, thread `example.org`: join them
+    again; a real thread is an event id (`$…`)."""
+    if thread and not thread.startswith("$"):
+        joined = f"{chat}:{thread}"
+        room, sep, event = joined.partition(":$")
+        return room, f"${event}" if sep else None
+    return chat, thread
+
+
+class MatrixAdapter(PlatformAdapter):
+    name = "matrix"
+
+    def __init__(self, cfg: MatrixConfig, inviters: frozenset[str]) -> None:
+        self.cfg = cfg
+        self.homeserver = (cfg.api_base or cfg.homeserver or "").rstrip("/")
+        self.inviters = inviters
+        self.client: Any = None
+        self._since: str | None = None
+        self._stopping = asyncio.Event()
+        self._encrypted_noted: set[str] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        nio = _import_nio()
+        assert self.cfg.user_id is not None
+        self._stopping.clear()
+        config = nio.AsyncClientConfig(encryption_enabled=False, max_limit_exceeded=5)
+        client = nio.AsyncClient(self.homeserver, self.cfg.user_id, config=config)
+        try:
+            await self._sign_in(nio, client)
+            first = await client.sync(timeout=0, full_state=True)  # skip older history
+            if isinstance(first, nio.SyncError):
+                raise AdapterError(f"Matrix sync failed: {first.message}")
+        except BaseException:
+            await client.close()
+            raise
+        self.client, self._since = client, first.next_batch
+        await self._handle_invites(first)
+
+    async def _sign_in(self, nio: Any, client: Any) -> None:
+        try:
+            if self.cfg.access_token is not None:
+                client.access_token = self.cfg.access_token.get_secret_value()
+                who = await client.whoami()
+                if isinstance(who, nio.WhoamiError):
+                    raise AdapterError(
+                        f"the homeserver refused MATRIX_ACCESS_TOKEN: {who.message}",
+                        retryable=who.status_code != "M_UNKNOWN_TOKEN",
+                    )
+                return
+            if self.cfg.password is None:
+                raise AdapterError(
+                    "Matrix needs MATRIX_ACCESS_TOKEN or MATRIX_PASSWORD", retryable=False
+                )
+            login = await client.login(
+                self.cfg.password.get_secret_value(), device_name=self.cfg.device_name
+            )
+        except OSError as exc:
+            raise AdapterError(f"the Matrix homeserver could not be reached: {exc}") from None
+        if isinstance(login, nio.LoginError):
+            raise AdapterError(
+                f"the homeserver refused MATRIX_USER_ID / MATRIX_PASSWORD: {login.message}",
+                retryable=login.status_code not in ("M_FORBIDDEN", "M_USER_DEACTIVATED"),
+            )
+
+    async def disconnect(self) -> None:
+        self._stopping.set()
+        client, self.client = self.client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+    async def listen(self, handler: InboundHandler) -> None:
+        nio = _import_nio()
+        while not self._stopping.is_set() and self.client is not None:
+            try:
+                resp = await self.client.sync(timeout=SYNC_TIMEOUT_MS, since=self._since)
+            except (OSError, TimeoutError, nio.LocalProtocolError) as exc:
+                raise AdapterError(f"Matrix sync failed: {exc}") from None
+            if isinstance(resp, nio.SyncError):
+                raise AdapterError(f"Matrix sync failed: {resp.message}")
+            self._since = resp.next_batch
+            await self._handle_invites(resp)
+            for room_id, room in resp.rooms.join.items():
+                for event in room.timeline.events:
+                    inbound = self._normalize(nio, room_id, event)
+                    if inbound is not None:
+                        await handler(inbound)
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    async def _handle_invites(self, resp: Any) -> None:
+        for room_id, room in resp.rooms.invite.items():
+            inviter = next(
+                (
+                    getattr(e, "sender", None)
+                    for e in room.invite_state
+                    if getattr(e, "membership", None) == "invite"
+                    and getattr(e, "state_key", None) == self.cfg.user_id
+                ),
+                None,
+            )
+            if inviter in self.inviters:
+                log.info("matrix: joining %s (invited by %s)", room_id, inviter)
+                await self.client.join(room_id)
+            else:
+                log.info(
+                    "matrix: rejected an invitation to %s from %s (not allowed)", room_id, inviter
+                )
+                await self.client.room_leave(room_id)
+
+    def _normalize(self, nio: Any, room_id: str, event: Any) -> Inbound | None:
+        if getattr(event, "sender", None) == self.cfg.user_id:
+            return None
+        if isinstance(event, nio.MegolmEvent | nio.RoomEncryptionEvent):
+            if room_id not in self._encrypted_noted:
+                self._encrypted_noted.add(room_id)
+                log.warning(
+                    "matrix: room %s is end-to-end encrypted; Hermes does not support "
+                    "encryption and ignores it (use an unencrypted room)",
+                    room_id,
+                )
+            return None
+        if not isinstance(event, nio.RoomMessageText | nio.RoomMessageNotice):
+            return None
+        relates = (event.source.get("content") or {}).get("m.relates_to") or {}
+        thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
+        reply_to = (relates.get("m.in_reply_to") or {}).get("event_id")
+        return Inbound(
+            platform=self.name,
+            chat=room_id,
+            thread=thread,
+            sender=event.sender,
+            text=_strip_reply_fallback(event.body),
+            message_id=event.event_id,
+            reply_to=reply_to,
+        )
+
+    # -- outbound --------------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        if self.client is None:
+            raise AdapterError("Matrix is not connected")
+        return self.client
+
+    async def send(
+        self,
+        chat: str,
+        text: str,
+        *,
+        thread: str | None = None,
+        reply_to: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> str | None:
+        room, thread = room_and_thread(chat, thread)
+        last: str | None = None
+        for i, piece in enumerate(split_text(text, LIMIT)):
+            content: dict[str, Any] = {
+                "msgtype": "m.text",
+                "body": piece,
+                "format": "org.matrix.custom.html",
+                "formatted_body": to_matrix_html(piece),
+            }
+            relates = _relation(thread, reply_to if i == 0 else None)
+            if relates:
+                content["m.relates_to"] = relates
+            last = await self._send_event(room, content)
+        return last
+
+    async def _send_event(self, room: str, content: dict[str, Any]) -> str:
+        nio = _import_nio()
+        client = self._client()
+        if room not in client.rooms and self.client is not None:
+            log.debug("matrix: sending to %s, a room this sync has not seen", room)
+        try:
+            resp = await client.room_send(room, "m.room.message", content)
+        except nio.LocalProtocolError as exc:
+            raise AdapterError(
+                f"Matrix refused to send to {room}: {exc}", retryable=False
+            ) from None
+        except OSError as exc:
+            raise AdapterError(f"the Matrix homeserver could not be reached: {exc}") from None
+        if isinstance(resp, nio.RoomSendError):
+            retry = resp.status_code == "M_LIMIT_EXCEEDED"
+            raise AdapterError(
+                f"Matrix refused the message in {room}: {resp.message}", retryable=retry
+            )
+        return str(resp.event_id)
+
+    async def edit(self, chat: str, message_id: str, text: str) -> None:
+        room, _ = room_and_thread(chat, None)
+        piece = split_text(text, LIMIT)[0] if text.strip() else "…"
+        new = {
+            "msgtype": "m.text",
+            "body": piece,
+            "format": "org.matrix.custom.html",
+            "formatted_body": to_matrix_html(piece),
+        }
+        content = {
+            **new,
+            "body": f"* {piece}",
+            "m.new_content": new,
+            "m.relates_to": {"rel_type": "m.replace", "event_id": message_id},
+        }
+        await self._send_event(room, content)
+
+    async def typing(self, chat: str, thread: str | None = None) -> None:
+        room, _ = room_and_thread(chat, thread)
+        await self._client().room_typing(room, True, timeout=TYPING_MS)
+
+
+def _relation(thread: str | None, reply_to: str | None) -> dict[str, Any]:
+    if thread:
+        return {
+            "rel_type": "m.thread",
+            "event_id": thread,
+            "is_falling_back": reply_to is None,
+            "m.in_reply_to": {"event_id": reply_to or thread},
+        }
+    return {"m.in_reply_to": {"event_id": reply_to}} if reply_to else {}
+
+
+def _strip_reply_fallback(body: str) -> str:
+    """Replies quote the original as `> ` lines first (the reply fallback): drop them."""
+    lines = body.split("\n")
+    if lines and lines[0].startswith("> <"):
+        while lines and lines[0].startswith(">"):
+            lines.pop(0)
+    return "\n".join(lines).strip() or body
+
+
+def _configured(settings: Settings) -> bool:
+    section = settings.gateway.platform("matrix")
+    has_server = section.get("homeserver") or section.get("api_base")
+    has_secret = section.get("access_token") or section.get("password")
+    return bool(has_server and section.get("user_id") and has_secret)
+
+
+def _create(settings: Settings) -> PlatformAdapter:
+    cfg = read_config(settings)
+    owners = {o.partition(":")[2] for o in settings.gateway.owner if o.startswith("matrix:")}
+    return MatrixAdapter(cfg, frozenset(cfg.allowed_users) | frozenset(owners))
+
+
+PLATFORM = PlatformSpec(name="matrix", configured=_configured, create=_create)

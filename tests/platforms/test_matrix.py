@@ -1,0 +1,169 @@
+"""Matrix through matrix-nio against a real Synapse on loopback: invitations from allowed
+users only, rooms as chats, replies and threads as sessions, HTML with a plain body,
+encrypted rooms refused with a log line, reconnecting after the homeserver connection
+fails, and cron delivery to a room."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from hermes.delivery import Outbound
+from hermes.gateway.delivery import GatewayDeliverer
+from hermes.gateway.platforms.matrix import room_and_thread, to_matrix_html
+from hermes.testing.fake_model import FakeModel, Text
+
+from .conftest import Served, until
+from .synapse import Person, Synapse
+
+_names = itertools.count(1)
+BOT_PASSWORD = "bot-password-123"
+
+
+@pytest.fixture
+async def people(synapse: Synapse) -> AsyncIterator[dict[str, Any]]:
+    n = next(_names)
+    bot = synapse.register(f"hermes{n}", BOT_PASSWORD)
+    owner, stranger = Person(synapse, f"owner{n}"), Person(synapse, f"stranger{n}")
+    try:
+        yield {"bot": bot, "owner": owner, "stranger": stranger}
+    finally:
+        await owner.http.aclose()
+        await stranger.http.aclose()
+
+
+def matrix_env(synapse: Synapse, people: dict[str, Any]) -> dict[str, str]:
+    return {
+        "MATRIX_HOMESERVER": synapse.url,
+        "MATRIX_USER_ID": people["bot"],
+        "MATRIX_PASSWORD": BOT_PASSWORD,
+        "MATRIX_ALLOWED_USERS": people["owner"].user_id,
+    }
+
+
+@pytest.fixture
+async def served(
+    synapse: Synapse, people: dict[str, Any], serve_gateway: Callable[..., Any]
+) -> AsyncIterator[Served]:
+    async with serve_gateway(matrix_env(synapse, people), "matrix") as s:
+        yield s
+
+
+async def replies(person: Person, room: str, bot: str, n: int) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+
+    async def enough() -> bool:
+        found[:] = await person.messages(room, bot)
+        return len(found) >= n
+
+    deadline_checks = 0
+    while not await enough():
+        deadline_checks += 1
+        assert deadline_checks < 1000, f"the bot sent {len(found)} of {n} messages"
+        await until(lambda: True)  # yield to the loop between polls
+    return found
+
+
+async def membership(person: Person, room: str, user: str, state: str = "join") -> None:
+    """Wait (deadline) until `user`'s membership of `room` is `state`."""
+    for _ in range(1000):
+        if (await person.members(room)).get(user) == state:
+            return
+        await until(lambda: True)
+    raise AssertionError(f"{user} never reached {state!r} in {room}")
+
+
+async def test_invites_rooms_replies_and_threads(
+    served: Served, people: dict[str, Any], fake: FakeModel
+) -> None:
+    owner, stranger, bot = people["owner"], people["stranger"], people["bot"]
+    room = await owner.create_room([bot])
+    stranger_room = await stranger.create_room([bot])
+    await membership(owner, room, bot)
+    await membership(stranger, stranger_room, bot, "leave")
+
+    fake.enqueue(Text("**Hello** in the room"), Text("in the thread"))
+    question = await owner.say(room, "hi bot")
+    [answer] = await replies(owner, room, bot, 1)
+    content = answer["content"]
+    assert content["body"] == "**Hello** in the room"
+    assert content["formatted_body"] == "<b>Hello</b> in the room"
+    assert content["m.relates_to"]["m.in_reply_to"]["event_id"] == question
+
+    await owner.say(
+        room,
+        "in a thread",
+        rel_type="m.thread",
+        event_id=question,
+        is_falling_back=True,
+        **{"m.in_reply_to": {"event_id": question}},
+    )
+    second = (await replies(owner, room, bot, 2))[1]["content"]["m.relates_to"]
+    assert second["rel_type"] == "m.thread" and second["event_id"] == question
+    users = [m["content"] for m in fake.chat_requests()[1]["messages"] if m["role"] == "user"]
+    assert users == ["in a thread"]  # a thread is its own session
+    assert len(fake.chat_requests()) == 2
+
+
+async def test_encrypted_rooms_are_refused_with_a_log_line(
+    served: Served, people: dict[str, Any], fake: FakeModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    owner, bot = people["owner"], people["bot"]
+    room = await owner.create_room([bot], encrypted=True)
+    await membership(owner, room, bot)
+    caplog.set_level(logging.WARNING, "hermes.gateway.platforms.matrix")
+    await owner.send_raw(
+        room,
+        "m.room.encrypted",
+        {
+            "algorithm": "m.megolm.v1.aes-sha2",
+            "ciphertext": "AwgAEn…",
+            "device_id": "DEV",
+            "sender_key": "key",
+            "session_id": "sess",
+        },
+    )
+    await until(lambda: "end-to-end encrypted" in caplog.text)
+    assert fake.chat_requests() == []
+
+
+async def test_cron_delivers_to_a_room_and_the_adapter_reconnects(
+    served: Served, people: dict[str, Any], fake: FakeModel
+) -> None:
+    owner, bot = people["owner"], people["bot"]
+    room = await owner.create_room([bot])
+    await membership(owner, room, bot)
+    deliverer = GatewayDeliverer(served.gateway.runtime)
+    where = await deliverer.deliver(
+        f"matrix:{room}", Outbound(text="daily digest", scope="default")
+    )
+    assert where.startswith("matrix:!")
+    assert (await replies(owner, room, bot, 1))[0]["content"]["body"] == "daily digest"
+
+    # the bot's session is logged out under it: the running sync fails, the supervisor
+    # restarts the adapter, which signs in again
+    adapter = served.gateway.adapters["matrix"]
+    async with httpx.AsyncClient() as http:
+        r = await http.post(
+            f"{owner.server.url}/_matrix/client/v3/logout",
+            headers={"Authorization": f"Bearer {adapter.client.access_token}"},
+        )
+        assert r.status_code == 200
+    fake.enqueue(Text("back again"))
+    status = served.status("matrix")
+    await until(lambda: status.restarts >= 1 and status.connected, within=20)
+    await owner.say(room, "still there?")
+    bodies = [m["content"]["body"] for m in await replies(owner, room, bot, 2)]
+    assert bodies[-1] == "back again"
+
+
+def test_room_ids_survive_target_splitting_and_html_keeps_pre() -> None:
+    assert room_and_thread("!abc", "localhost") == ("!abc:localhost", None)
+    assert room_and_thread("!abc", "localhost:$ev") == ("!abc:localhost", "$ev")
+    assert room_and_thread("!abc:localhost", "$ev") == ("!abc:localhost", "$ev")
+    assert to_matrix_html("a\nb\n```\nx\ny\n```") == "a<br>b<br><pre>x\ny</pre>"
