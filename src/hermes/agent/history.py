@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent import compression as cx
-from hermes.agent.policy import CallState
+from hermes.agent.policy import CallState, visible
 from hermes.agent.tokens import (
     estimate_messages_tokens,
     estimate_text_tokens,
@@ -44,6 +44,8 @@ class _View:
     summary: str | None = None
     tail: list[dict[str, Any]] = field(default_factory=list)
     tail_idx: list[int | None] = field(default_factory=list)
+    hidden: list[tuple[int, int]] = field(default_factory=list)
+    """Ranges left out of the prompt (/undo); a change reloads the view."""
 
     def messages(self) -> list[dict[str, Any]]:
         if self.summary is None:
@@ -87,16 +89,19 @@ class CompressingHistory:
     async def load_history(self, session: SessionRecord) -> list[dict[str, Any]]:
         key = (session.scope, session.id)
         view = self._views.get(key)
+        hidden = await asyncio.to_thread(self.store.hidden_ranges, session.scope, session.id)
         if (
             view is None
             or view.started_at != session.started_at
             or view.count > session.message_count
+            or view.hidden != hidden
         ):
             view = await asyncio.to_thread(self._load_view, session)
         elif view.count < session.message_count:
             rows = await asyncio.to_thread(
                 self.store.get_messages, session.scope, session.id, start=view.count
             )
+            rows = visible(rows, hidden)
             view.tail.extend(freeze(r.to_openai()) for r in rows)
             view.tail_idx.extend(r.index for r in rows)
             view.count = session.message_count
@@ -192,16 +197,16 @@ class CompressingHistory:
 
     def _load_view(self, session: SessionRecord) -> _View:
         view = _View(started_at=session.started_at, count=session.message_count)
+        view.hidden = hidden = self.store.hidden_ranges(session.scope, session.id)
         compaction = self.store.latest_compaction(session.scope, session.id)
         if compaction is None:
-            rows = self.store.get_messages(session.scope, session.id)
+            rows = visible(self.store.get_messages(session.scope, session.id), hidden)
         else:
-            view.head = [
-                freeze(r.to_openai())
-                for r in self.store.get_messages(session.scope, session.id, end=compaction.head_end)
-            ]
+            head = self.store.get_messages(session.scope, session.id, end=compaction.head_end)
+            view.head = [freeze(r.to_openai()) for r in visible(head, hidden)]
             view.summary = compaction.summary
             rows = self.store.get_messages(session.scope, session.id, start=compaction.upto_idx)
+            rows = visible(rows, hidden)
         view.tail = [freeze(r.to_openai()) for r in rows]
         view.tail_idx = [r.index for r in rows]
         return view
@@ -252,6 +257,11 @@ class CompressingHistory:
         await self._refresh_system(state)
         state.anchor_tokens, state.anchor_len = None, 0
         self.stats.compressions += 1
+        if state.notice is not None:
+            state.notice(
+                "compression",
+                f"compressed {len(middle)} earlier messages into a summary ({reason})",
+            )
         log.info(
             "compressed session %s (%s): %d messages summarised (%s) in %.2fs",
             state.session_id,

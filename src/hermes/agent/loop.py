@@ -54,6 +54,14 @@ class TurnObserver:
     def on_tool_end(self, call_id: str, name: str, ok: bool) -> None:
         return None
 
+    def on_tool_arguments(self, call_id: str, name: str, arguments: str) -> None:
+        """The raw JSON arguments of a call, just before `on_tool_start` (terminal tool lines)."""
+        return None
+
+    def on_notice(self, kind: str, text: str) -> None:
+        """Something the user may want to know happened mid-turn (`kind` "compression")."""
+        return None
+
 
 @dataclass
 class TurnRequest:
@@ -408,6 +416,7 @@ class Agent:
             approver=req.approver,
         )
         theirs = turn.client.names() if turn.client is not None else set()
+        turn.state.notice = observer.on_notice
         for iteration in range(1, limit + 1):
             _take_steering(req, turn)
             completion = await self._call_model(turn, observer, tools=True)
@@ -452,6 +461,7 @@ class Agent:
         calls = [c for c in completion.tool_calls if c.name not in skip]
         assistant = {"role": "assistant", "content": completion.content, "tool_calls": tool_calls}
         for call in calls:
+            observer.on_tool_arguments(call.id, call.name, call.arguments)
             observer.on_tool_start(call.id, call.name)
 
         async def run(call: ToolCall) -> str:

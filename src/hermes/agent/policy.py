@@ -36,9 +36,18 @@ class CallState:
     refresh_system: Callable[[], Awaitable[str]] | None = None
     """Rebuilds (and stores) the session's system prompt: compression calls it, since it
     rewrites the prompt anyway, so the frozen notes snapshot never goes stale for months."""
+    notice: Callable[[str, str], None] | None = None
+    """Tells the turn's watcher (kind, one line) about context work, e.g. a compression."""
 
     def messages(self) -> list[dict[str, Any]]:
         return [*self.system, *self.history, *self.turn]
+
+
+def visible(records: list[MessageRecord], hidden: list[tuple[int, int]]) -> list[MessageRecord]:
+    """The records outside the hidden [start, end) ranges (exchanges taken back with /undo)."""
+    if not hidden:
+        return records
+    return [r for r in records if not any(a <= r.index < b for a, b in hidden)]
 
 
 class ContextPolicy(Protocol):
@@ -64,8 +73,11 @@ class FullHistory:
         self._store = store
 
     async def load_history(self, session: SessionRecord) -> list[dict[str, Any]]:
-        records = await asyncio.to_thread(self._store.get_messages, session.scope, session.id)
-        return [r.to_openai() for r in records]
+        def load() -> list[MessageRecord]:
+            records = self._store.get_messages(session.scope, session.id)
+            return visible(records, self._store.hidden_ranges(session.scope, session.id))
+
+        return [r.to_openai() for r in await asyncio.to_thread(load)]
 
     async def before_call(self, state: CallState) -> None:
         return None

@@ -1,49 +1,24 @@
-"""`hermes chat`: the agent in a terminal, one-shot (-q) or interactive."""
+"""`hermes chat`: the agent in a terminal, one-shot (-q) or interactive (`hermes.cli.repl`)."""
 
 from __future__ import annotations
 
 import asyncio
-import secrets
-from datetime import UTC, datetime
+import sys
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from hermes.agent.loop import TurnObserver, TurnRequest
-from hermes.cli.approval import PromptApprover
+from hermes.agent.loop import TurnRequest
 from hermes.cli.common import fail, settings_or_exit
+from hermes.cli.repl import skills
+from hermes.cli.repl.session import new_session_id
 from hermes.config.settings import Settings
 from hermes.models.errors import ModelError, ModelNotConfiguredError
 from hermes.runtime import Runtime, build_runtime
 from hermes.scopes import InvalidIdError, validate_id
 
-HELP_TEXT = """Commands:
-  /new    start a new session (the old one stays searchable)
-  /help   show this help
-  /exit   leave (Ctrl-D works too)"""
-
-
-def new_session_id() -> str:
-    return f"{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
-
-
-class _Printer(TurnObserver):
-    """Streams the answer to the terminal as it arrives, tool activity on one dim line each."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.streamed = False
-
-    def on_delta(self, text: str) -> None:
-        self.streamed = True
-        self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
-
-    def on_tool_start(self, call_id: str, name: str) -> None:
-        if self.streamed:
-            self.console.print()
-            self.streamed = False
-        self.console.print(f"[dim]· {name}…[/dim]")
+__all__ = ["chat", "new_session_id", "with_cwd_workdir"]
 
 
 def chat(
@@ -52,6 +27,9 @@ def chat(
     ),
     session: str | None = typer.Option(
         None, "--session", "-s", help="Continue (or start) this named session."
+    ),
+    plain: bool = typer.Option(
+        False, "--plain", help="Plain text: no Markdown rendering, colours or live lines."
     ),
 ) -> None:
     """Chat with Hermes: interactive, or one-shot with -q."""
@@ -66,7 +44,7 @@ def chat(
             fail("the question given with -q is empty", 2)
         asyncio.run(_one_shot(build_runtime(settings), query, session))
     else:
-        asyncio.run(_interactive(build_runtime(settings), session))
+        asyncio.run(_interactive(build_runtime(settings), session, plain))
 
 
 def with_cwd_workdir(settings: Settings) -> Settings:
@@ -78,10 +56,13 @@ def with_cwd_workdir(settings: Settings) -> Settings:
 
 
 async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
+    session_id = session or new_session_id()
+    request = TurnRequest(user_message=query, session_id=session_id, source="cli")
+    turn = skills.expand(runtime.settings, query)
+    if turn is not None:  # `-q "/<skill> text"` runs the skill; any other text goes as it is
+        request.user_message, request.system_extra = turn.user_message, turn.system_extra
     try:
-        result = await runtime.agent.run_turn(
-            TurnRequest(user_message=query, session_id=session or new_session_id(), source="cli")
-        )
+        result = await runtime.agent.run_turn(request)
     except ModelNotConfiguredError as exc:
         await runtime.aclose()
         fail(str(exc), 2)
@@ -92,51 +73,12 @@ async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
     typer.echo(result.content)
 
 
-async def _interactive(runtime: Runtime, session: str | None) -> None:
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory
+async def _interactive(runtime: Runtime, session: str | None, plain: bool) -> None:
+    from hermes.cli.repl import app
 
-    console = Console()
-    prompt: PromptSession[str] = PromptSession(
-        history=FileHistory(str(runtime.settings.home / "logs" / "chat_history"))
-    )
-    session_id = session or new_session_id()
-    approver = PromptApprover(console)
-    console.print(f"[bold]Hermes[/bold] — session [cyan]{session_id}[/cyan]. /help for commands.")
+    rich = sys.stdout.isatty() and not plain
+    console = Console() if rich else Console(force_terminal=False, no_color=True, highlight=False)
     try:
-        while True:
-            try:
-                line = (await prompt.prompt_async("you › ")).strip()
-            except (EOFError, KeyboardInterrupt):
-                break
-            if not line:
-                continue
-            if line in ("/exit", "/quit"):
-                break
-            if line == "/help":
-                console.print(HELP_TEXT)
-                continue
-            if line == "/new":
-                session_id = new_session_id()
-                console.print(f"New session [cyan]{session_id}[/cyan].")
-                continue
-            if line.startswith("/"):
-                console.print(f"Unknown command {line.split()[0]}. /help lists them.")
-                continue
-            printer = _Printer(console)
-            try:
-                result = await runtime.agent.run_turn(
-                    TurnRequest(
-                        user_message=line, session_id=session_id, source="cli", approver=approver
-                    ),
-                    printer,
-                )
-            except ModelError as exc:
-                console.print(f"[red]{exc}[/red]")
-                continue
-            if not printer.streamed:
-                console.print(result.content, markup=False)
-            else:
-                console.print()
+        await app.run(runtime, session or new_session_id(), rich=rich, console=console)
     finally:
         await runtime.aclose()

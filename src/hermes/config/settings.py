@@ -24,6 +24,13 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class PricingSettings(_Section):
+    """What the model costs, in USD per million tokens (`/usage` in `hermes chat`)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
 class ModelSettings(_Section):
     base_url: str | None = None
     api_key: SecretStr | None = None
@@ -34,6 +41,9 @@ class ModelSettings(_Section):
     # Bound on one call's whole wait for an answer, retries included (a stream, once started,
     # is bounded by `timeout` per read instead).
     total_timeout: float = Field(default=300.0, gt=0)
+    pricing: PricingSettings | None = None
+    """USD per million tokens; else taken from the endpoint's model list when it says
+    (OpenRouter does), else `/usage` shows tokens only."""
 
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9._/@-]{1,64}$")

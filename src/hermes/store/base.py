@@ -243,7 +243,8 @@ class DocumentStore(Protocol):
 
 
 class CompactionStore(Protocol):
-    """Context compression's records: compactions per session and learned context windows."""
+    """The prompt view's records: compactions per session, message ranges hidden from the
+    prompt (undo), and learned context windows."""
 
     def add_compaction(
         self, scope: str, session_id: str, *, head_end: int, upto_idx: int, summary: str, kind: str
@@ -256,6 +257,15 @@ class CompactionStore(Protocol):
     def compression_markers(self, scope: str, session_id: str) -> list[dict[str, Any]]:
         """Every compaction of the session, oldest first, without the summaries' text:
         `seq, head_end, upto_index, kind, created_at, summary_chars`."""
+        ...
+
+    def hide_messages(self, scope: str, session_id: str, *, start: int, end: int) -> None:
+        """Leave messages [start, end) out of the session's prompt from now on (`/undo`,
+        `/retry`); they stay stored, listed and searchable."""
+        ...
+
+    def hidden_ranges(self, scope: str, session_id: str) -> list[tuple[int, int]]:
+        """The [start, end) message ranges hidden from the session's prompt, by start."""
         ...
 
     def get_model_limit(self, model: str) -> int | None:

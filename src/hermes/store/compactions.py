@@ -1,4 +1,5 @@
-"""SQLite side of `CompactionStore`: compaction records and learned context windows."""
+"""SQLite side of `CompactionStore`: compaction records, hidden message ranges and learned
+context windows."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from hermes.store.base import Compaction
+from hermes.store.base import Compaction, StoreError
 
 __all__ = ["Compaction", "CompactionStoreMixin"]
 
@@ -65,6 +66,25 @@ class CompactionStoreMixin:
             }
             for r in rows
         ]
+
+    def hide_messages(self, scope: str, session_id: str, *, start: int, end: int) -> None:
+        if not 0 <= start < end:
+            raise StoreError(f"cannot hide messages [{start}, {end}): not a range of messages")
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO hidden_messages (scope, session_id, start_idx, end_idx, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, session_id, start_idx) DO UPDATE "
+                "SET end_idx = MAX(end_idx, excluded.end_idx)",
+                (scope, session_id, start, end, time.time()),
+            )
+
+    def hidden_ranges(self, scope: str, session_id: str) -> list[tuple[int, int]]:
+        rows = self._read(
+            "SELECT start_idx, end_idx FROM hidden_messages WHERE scope = ? AND session_id = ? "
+            "ORDER BY start_idx",
+            (scope, session_id),
+        )
+        return [(int(r[0]), int(r[1])) for r in rows]
 
     def get_model_limit(self, model: str) -> int | None:
         rows = self._read("SELECT context_length FROM model_limits WHERE model = ?", (model,))

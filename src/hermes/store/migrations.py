@@ -156,6 +156,18 @@ def _pausable_triggers(*scripts: str) -> str:
 
 M007_PAUSABLE = _pausable_triggers(M005_MESSAGE_VIEWS, M006_SPEAKERS)
 
+M008_HIDDEN_MESSAGES = """
+CREATE TABLE hidden_messages (
+    scope TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    start_idx INTEGER NOT NULL,
+    end_idx INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (scope, session_id, start_idx),
+    FOREIGN KEY (scope, session_id) REFERENCES sessions (scope, id) ON DELETE CASCADE
+);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial", _script(M001_INITIAL)),
     Migration(2, "prompts_and_locks", _script(M002_PROMPTS_AND_LOCKS)),
@@ -164,6 +176,7 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "message_views", _script(M005_MESSAGE_VIEWS)),
     Migration(6, "speakers", _script(M006_SPEAKERS)),
     Migration(7, "pausable_search_triggers", _script(M007_PAUSABLE)),
+    Migration(8, "hidden_messages", _script(M008_HIDDEN_MESSAGES)),
 ]
 
 

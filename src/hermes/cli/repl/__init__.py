@@ -1,0 +1,1 @@
+"""The interactive `hermes chat`: rendering, commands, completion and the prompt loop."""
