@@ -119,7 +119,7 @@ def run_cli_with_home(home: Path, *args: str):
 
 
 def test_setup_writes_config_and_private_env(home: Path, fake: FakeModel) -> None:
-    result = run_cli("setup", input=f"{fake.base_url}\nfake-model\nsk-test-123\ny\n")
+    result = run_cli("setup", "--base-url", fake.base_url, input="sk-test-123\nfake-model\ny\n")
     assert result.returncode == 0, result.stderr
     assert "the endpoint answers" in result.stdout
     assert "sk-test-123" not in result.stdout

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import typer
 
 from hermes.config.settings import ConfigError, Settings, load_settings
-from hermes.models.errors import ModelError
+from hermes.models.errors import (
+    ModelAuthError,
+    ModelError,
+    ModelTimeoutError,
+    ModelUnreachableError,
+)
 from hermes.runtime import make_model_client, open_store
 
 
@@ -29,7 +33,11 @@ async def _check_model(settings: Settings) -> bool:
     try:
         models = await client.list_models()
     except ModelError as exc:
-        return _line(False, "model endpoint", f"{settings.model.base_url} is not usable: {exc}")
+        return _line(
+            False,
+            "model endpoint",
+            f"{settings.model.base_url} is not usable: {exc}. Fix: {_endpoint_fix(exc)}",
+        )
     finally:
         await client.aclose()
     ids = [m.get("id", "?") for m in models]
@@ -53,18 +61,36 @@ async def _check_model(settings: Settings) -> bool:
     return ok
 
 
-def _check_port(settings: Settings) -> bool:
-    host, port = settings.server.host, settings.server.port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        busy = s.connect_ex((host if host not in ("0.0.0.0", "") else "127.0.0.1", port)) == 0
-    if busy:
-        return _line(
-            True,
-            "port",
-            f"{host}:{port} is in use (a running `hermes serve`, or pick another port)",
+def _endpoint_fix(exc: ModelError) -> str:
+    """What to do about a model endpoint that does not answer as it should."""
+    if isinstance(exc, ModelAuthError):
+        return (
+            "the key was refused: put a valid key in OPENAI_API_KEY ($HERMES_HOME/.env) "
+            "or run `hermes setup`"
         )
-    return _line(True, "port", f"{host}:{port} is free")
+    if isinstance(exc, ModelUnreachableError | ModelTimeoutError):
+        return (
+            "start the model server (`ollama serve`, LM Studio's server, llama-server, "
+            "`vllm serve`) or point OPENAI_BASE_URL / model.base_url at one that runs; "
+            "`hermes setup` finds local servers"
+        )
+    return "check that the URL ends in /v1 and speaks the OpenAI API; `hermes setup` checks one"
+
+
+def _check_port(settings: Settings) -> bool:
+    from hermes.cli.probe import is_hermes, port_in_use
+
+    host, port = settings.server.host, settings.server.port
+    if not port_in_use(host, port):
+        return _line(True, "port", f"{host}:{port} is free for `hermes serve`")
+    if asyncio.run(is_hermes(host, port)):
+        return _line(True, "port", f"{host}:{port} is in use by a running `hermes serve`")
+    typer.echo(
+        f"WARN port: {host}:{port} is held by another program (Ollama uses 11434 too), so "
+        "`hermes serve` cannot start there. Fix: set server.port in config.yaml or HERMES_PORT, "
+        "or run `hermes setup`, which picks a free port"
+    )
+    return True
 
 
 def _check_tools(settings: Settings) -> None:
@@ -107,9 +133,20 @@ def doctor() -> None:
         )
         if "search_index" in health:
             index_ok = health["search_index"] == "ok"
-            ok = _line(index_ok, "search index", health["search_index"]) and ok
+            detail = health["search_index"]
+            if not index_ok and "reindex" not in detail:
+                detail += ". Fix: `hermes sessions reindex` rebuilds it from the stored messages"
+            ok = _line(index_ok, "search index", detail) and ok
     except Exception as exc:
-        ok = _line(False, "store", str(exc)) and ok
+        ok = (
+            _line(
+                False,
+                "store",
+                f"{exc}. Fix: check store.url / HERMES_DATABASE_URL and that the database "
+                "is reachable and writable (SQLite: the directory of state.db)",
+            )
+            and ok
+        )
     ok = asyncio.run(_check_model(settings)) and ok
     _check_port(settings)
     _check_tools(settings)
