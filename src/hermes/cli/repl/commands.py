@@ -8,12 +8,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from hermes.agent.policy import visible
 from hermes.agent.undo import undo_last_exchange
 from hermes.cli.repl import skills
 from hermes.cli.repl.session import ChatSession, new_session_id
 from hermes.cli.repl.usage import usage_report
 from hermes.memory.query import query_terms
-from hermes.store.base import SessionRecord
+from hermes.store.base import MessageRecord, SessionRecord
 from hermes.text import clip
 
 Handler = Callable[[ChatSession, str], Awaitable[None]]
@@ -121,12 +122,18 @@ async def _switch(chat: ChatSession, session: SessionRecord) -> None:
     chat.session_id = session.id
     chat.usage = type(chat.usage)()
     chat.print(f"Resumed [cyan]{session.id}[/cyan] ({session.message_count} messages).")
-    start = max(0, session.message_count - 6)
-    rows = await asyncio.to_thread(chat.store.get_messages, chat.scope, session.id, start=start)
+    rows = await asyncio.to_thread(_recent_visible, chat, session)
     for row in rows:
         if row.role in ("user", "assistant") and row.content:
             who = "you" if row.role == "user" else "hermes"
             chat.print(f"[dim]{who}: {_escape(clip(' '.join(row.content.split()), 200))}[/dim]")
+
+
+def _recent_visible(chat: ChatSession, session: SessionRecord) -> list[MessageRecord]:
+    """The last few messages still in the prompt (what was undone is not shown)."""
+    start = max(0, session.message_count - 12)
+    rows = chat.store.get_messages(chat.scope, session.id, start=start)
+    return visible(rows, chat.store.hidden_ranges(chat.scope, session.id))[-6:]
 
 
 def _escape(text: str) -> str:
