@@ -225,3 +225,18 @@ def test_bulk_import_skips_known_ids_and_indexes_everything(store: Store) -> Non
         "b"
     ]
     assert store.check_search_index().ok
+
+
+def test_hidden_ranges_leave_the_prompt_but_not_the_store(store: Store) -> None:
+    store.ensure_session("default", "u", source="cli")
+    store.append_messages("default", "u", [NewMessage("user", "a"), NewMessage("assistant", "b")])
+    assert store.hidden_ranges("default", "u") == []
+    store.hide_messages("default", "u", start=0, end=2)
+    store.hide_messages("default", "u", start=0, end=1)  # never shrinks a hidden range
+    assert store.hidden_ranges("default", "u") == [(0, 2)]
+    assert store.hidden_ranges("other", "u") == []
+    assert [m.content for m in store.get_messages("default", "u")] == ["a", "b"]
+    with pytest.raises(StoreError, match="not a range"):
+        store.hide_messages("default", "u", start=2, end=2)
+    store.delete_session("default", "u")
+    assert store.hidden_ranges("default", "u") == []

@@ -120,7 +120,20 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
 """
 
+M003_HIDDEN_MESSAGES = """
+CREATE TABLE hidden_messages (
+    scope text NOT NULL,
+    session_id text NOT NULL,
+    start_idx integer NOT NULL,
+    end_idx integer NOT NULL,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (scope, session_id, start_idx),
+    FOREIGN KEY (scope, session_id) REFERENCES sessions (scope, id) ON DELETE CASCADE
+);
+"""
+
 MIGRATIONS: list[PgMigration] = [
     PgMigration(1, "initial", M001_INITIAL),
     PgMigration(2, "shared_state", M002_SHARED_STATE),
+    PgMigration(3, "hidden_messages", M003_HIDDEN_MESSAGES),
 ]

@@ -407,6 +407,25 @@ class PostgresStore(PgSearchMixin):
         keys = ("seq", "head_end", "upto_index", "kind", "created_at", "summary_chars")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
+    def hide_messages(self, scope: str, session_id: str, *, start: int, end: int) -> None:
+        if not 0 <= start < end:
+            raise StoreError(f"cannot hide messages [{start}, {end}): not a range of messages")
+        with self._db.connection() as conn:
+            conn.execute(
+                "INSERT INTO hidden_messages (scope, session_id, start_idx, end_idx, created_at) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, session_id, start_idx) DO UPDATE "
+                "SET end_idx = GREATEST(hidden_messages.end_idx, excluded.end_idx)",
+                (scope, session_id, start, end, time.time()),
+            )
+
+    def hidden_ranges(self, scope: str, session_id: str) -> list[tuple[int, int]]:
+        rows = self._db.fetch(
+            "SELECT start_idx, end_idx FROM hidden_messages WHERE scope = %s AND session_id = %s "
+            "ORDER BY start_idx",
+            (scope, session_id),
+        )
+        return [(int(r[0]), int(r[1])) for r in rows]
+
     def get_model_limit(self, model: str) -> int | None:
         rows = self._db.fetch("SELECT context_length FROM model_limits WHERE model = %s", (model,))
         return int(rows[0][0]) if rows else None
