@@ -55,6 +55,8 @@ async def test_pairing_code_is_approved_from_the_cli(
         await until(lambda: gw.status["telegram"].refused == 2)
         assert len(tg.sent) == 1
 
+        listing = runner.invoke(app, ["gateway", "pairing"])
+        assert code in listing.output and f"telegram:{STRANGER}" in listing.output
         bad = runner.invoke(app, ["gateway", "pair", "WRONG123"])
         assert bad.exit_code == 1 and "no pending pairing code" in bad.output
         ok = runner.invoke(app, ["gateway", "pair", code.lower()])

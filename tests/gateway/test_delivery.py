@@ -74,6 +74,7 @@ async def test_cron_delivers_to_home_after_sethome(
 async def test_a_failed_delivery_is_retried_and_recorded(
     tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway
 ) -> None:
+    gateway.adapters["telegram"].retry_base = 0.01  # type: ignore[attr-defined]
     tg.fail("sendMessage", 500, "Internal Server Error", times=20)
     fake.enqueue(Text("never arrives"))
     outcome = await _run_job(gateway, f"telegram:{FRIEND}")

@@ -95,3 +95,26 @@ def unpair_cmd(identity: str = typer.Argument(..., help="e.g. telegram:12345")) 
     if not PairingStore(settings.home).revoke(identity):
         fail(f"{identity!r} is not paired", 1)
     typer.echo(f"unpaired {identity}")
+
+
+@app.command("pairing")
+def pairing_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Who is waiting for approval (pending codes) and who is paired."""
+    settings = settings_or_exit()
+    store = PairingStore(settings.home)
+    pending, approved = store.pending(), store.approved()
+    if as_json:
+        typer.echo(json.dumps({"pending": pending, "approved": approved}))
+        return
+    typer.echo(
+        "pending (approve with `hermes gateway pair CODE`):" if pending else "no pending codes"
+    )
+    for entry in pending:
+        name = f" ({entry['name']})" if entry.get("name") else ""
+        typer.echo(f"  {entry['code']}  {entry['identity']}{name}  {_ago(entry.get('created_at'))}")
+    if approved:
+        typer.echo("paired:")
+        for identity in sorted(approved):
+            typer.echo(f"  {identity}")

@@ -12,6 +12,7 @@ from hermes.gateway.approvals import APPROVE_WORDS
 from hermes.gateway.base import Inbound
 from hermes.gateway.chats import ChatWorker
 from hermes.gateway.state import set_home
+from hermes.tools.approval import Decision
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import Gateway
@@ -109,13 +110,13 @@ async def _deny(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str
     return _resolve(gw, worker, msg, "deny")
 
 
-def _resolve(gw: Gateway, worker: ChatWorker, msg: Inbound, decision: str) -> str:
+def _resolve(gw: Gateway, worker: ChatWorker, msg: Inbound, decision: Decision) -> str:
     if worker.approval is None:
         return "Nothing is waiting for approval."
     asker = worker.approval_identity
     if asker not in (None, msg.identity) and not gw.access.is_owner(msg.identity):
         return "Only the person who asked (or the owner) can answer this approval."
-    worker.resolve_approval(decision)  # type: ignore[arg-type]
+    worker.resolve_approval(decision)
     return "❌ Denied." if decision == "deny" else "✅ Approved."
 
 

@@ -88,6 +88,7 @@ class TelegramAdapter(PlatformAdapter):
         # queue sends here rather than inside httpcore, whose pool rescans its whole queue
         # for every request (quadratic with hundreds of chats answering at once)
         self._slots = asyncio.Semaphore(SEND_CONNECTIONS)
+        self.retry_base = 0.5  # seconds before the first resend after a network error
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -262,7 +263,7 @@ class TelegramAdapter(PlatformAdapter):
                     raise
                 if attempt == SEND_ATTEMPTS - 1:
                     raise AdapterError(f"Telegram could not be reached: {exc}") from None
-                await asyncio.sleep(0.5 * 2**attempt)
+                await asyncio.sleep(self.retry_base * 2**attempt)
             except tg.error.Forbidden as exc:
                 raise AdapterError(f"Telegram refused: {exc}", retryable=False) from None
         raise AdapterError("Telegram send gave up")  # not reached
