@@ -119,3 +119,12 @@ def test_cron_add_warns_when_no_server_runs(home: Path) -> None:
     result = runner.invoke(app, ["cron", "add", "every 1h", "hello", "--deliver", "home"])
     assert result.exit_code == 0, result.output
     assert "no `hermes serve` is running" in result.output
+
+
+def test_targets_resolve_to_platform_chat_and_thread() -> None:
+    from hermes.gateway.delivery import _split
+
+    assert _split("telegram:-100123:7") == ("telegram", "-100123", "7")
+    assert _split("telegram") == ("telegram", None, None)
+    assert _split("email:ada@example.test") == ("email", "ada@example.test", None)
+    assert _split("email:ada@example.test:3f2a9c") == ("email", "ada@example.test", None)

@@ -26,8 +26,8 @@ def _split(target: str) -> tuple[str, str | None, str | None]:
     platform, _, rest = target.partition(":")
     if not rest:
         return platform, None, None
-    if platform == "email":
-        return platform, rest, None
+    if platform == "email":  # a new mail to the address (a home set in a thread included)
+        return platform, rest.partition(":")[0], None
     chat, _, thread = rest.partition(":")
     return platform, chat, thread or None
 
@@ -80,11 +80,11 @@ class GatewayDeliverer:
                 "`hermes gateway status`"
             )
         text = message.text
-        if message.title and message.source == "cron":
+        if message.title and message.source == "cron" and where.platform != "email":
             text = f"{message.title}\n\n{text}"
         live = self._live(where.platform)
         adapter = live or platform.create(settings)
-        meta = {"subject": message.title} if message.title else {}
+        meta = {"subject": message.title} if message.title else {}  # email: the subject
         try:
             await adapter.send(where.chat, text, thread=where.thread, meta=meta)
         except AdapterError as exc:
