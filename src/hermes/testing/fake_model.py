@@ -240,6 +240,14 @@ class FakeModel:
         with self._lock:
             return [e.response for e in self._script]
 
+    def reset(self) -> None:
+        """Forget the script, the recorded requests and the problems: a long-lived fake
+        (one per test module) starts each test clean."""
+        with self._lock:
+            self._script.clear()
+            self._records.clear()
+            self._problems.clear()
+
     # ---------------------------------------------------------------- inspection
 
     @property
