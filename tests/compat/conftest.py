@@ -9,11 +9,14 @@ what the library returned and what reached the model.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -90,6 +93,12 @@ class Hermes:
     base_url: str
     fake: FakeModel
     server: ThreadedServer
+    _sync_clients: list[Any] = field(default_factory=list)
+
+    def closing(self, client: Any) -> Any:
+        """Close this (sync) client when the test ends."""
+        self._sync_clients.append(client)
+        return client
 
     @property
     def runtime(self) -> Runtime:
@@ -117,3 +126,11 @@ def hermes(compat_server: Hermes) -> Iterator[Hermes]:
         compat_server.fake.assert_complete()
     finally:
         compat_server.fake.reset()
+        while compat_server._sync_clients:
+            compat_server._sync_clients.pop().close()
+        # Some libraries open an HTTP client per call and never close it (llm builds an
+        # openai.OpenAI per prompt); collect those sockets here, where that is known, rather
+        # than let their ResourceWarning surface in whatever test runs next.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()

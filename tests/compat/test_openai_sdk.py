@@ -30,6 +30,7 @@ class City(BaseModel):
 def test_sync_chat_with_session_header(hermes: Hermes) -> None:
     hermes.fake.enqueue(Text("Noted, Alex."), Text("Go."))
     client = openai.OpenAI(base_url=hermes.base_url, api_key="hermes")
+    hermes.closing(client)
     session = {"X-Hermes-Session-Id": "compat-openai-1"}
     first = client.chat.completions.create(
         model="hermes", messages=[{"role": "user", "content": "I use Go."}], extra_headers=session
@@ -67,6 +68,7 @@ async def test_async_streaming_plain_loop_through_tool_progress(hermes: Hermes) 
 def test_parse_structured_output(hermes: Hermes) -> None:
     hermes.fake.enqueue(Text('{"name": "Lyon", "country": "France"}'))
     client = openai.OpenAI(base_url=hermes.base_url, api_key="hermes")
+    hermes.closing(client)
     r = client.chat.completions.parse(
         model="hermes",
         messages=[{"role": "user", "content": "A French city"}],
@@ -80,6 +82,7 @@ def test_parse_structured_output(hermes: Hermes) -> None:
 def test_client_tool_round_trip(hermes: Hermes) -> None:
     hermes.fake.enqueue(ToolCalls([("get_weather", {"city": "Oslo"})]), Text("Rain in Oslo."))
     client = openai.OpenAI(base_url=hermes.base_url, api_key="hermes")
+    hermes.closing(client)
     messages: list = [{"role": "user", "content": "Oslo?"}]
     r = client.chat.completions.create(model="hermes", messages=messages, tools=[WEATHER_TOOL])
     assert r.choices[0].finish_reason == "tool_calls"
@@ -93,6 +96,7 @@ def test_client_tool_round_trip(hermes: Hermes) -> None:
 def test_responses_create_and_chain(hermes: Hermes) -> None:
     hermes.fake.enqueue(Text("Hello."), Text("Again."))
     client = openai.OpenAI(base_url=hermes.base_url, api_key="hermes")
+    hermes.closing(client)
     first = client.responses.create(model="hermes", input="hi", instructions="Be brief.")
     second = client.responses.create(model="hermes", input="again", previous_response_id=first.id)
     assert (first.output_text, second.output_text) == ("Hello.", "Again.")
@@ -101,6 +105,7 @@ def test_responses_create_and_chain(hermes: Hermes) -> None:
 
 def test_unknown_parameter_is_a_bad_request(hermes: Hermes) -> None:
     client = openai.OpenAI(base_url=hermes.base_url, api_key="hermes")
+    hermes.closing(client)
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(
             model="hermes", messages=[{"role": "user", "content": "x"}], extra_body={"frob": 1}

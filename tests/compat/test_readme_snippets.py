@@ -5,6 +5,7 @@ when the weather tool is offered and not yet answered, else plain text."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -55,6 +56,16 @@ def cooperative(body: dict[str, Any]) -> Response:
     return Text("Rain in Oslo, Alex.")
 
 
+def _close_leftover_loop() -> None:
+    """`run_sync` helpers (pydantic-ai) leave their event loop set on the thread, unclosed."""
+    policy = asyncio.get_event_loop_policy()
+    with contextlib.suppress(RuntimeError):
+        loop = policy.get_event_loop()
+        if not loop.is_running():
+            loop.close()
+            policy.set_event_loop(None)
+
+
 @pytest.fixture
 def answering(hermes: Hermes) -> Iterator[Hermes]:
     hermes.fake.default = cooperative
@@ -75,7 +86,10 @@ def test_snippet_runs(answering: Hermes, index: int) -> None:
     exec(blocks[0], namespace)  # the shared City and get_weather
     code = blocks[index].replace("http://localhost:11434/v1", answering.base_url)
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, f"README block {index}", "exec"), namespace)
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, f"README block {index}", "exec"), namespace)
+    finally:
+        _close_leftover_loop()
     if index:
         assert out.getvalue().strip(), "the snippet printed nothing"
