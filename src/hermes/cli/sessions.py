@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from hermes.cli.common import fail, parse_file_or_exit, scope_or_exit, settings_or_exit
+from hermes.cli.progress import progress
 from hermes.runtime import open_store
 from hermes.store.transfer import ImportFormatError, export_sessions, import_sessions, parse_jsonl
 
@@ -177,13 +178,16 @@ def export_cmd(
     store = open_store(settings_or_exit())
     try:
         lines = export_sessions(store, scope, session or None)
-        if output is None:
-            for line in lines:
-                sys.stdout.write(line + "\n")
-        else:
-            with output.open("w", encoding="utf-8") as fh:
+        with progress("exporting sessions", len(session) if session else None) as advance:
+            if output is None:
                 for line in lines:
-                    fh.write(line + "\n")
+                    sys.stdout.write(line + "\n")
+                    advance(1)
+            else:
+                with output.open("w", encoding="utf-8") as fh:
+                    for line in lines:
+                        fh.write(line + "\n")
+                        advance(1)
     finally:
         store.close()
 
@@ -198,7 +202,8 @@ def import_cmd(
     sessions = parse_file_or_exit(source, parse_jsonl, ImportFormatError, "nothing was imported")
     store = open_store(settings_or_exit())
     try:
-        report = import_sessions(store, scope, sessions)
+        with progress("importing sessions", len(sessions)) as advance:
+            report = import_sessions(store, scope, sessions, advance)
     finally:
         store.close()
     typer.echo(
@@ -220,7 +225,8 @@ def reindex_cmd(
                 fail(health.detail, 1)
             typer.echo(f"search index ok ({health.rows:,} messages indexed)")
             return
-        rows = store.rebuild_search_index()
+        with progress("rebuilding the search index"):
+            rows = store.rebuild_search_index()
         after = store.check_search_index()
     finally:
         store.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -100,11 +100,17 @@ def parse_jsonl(lines: Iterable[str]) -> list[ImportedSession]:
 IMPORT_BATCH_MESSAGES = 20_000
 
 
-def import_sessions(store: Store, scope: str, sessions: list[ImportedSession]) -> ImportReport:
+def import_sessions(
+    store: Store,
+    scope: str,
+    sessions: list[ImportedSession],
+    on_progress: Callable[[int], None] | None = None,
+) -> ImportReport:
     """Create each session unless its id already exists in the scope (then skip it).
 
     Sessions go to the store in batches of about IMPORT_BATCH_MESSAGES messages, each batch
     one transaction: fast, and a failure loses at most the batch being written.
+    `on_progress(n)` hears of every n sessions written (a progress bar).
     """
     report = ImportReport()
     batch: list[NewSession] = []
@@ -114,8 +120,12 @@ def import_sessions(store: Store, scope: str, sessions: list[ImportedSession]) -
         size += len(s.messages)
         if size >= IMPORT_BATCH_MESSAGES:
             _flush(store, scope, batch, report)
+            if on_progress is not None:
+                on_progress(len(batch))
             batch, size = [], 0
     _flush(store, scope, batch, report)
+    if on_progress is not None and batch:
+        on_progress(len(batch))
     return report
 
 

@@ -1,0 +1,110 @@
+"""The chat's slash commands, in process: a ChatSession on a real runtime and the fake model,
+with the user's answers scripted."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+
+import pytest
+from rich.console import Console
+
+from hermes.cli.repl import commands
+from hermes.cli.repl.session import ChatSession
+from hermes.config.settings import PricingSettings, Settings
+from hermes.runtime import build_runtime
+from hermes.testing.fake_model import FakeModel, Text
+
+
+class Chat:
+    def __init__(self, session: ChatSession, out: io.StringIO, answers: list[str]) -> None:
+        self.session, self.out, self.answers = session, out, answers
+
+    async def run(self, line: str) -> str:
+        start = len(self.out.getvalue())
+        handled = await commands.dispatch(self.session, line)
+        assert handled, line
+        return self.out.getvalue()[start:]
+
+
+@pytest.fixture
+async def chat(settings: Settings) -> AsyncIterator[Chat]:
+    settings.model.context_length = 2_000  # small, so /compress has something to do
+    runtime = build_runtime(settings)
+    out = io.StringIO()
+    answers: list[str] = []
+
+    async def ask(_: str) -> str:
+        return answers.pop(0)
+
+    console = Console(file=out, force_terminal=False, width=200)
+    session = ChatSession(runtime, console, session_id="one", rich=False, ask=ask)
+    try:
+        yield Chat(session, out, answers)
+    finally:
+        await runtime.aclose()
+
+
+async def test_sessions_resume_by_number_words_and_picking(chat: Chat, fake: FakeModel) -> None:
+    fake.enqueue(Text("Go it is"), Text("noted"), Text("sure"))
+    await chat.session.send("I write my todo app in Go")
+    chat.session.session_id = "two"
+    await chat.session.send("plan the garden party")
+    chat.session.session_id = "three"
+    await chat.session.send("something else")
+    listing = await chat.run("/sessions")
+    assert listing.index("three") < listing.index("two") < listing.index("one")
+    assert "plan the garden party" in listing
+    assert "Resumed one" in await chat.run("/resume todo app")  # one match: taken
+    assert chat.session.session_id == "one"
+    assert "you: I write my todo app in Go" in await chat.run("/resume one")
+    chat.answers.append("2")
+    picked = await chat.run("/resume")
+    assert "resume which" not in picked and "Resumed two" in picked  # asked through `ask`
+    assert "Resumed three" in await chat.run("/resume 1")
+    assert "No session matches 'zebra'" in await chat.run("/resume zebra")
+
+
+async def test_usage_model_tools_memory_help(chat: Chat, fake: FakeModel) -> None:
+    fake.enqueue(Text("hi", prompt_tokens=1_000, completion_tokens=500))
+    await chat.session.send("hello")
+    usage = await chat.run("/usage")
+    assert "1,000 prompt + 500 completion tokens over 1 turn(s)" in usage
+    assert "cost: unknown" in usage
+    chat.session.runtime.settings.model.pricing = PricingSettings(input=3.0, output=15.0)
+    assert "$0.0105" in await chat.run("/usage")  # 1000 × $3/M + 500 × $15/M
+    model = await chat.run("/model")
+    assert "model: fake-model" in model and "offers: fake-model" in model
+    assert "Now using other-model for this chat (the endpoint does not list it" in await chat.run(
+        "/model other-model"
+    )
+    assert chat.session.runtime.model.model == "other-model"
+    tools = await chat.run("/tools")
+    assert "read_file" in tools and "terminal" in tools
+    (chat.session.runtime.settings.home / "memories" / "MEMORY.md").write_text("uses tabs\n")
+    assert "uses tabs" in await chat.run("/memory")
+    help_text = await chat.run("/help")
+    assert all(c.name in help_text for c in commands.COMMANDS)
+    assert not await commands.dispatch(chat.session, "/bogus")
+
+
+async def test_compress_now_summarises_the_older_part(chat: Chat, fake: FakeModel) -> None:
+    assert "Nothing to compress yet" in await chat.run("/compress")
+    for i in range(6):
+        fake.enqueue(Text(f"answer {i} " + "words " * 60))
+        await chat.session.send(f"question {i} " + "padding " * 60)
+    fake.enqueue(Text("## Goal\nsummary of the early questions"))  # the summary call
+    fake.default = Text("nothing to save")  # the memory flush before it, if any
+    out = await chat.run("/compress")
+    assert out.startswith("Compressed: "), out
+    assert chat.session.runtime.store.latest_compaction("default", "one") is not None
+
+
+async def test_undo_and_retry_say_when_there_is_nothing(chat: Chat, fake: FakeModel) -> None:
+    assert "Nothing to undo" in await chat.run("/undo")
+    assert "Nothing to retry" in await chat.run("/retry")
+    fake.enqueue(Text("first"), Text("again"))
+    await chat.session.send("ask")
+    assert "retrying: ask" in await chat.run("/retry")
+    users = [m["content"] for m in fake.chat_requests()[-1]["messages"] if m["role"] == "user"]
+    assert users == ["ask"]
