@@ -115,9 +115,10 @@ class MarkdownStream:
 
     def _lines(self) -> list[list[Segment]]:
         options = self.console.options.update(width=max(20, self.console.width - 1))
-        return self.console.render_lines(
+        lines = self.console.render_lines(
             Markdown(self.text, code_theme="monokai"), options, pad=False
         )
+        return _squeeze_blank(lines)
 
     def _render(self, *, final: bool) -> None:
         self.last_render = time.monotonic()
@@ -135,6 +136,18 @@ class MarkdownStream:
                 self.live = None
         if fresh:
             self.console.print(_as_text(fresh), soft_wrap=True)
+
+
+def _squeeze_blank(lines: list[list[Segment]]) -> list[list[Segment]]:
+    """One blank line between blocks, not two (code blocks and tables pad themselves)."""
+    kept: list[list[Segment]] = []
+    previous_blank = False
+    for line in lines:
+        blank = not "".join(seg.text for seg in line).strip()
+        if not (blank and previous_blank):
+            kept.append(line)
+        previous_blank = blank
+    return kept
 
 
 def _as_text(lines: list[list[Segment]]) -> Text:
