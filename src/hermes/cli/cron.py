@@ -23,6 +23,9 @@ from hermes.cron.jobs import (
 )
 from hermes.cron.schedule import ScheduleError, resolve_timezone
 from hermes.cron.store import JobNotFoundError, JobStore, JobStoreError
+from hermes.runtime import open_store
+from hermes.store.base import DocumentStore, Store, StoreError
+from hermes.store.urls import backend_of
 
 app = typer.Typer(
     help="Scheduled prompts: list, add, edit, pause, resume, run, remove, tick.",
@@ -40,7 +43,34 @@ def _store(user: str | None) -> tuple[Settings, JobStore]:
         tz = resolve_timezone(settings.timezone)
     except ScheduleError as exc:
         fail(str(exc), 2)
-    return settings, JobStore(settings.home, scope, tz)
+    return settings, JobStore(settings.home, scope, tz, documents=_documents(settings))
+
+
+def _documents(settings: Settings) -> DocumentStore | None:
+    """The shared database's documents when store.url is PostgreSQL (closed with the
+    command), else None: jobs.json is a file in the home."""
+    if backend_of(settings.database_url) == "sqlite":
+        return None
+    try:
+        store = open_store(settings)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    _opened.append(store)
+    return store.documents
+
+
+_opened: list[Store] = []
+
+
+@app.callback()
+def _group(ctx: typer.Context) -> None:
+    """Scheduled prompts: list, add, edit, pause, resume, run, remove, tick."""
+    ctx.call_on_close(_close_opened)
+
+
+def _close_opened() -> None:
+    while _opened:
+        _opened.pop().close()
 
 
 @contextmanager

@@ -30,7 +30,7 @@ from hermes.cron.schedule import (
 )
 from hermes.fileio import atomic_write
 from hermes.scopes import scope_root
-from hermes.store.base import DEFAULT_SCOPE
+from hermes.store.base import DEFAULT_SCOPE, DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -294,18 +294,38 @@ def _render(payload: dict[str, Any]) -> str:
     return text + "\n]" + (",\n" + rest if rest else "") + "\n}\n"
 
 
-class JobStore:
-    """One scope's jobs.json. Reads need no lock (saves are atomic renames); edits take it."""
+JOBS_DOCUMENT = "cron/jobs.json"
 
-    def __init__(self, home: Path, scope: str, tz: tzinfo, *, clock: Clock = utc_now) -> None:
+
+class JobStore:
+    """One scope's jobs.json. Reads need no lock (saves are atomic renames); edits take it.
+
+    With `documents` (a shared PostgreSQL database) the same JSON is the scope's
+    `cron/jobs.json` document instead of a file, edited under the document's lock, so every
+    replica sees and claims the same jobs.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        scope: str,
+        tz: tzinfo,
+        *,
+        clock: Clock = utc_now,
+        documents: DocumentStore | None = None,
+    ) -> None:
         self.home = home
         self.scope = scope
         self.tz = tz
         self.clock = clock
+        self.documents = documents
         self.path = jobs_path(home, scope)
         self.lock_path = self.path.with_name(".jobs.lock")
 
     def _read_raw(self) -> tuple[list[Job], dict[str, Any]]:
+        if self.documents is not None:
+            text = self.documents.read_document(self.scope, JOBS_DOCUMENT)
+            return parse_jobs_file(self.path, (text or "").encode("utf-8"))
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -334,6 +354,11 @@ class JobStore:
 
         The file is written unless `save_if` says nothing changed (and loading fixed nothing).
         """
+        if self.documents is not None:
+            with self._edit_document(save_if=save_if, skip_locked=False) as jobs:
+                assert jobs is not None
+                yield jobs
+            return
         with file_lock(self.lock_path):
             jobs, extra = self._read_raw()
             now = self.clock()
@@ -342,15 +367,46 @@ class JobStore:
             if save_if is None or save_if() or any(fixed):
                 self._save(jobs, extra)
 
-    def _save(self, jobs: list[Job], extra: dict[str, Any]) -> None:
+    @contextlib.contextmanager
+    def try_edit(self, *, save_if: Callable[[], bool] | None = None) -> Iterator[list[Job] | None]:
+        """Like `edit`, but None at once while another process holds the jobs (a claiming
+        tick on another replica: that one claims what is due)."""
+        if self.documents is None:
+            with self.edit(save_if=save_if) as jobs:
+                yield jobs
+            return
+        with self._edit_document(save_if=save_if, skip_locked=True) as jobs:
+            yield jobs
+
+    @contextlib.contextmanager
+    def _edit_document(
+        self, *, save_if: Callable[[], bool] | None, skip_locked: bool
+    ) -> Iterator[list[Job] | None]:
+        assert self.documents is not None
+        with self.documents.edit_document(
+            self.scope, JOBS_DOCUMENT, skip_locked=skip_locked
+        ) as doc:
+            if doc is None:
+                yield None
+                return
+            jobs, extra = parse_jobs_file(self.path, (doc.text or "").encode("utf-8"))
+            now = self.clock()
+            fixed = [normalize_job(job, now=now, tz=self.tz) for job in jobs]
+            yield jobs
+            if save_if is None or save_if() or any(fixed):
+                doc.new_text = self._payload_text(jobs, extra)
+
+    def _payload_text(self, jobs: list[Job], extra: dict[str, Any]) -> str:
         payload: dict[str, Any] = {}
         if self.scope != DEFAULT_SCOPE:
             # first, so the ticker can read it without parsing (users/<dir> names are hashes)
             payload["scope"] = self.scope
         payload.update((k, v) for k, v in extra.items() if k != "scope")
         payload.update(jobs=jobs, updated_at=to_iso(self.clock(), self.tz))
-        data = _render(payload)
-        atomic_write(self.path, data.encode("utf-8"))
+        return _render(payload)
+
+    def _save(self, jobs: list[Job], extra: dict[str, Any]) -> None:
+        atomic_write(self.path, self._payload_text(jobs, extra).encode("utf-8"))
 
 
 def scope_of_file(home: Path, path: Path, extra: dict[str, Any]) -> str | None:

@@ -38,6 +38,7 @@ from hermes.cron.schedule import (
     to_iso,
 )
 from hermes.cron.store import (
+    JOBS_DOCUMENT,
     Job,
     JobStore,
     JobStoreError,
@@ -50,7 +51,7 @@ from hermes.cron.store import (
     utc_now,
 )
 from hermes.delivery import Deliverers
-from hermes.store.base import DEFAULT_SCOPE
+from hermes.store.base import DEFAULT_SCOPE, DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +186,12 @@ class Scheduler:
 
     def store(self, scope: str, now: datetime | None = None) -> JobStore:
         clock = (lambda: now) if now is not None else self.clock
-        return JobStore(self.home, scope, self.tz, clock=clock)
+        return JobStore(self.home, scope, self.tz, clock=clock, documents=self.documents)
+
+    @property
+    def documents(self) -> DocumentStore | None:
+        """Where jobs live when the database is shared (PostgreSQL), else None: files."""
+        return self.agent.store.documents
 
     # -- ticking --------------------------------------------------------------------------
 
@@ -229,6 +235,14 @@ class Scheduler:
     def _claim_all(self, now: datetime) -> list[tuple[str, Job]]:
         """One pass over every scope's file (one worker-thread hop for the whole tick)."""
         claimed: list[tuple[str, Job]] = []
+        documents = self.documents
+        if documents is not None:
+            for scope in documents.document_scopes(JOBS_DOCUMENT):
+                try:
+                    claimed.extend(self._claim_due_document(documents, scope, now))
+                except JobStoreError as exc:
+                    log.error("cron tick skipped the jobs of scope %s: %s", scope, exc)
+            return claimed
         for path in all_job_files(self.home):
             try:
                 claimed.extend(self._claim_due(path, now))
@@ -246,18 +260,44 @@ class Scheduler:
         claimed: list[tuple[str, Job]] = []
         dirty = False
         with self.store(scope, now).edit(save_if=lambda: dirty) as jobs:
-            dirty = self._close_stale_claims(scope, jobs, now)
-            for job in jobs:
-                if _is_due(job, now):
-                    self._claim(job, now)
-                    self._running.add((scope, job["id"]))
-                    claimed.append((scope, copy.deepcopy(job)))
-            dirty = dirty or bool(claimed)
+            dirty = self._claim_in(scope, jobs, now, claimed)
             earliest, has_claims = _summarize(jobs)
         with contextlib.suppress(OSError):  # remember the exact state we just wrote
             st = path.stat()
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             self._cache[path] = _FileState(key, scope, earliest, has_claims)
+        return claimed
+
+    def _claim_in(
+        self, scope: str, jobs: list[Job], now: datetime, claimed: list[tuple[str, Job]]
+    ) -> bool:
+        """Close stale claims and claim what is due (the jobs are locked); True if changed."""
+        dirty = self._close_stale_claims(scope, jobs, now)
+        for job in jobs:
+            if _is_due(job, now):
+                self._claim(job, now)
+                self._running.add((scope, job["id"]))
+                claimed.append((scope, copy.deepcopy(job)))
+        return dirty or bool(claimed)
+
+    def _claim_due_document(
+        self, documents: DocumentStore, scope: str, now: datetime
+    ) -> list[tuple[str, Job]]:
+        """Claim a scope's due jobs in the shared database. The jobs are edited under their
+        document's lock, skipped while another replica holds it (that one is claiming:
+        SKIP LOCKED); the claim moves `next_run_at` on before the lock is let go, so each
+        slot is claimed by exactly one replica."""
+        raw = (documents.read_document(scope, JOBS_DOCUMENT) or "").encode("utf-8")
+        quick = quick_summary(raw, default=scope == DEFAULT_SCOPE)
+        if quick is not None:
+            _, earliest, open_claims = quick
+            if not open_claims and (earliest is None or earliest > now):
+                return []
+        claimed: list[tuple[str, Job]] = []
+        dirty = False
+        with self.store(scope, now).try_edit(save_if=lambda: dirty) as jobs:
+            if jobs is not None:
+                dirty = self._claim_in(scope, jobs, now, claimed)
         return claimed
 
     def _claim(self, job: Job, now: datetime) -> None:

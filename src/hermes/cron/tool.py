@@ -15,6 +15,7 @@ from hermes.cron.jobs import (
 )
 from hermes.cron.schedule import ScheduleError, resolve_timezone
 from hermes.cron.store import Job, JobStore, JobStoreError
+from hermes.store.base import Store
 from hermes.tools.registry import ToolContext, ToolError, tool
 
 _PROMPT_PREVIEW = 200
@@ -43,7 +44,10 @@ def summary(job: Job) -> dict[str, Any]:
 def _store(ctx: ToolContext) -> JobStore:
     settings = ctx.settings
     try:
-        return JobStore(settings.home, ctx.scope, resolve_timezone(settings.timezone))
+        store = ctx.services.find(Store)  # type: ignore[type-abstract]
+        documents = store.documents if store is not None else None
+        tz = resolve_timezone(settings.timezone)
+        return JobStore(settings.home, ctx.scope, tz, documents=documents)
     except ScheduleError as exc:
         raise ToolError(str(exc)) from None
 

@@ -81,7 +81,10 @@ def _store(runtime: Runtime, scope: str) -> JobStore:
         raise APIError(
             500, f"Hermes' configuration is invalid: {exc}.", SERVER_ERROR, "invalid_timezone"
         ) from None
-    return JobStore(runtime.settings.home, scope, tz, clock=scheduler_for(runtime).clock)
+    scheduler = scheduler_for(runtime)
+    return JobStore(
+        runtime.settings.home, scope, tz, clock=scheduler.clock, documents=scheduler.documents
+    )
 
 
 def _job_id(job_id: str) -> str:
