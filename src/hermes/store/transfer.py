@@ -78,6 +78,11 @@ def parse_jsonl(lines: Iterable[str]) -> list[ImportedSession]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        try:  # the fast path: pydantic parses and validates the JSON in one step
+            sessions.append(ImportedSession.model_validate_json(line))
+            continue
+        except ValidationError:
+            pass  # parse again below to name what is wrong
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
