@@ -12,8 +12,7 @@ bench/recall.py (its ablation table removes one at a time):
 - speaker awareness: a turn said by the person the question names counts double (the
   store drops a name that is in too many rows from candidate picking, so it counts here);
 - cron run sessions count half: what the agent produced alone ranks below conversations;
-- optionally (off: measured to hurt message-level recall on dialogues) at most
-  `per_session` hits per session before other sessions get their turn.
+- at most `per_session` hits per session before other sessions get their turn.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ class RankConfig:
     candidates: int = 200
     role: float = 0.5
     recency: float = 0.01
-    per_session: int = 0
+    per_session: int = 2
     demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
     speaker: float = 1.0  # boost for a turn by the person the question names
     stopwords: bool = True
