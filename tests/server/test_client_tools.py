@@ -278,3 +278,15 @@ async def test_streamed_pause_frames(settings: Settings, fake: FakeModel) -> Non
     call = calls[0]["choices"][0]["delta"]["tool_calls"][0]
     assert call["index"] == 0 and call["function"]["name"] == "get_weather"
     assert got[-1]["choices"][0]["finish_reason"] == "tool_calls" and got[-1]["usage"]
+
+
+async def test_a_forcing_tool_choice_holds_only_until_a_tool_was_called(
+    tool_api: Api, fake: FakeModel
+) -> None:
+    fake.enqueue(ToolCalls([("add", {"a": 1, "b": 2})]), Text("3"))
+    r = await _post(
+        tool_api, [{"role": "user", "content": "1+2"}], tools=[WEATHER], tool_choice="required"
+    )
+    assert r.json()["choices"][0]["message"]["content"] == "3"
+    first, second = fake.chat_requests()
+    assert first["tool_choice"] == "required" and "tool_choice" not in second

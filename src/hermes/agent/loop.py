@@ -121,6 +121,8 @@ class _Turn:
     """Built for a session that had none; stored (frozen) with the turn's messages."""
     options: dict[str, Any] = field(default_factory=dict)
     client: ClientTools | None = None
+    tool_steps: int = 0
+    """Steps of this request that ran tools; a forcing tool_choice applies before the first."""
 
 
 @dataclass
@@ -399,9 +401,15 @@ class Agent:
 
     @staticmethod
     def _call_options(turn: _Turn, offers_tools: bool) -> dict[str, Any]:
-        """The caller's options for one call; tool_choice only when the call offers tools."""
+        """The caller's options for one call; tool_choice only when the call offers tools.
+
+        A forcing choice ("required", a named function) holds until the model has called a
+        tool: forced on every step it would loop Hermes' own tools to the iteration limit."""
         if offers_tools and turn.client is not None:
-            return {**turn.options, **turn.client.call_options()}
+            tool_options = turn.client.call_options()
+            if turn.tool_steps and tool_options.get("tool_choice") not in (None, "auto", "none"):
+                del tool_options["tool_choice"]
+            return {**turn.options, **tool_options}
         return turn.options
 
     async def _tool_loop(
@@ -470,6 +478,7 @@ class Agent:
             return outcome.text
 
         results = await asyncio.gather(*(run(c) for c in calls))
+        turn.tool_steps += 1
         turn.partial.clear()
         turn.state.turn.append(assistant)
         turn.new.append(

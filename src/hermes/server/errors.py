@@ -261,9 +261,7 @@ async def _validation_error(_: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 404:
-        message = (
-            f"No route {request.method} {request.url.path}; see /v1/models, /v1/chat/completions."
-        )
+        message = f"No route {request.method} {request.url.path}; see /v1/models, /v1/chat/completions, /v1/responses."
         return error_response(404, message, code="not_found", headers=exc.headers)
     if exc.status_code == 405:
         message = f"{request.method} is not allowed on {request.url.path}."
