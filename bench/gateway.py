@@ -9,6 +9,8 @@ python-telegram-bot adapter long-polls the loopback Bot API stand-in
 (`hermes.testing.telegram_api`), the gateway runs each turn through the real agent and store,
 and `bench/instant_model.py` answers every model call at once.
 
+* per platform (WhatsApp, SMS, Slack, Discord; `bench/gateway_platforms.py`): the same
+  overhead through each adapter and its stand-in;
 * overhead: message-in (the update is queued at the Bot API) to reply-out (sendMessage
   arrives), minus the time the model spent on that turn (measured by the model itself):
   p50 / p99 over sequential messages of one chat (targets: p50 ≤ 10 ms);
@@ -34,6 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gateway_platforms import platform_overheads  # noqa: E402
 from instant_model import InstantModel  # noqa: E402
 
 from hermes.config.settings import load_settings  # noqa: E402
@@ -130,7 +133,10 @@ async def main(quick: bool) -> None:
         finally:
             await gateway.stop()
             await runtime.aclose()
-            await model.stop()
+    try:
+        per_platform = await platform_overheads(model, home / "platforms", sequential // 2)
+    finally:
+        await model.stop()
     ms = 1000.0
     rows = [
         ("overhead p50 (ms, target ≤ 10)", f"{statistics.median(over) * ms:.2f}"),
@@ -142,6 +148,13 @@ async def main(quick: bool) -> None:
         ("CPU per message, all parts in this process (ms)", f"{cpu * ms:.2f}"),
         ("  → messages/s that allows on one free core", f"{1 / cpu:.0f}"),
     ]
+    for name, values in per_platform.items():
+        rows.append(
+            (
+                f"{name}: overhead p50 / p99 (ms, target p50 ≤ 10)",
+                f"{statistics.median(values) * ms:.2f} / {pct(values, 99) * ms:.2f}",
+            )
+        )
     width = max(len(r[0]) for r in rows)
     print(
         f"gateway benchmark (sequential {sequential}, {CHATS} chats × {per_chat} messages, "

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from hermes.delivery import Outbound
+from hermes.gateway.delivery import GatewayDeliverer
 from hermes.gateway.platforms.slack import command_text, to_mrkdwn
 from hermes.testing.fake_model import FakeModel, Hang, Text
 from hermes.testing.slack_api import BOT_USER, SlackAPI
@@ -127,6 +129,9 @@ async def test_working_reaction_slash_commands_and_workspace_allow_list(
     await slack.slash(OWNER, "C0GENERAL", "/sethome")
     await slack.wait_for_sent(3)
     assert served.gateway.home == "slack:C0GENERAL"
+    deliverer = GatewayDeliverer(served.gateway.runtime)
+    where = await deliverer.deliver("slack", Outbound(text="cron says hi", scope="default"))
+    assert where == "slack:C0GENERAL" and slack.sent[-1]["channel"] == "C0GENERAL"
 
     await slack.event(
         {"type": "message", "channel": "D0X", "channel_type": "im", "user": OWNER, "text": "hi"},

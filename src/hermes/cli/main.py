@@ -11,6 +11,7 @@ from hermes.cli import chat, doctor, serve, sessions
 from hermes.cli import cron as cron_cli
 from hermes.cli import memory as memory_cli
 from hermes.cli import setup as setup_cli
+from hermes.gateway.setup import setup_group
 
 app = typer.Typer(
     name="hermes",
@@ -43,7 +44,7 @@ def main(
 
 app.command("chat")(chat.chat)
 app.command("doctor")(doctor.doctor)
-app.command("setup")(setup_cli.setup)
+app.add_typer(setup_group(setup_cli.setup), name="setup")  # `hermes setup [gateway …]`
 app.command("serve")(serve.serve)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(cron_cli.app, name="cron")

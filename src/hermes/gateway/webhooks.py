@@ -50,6 +50,10 @@ class WebhookAdapter(PlatformAdapter):
         return None
 
     @property
+    def listening(self) -> bool:
+        return self._handler is not None
+
+    @property
     def handler(self) -> InboundHandler:
         if self._handler is None:
             raise AdapterError(f"{self.name} is not listening yet")
@@ -81,7 +85,7 @@ async def _dispatch(platform: str, request: Request) -> Response:
             media_type="text/plain",
         )
     adapter = gateway.adapters.get(platform)
-    if not isinstance(adapter, WebhookAdapter):
+    if not isinstance(adapter, WebhookAdapter) or not adapter.listening:
         return Response(
             f"{platform} is set up but not connected right now; try again shortly\n",
             status_code=503,

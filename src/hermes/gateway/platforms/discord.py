@@ -41,7 +41,16 @@ READY_WITHIN = 60.0
 USER_THREAD = "user-"  # a per-person pseudo-thread in `channel_user` mode
 
 
+class _NoVoiceNotice(logging.Filter):
+    """discord.py warns at every client start that voice support is missing: Hermes has no
+    voice, so the line would only alarm people."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "voice will NOT be supported" not in record.getMessage()
+
+
 def _import_discord() -> Any:
+    logging.getLogger("discord.client").addFilter(_NO_VOICE_NOTICE)
     try:
         with warnings.catch_warnings():  # discord.py's voice support imports audioop (3.11+
             warnings.simplefilter("ignore", DeprecationWarning)  # warns; Hermes has no voice)
@@ -52,6 +61,9 @@ def _import_discord() -> Any:
             retryable=False,
         ) from None
     return discord
+
+
+_NO_VOICE_NOTICE = _NoVoiceNotice()
 
 
 class DiscordConfig(BaseModel):
