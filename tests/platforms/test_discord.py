@@ -36,7 +36,11 @@ def dc_env(dc: DiscordAPI) -> dict[str, str]:
 @pytest.fixture
 def start(dc: DiscordAPI, serve_gateway: Callable[..., Any]) -> Callable[..., Any]:
     def go(**cfg: Any) -> Any:
-        return serve_gateway(dc_env(dc), "discord", config={"api_base": dc.base_url, **cfg})
+        return serve_gateway(
+            dc_env(dc),
+            "discord",
+            config={"api_base": dc.base_url, "guild_ready_timeout": 0.2, **cfg},
+        )
 
     return go
 
@@ -92,11 +96,15 @@ async def test_channel_user_sessions_and_allowed_channels(
         await dc.wait_for_sent(2)
         second = [m["content"] for m in fake.chat_requests()[1]["messages"] if m["role"] == "user"]
         assert second == ["yours"]
+        assert {k for k, _ in served.gateway.workers}.__len__() >= 1
         await dc.user_says(
             FRIEND, "elsewhere", channel="920000000000000099", guild=True, mention=True
         )
-        await until(lambda: served.status("discord").messages_in == 2)
-        assert len(fake.chat_requests()) == 2
+        fake.enqueue(Text("three"))
+        await dc.user_says(OWNER, "after", channel=CHANNEL, guild=True, mention=True)
+        await dc.wait_for_sent(3)  # messages are handled in order: "elsewhere" was dropped
+        assert served.status("discord").messages_in == 3 and len(fake.chat_requests()) == 3
+        assert dc.texts()[-1] == "three"
 
 
 async def test_rate_limits_are_waited_and_a_dropped_gateway_resumes(

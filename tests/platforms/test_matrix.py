@@ -6,7 +6,9 @@ fails, and cron delivery to a room."""
 from __future__ import annotations
 
 import itertools
+import json
 import logging
+import stat
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -148,6 +150,10 @@ async def test_cron_delivers_to_a_room_and_the_adapter_reconnects(
     # the bot's session is logged out under it: the running sync fails, the supervisor
     # restarts the adapter, which signs in again
     adapter = served.gateway.adapters["matrix"]
+    session_file = served.gateway.settings.home / "gateway" / "matrix_session.json"
+    saved = json.loads(session_file.read_text(encoding="utf-8"))
+    assert saved["access_token"] == adapter.client.access_token
+    assert stat.S_IMODE(session_file.stat().st_mode) == 0o600
     async with httpx.AsyncClient() as http:
         r = await http.post(
             f"{owner.server.url}/_matrix/client/v3/logout",
@@ -160,6 +166,10 @@ async def test_cron_delivers_to_a_room_and_the_adapter_reconnects(
     await owner.say(room, "still there?")
     bodies = [m["content"]["body"] for m in await replies(owner, room, bot, 2)]
     assert bodies[-1] == "back again"
+    # the logged-out session was replaced by a new sign-in, which was saved for next time
+    fresh = json.loads(session_file.read_text(encoding="utf-8"))["access_token"]
+    assert fresh != saved["access_token"]
+    assert fresh == served.gateway.adapters["matrix"].client.access_token
 
 
 def test_room_ids_survive_target_splitting_and_html_keeps_pre() -> None:

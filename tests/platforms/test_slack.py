@@ -66,6 +66,15 @@ async def test_mentions_answer_in_their_thread_and_each_thread_is_a_session(
     await slack.wait_for_sent(1)
     await slack.mention(FRIEND, "C0GENERAL", "question two", ts="1700000002.000001")
     await slack.wait_for_sent(2)
+    await slack.event(  # channel chatter: ignored
+        {
+            "type": "message",
+            "channel": "C0GENERAL",
+            "channel_type": "channel",
+            "user": FRIEND,
+            "text": "unrelated",
+        }
+    )
     await slack.event(  # no mention, but in a thread the bot answers in
         {
             "type": "message",
@@ -76,21 +85,13 @@ async def test_mentions_answer_in_their_thread_and_each_thread_is_a_session(
             "thread_ts": "1700000001.000001",
         }
     )
-    await slack.event(  # channel chatter: ignored
-        {
-            "type": "message",
-            "channel": "C0GENERAL",
-            "channel_type": "channel",
-            "user": FRIEND,
-            "text": "unrelated",
-        }
-    )
     await slack.wait_for_sent(3)
     threads = [m.get("thread_ts") for m in slack.sent]
     assert threads == ["1700000001.000001", "1700000002.000001", "1700000001.000001"]
     third = [m["content"] for m in fake.chat_requests()[2]["messages"] if m["role"] == "user"]
     assert third == ["question one", "and more?"]
     assert f"<@{BOT_USER}>" not in str(fake.chat_requests()[0])
+    assert len(fake.chat_requests()) == 3  # the chatter, handled before, reached nobody
 
 
 async def test_long_answers_split_at_4000_refused_mrkdwn_falls_back_and_429_is_retried(
@@ -137,8 +138,11 @@ async def test_working_reaction_slash_commands_and_workspace_allow_list(
         {"type": "message", "channel": "D0X", "channel_type": "im", "user": OWNER, "text": "hi"},
         team="T0OTHER",
     )
-    await until(lambda: len(slack.acks) == 4)
-    assert len(fake.chat_requests()) == 1
+    fake.enqueue(Text("ok"))
+    await slack.dm(OWNER, "from my workspace")  # handled after the other workspace's event
+    await slack.wait_for_sent(5)
+    assert len(fake.chat_requests()) == 2
+    assert fake.chat_requests()[1]["messages"][-1]["content"] == "from my workspace"
 
 
 async def test_reconnects_after_the_socket_drops(

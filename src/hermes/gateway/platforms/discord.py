@@ -76,6 +76,8 @@ class DiscordConfig(BaseModel):
     allowed_guilds: list[str] = Field(default_factory=list)
     allowed_channels: list[str] = Field(default_factory=list)
     sessions: Literal["thread", "channel_user"] = "thread"
+    guild_ready_timeout: float = Field(default=2.0, ge=0)
+    """Seconds discord.py waits for the servers' GUILD_CREATE events before READY counts."""
     api_base: str = "https://discord.com"
 
     @field_validator("allowed_users", "allowed_guilds", "allowed_channels", mode="before")
@@ -115,7 +117,9 @@ class DiscordAdapter(PlatformAdapter):
         intents = discord.Intents.none()
         intents.guilds = intents.guild_messages = intents.dm_messages = True
         intents.message_content = True
-        client = discord.Client(intents=intents, max_messages=None)
+        client = discord.Client(
+            intents=intents, max_messages=None, guild_ready_timeout=self.cfg.guild_ready_timeout
+        )
 
         @client.event
         async def on_ready() -> None:

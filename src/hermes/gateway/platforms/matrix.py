@@ -11,7 +11,10 @@ What a Matrix user expects:
 * the body is plain text and `formatted_body` carries HTML made from the model's Markdown,
   so clients without HTML support show the plain words; answers are split at 16,000
   characters (Matrix events are limited to 64 KiB);
-* typing notifications while working; rate limits (M_LIMIT_EXCEEDED) are waited out by nio.
+* typing notifications while working; rate limits (M_LIMIT_EXCEEDED) are waited out by nio;
+* with a password, the session (device) it creates is kept in
+  `$HERMES_HOME/gateway/matrix_session.json` (0600) and reused, so restarts do not pile up
+  devices on the account.
 
 End-to-end encryption is NOT supported: Hermes has no Olm/Megolm keys, so it cannot read
 encrypted rooms. When an encrypted event arrives it logs, once per room, "room … is
@@ -23,13 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from hermes.config.settings import Settings
+from hermes.fileio import atomic_write
 from hermes.gateway.base import AdapterError, Inbound, InboundHandler, PlatformAdapter
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text, to_html
@@ -104,8 +110,11 @@ def room_and_thread(chat: str, thread: str | None) -> tuple[str, str | None]:
 class MatrixAdapter(PlatformAdapter):
     name = "matrix"
 
-    def __init__(self, cfg: MatrixConfig, inviters: frozenset[str]) -> None:
+    def __init__(
+        self, cfg: MatrixConfig, inviters: frozenset[str], session_file: Path | None = None
+    ) -> None:
         self.cfg = cfg
+        self.session_file = session_file
         self.homeserver = (cfg.api_base or cfg.homeserver or "").rstrip("/")
         self.inviters = inviters
         self.client: Any = None
@@ -147,6 +156,8 @@ class MatrixAdapter(PlatformAdapter):
                 raise AdapterError(
                     "Matrix needs MATRIX_ACCESS_TOKEN or MATRIX_PASSWORD", retryable=False
                 )
+            if await self._resume(nio, client):
+                return
             login = await client.login(
                 self.cfg.password.get_secret_value(), device_name=self.cfg.device_name
             )
@@ -157,6 +168,47 @@ class MatrixAdapter(PlatformAdapter):
                 f"the homeserver refused MATRIX_USER_ID / MATRIX_PASSWORD: {login.message}",
                 retryable=login.status_code not in ("M_FORBIDDEN", "M_USER_DEACTIVATED"),
             )
+        await asyncio.to_thread(self._save, client)
+
+    async def _resume(self, nio: Any, client: Any) -> bool:
+        """Reuse the device a password login made last time (`gateway/matrix_session.json`,
+        0600) instead of adding a new device to the account at every start."""
+        saved = await asyncio.to_thread(self._load)
+        if saved is None:
+            return False
+        client.access_token, client.device_id = saved["access_token"], saved["device_id"]
+        who = await client.whoami()
+        if isinstance(who, nio.WhoamiError):
+            log.info("matrix: the saved session is no longer valid (%s); signing in", who.message)
+            client.access_token, client.device_id = "", None
+            return False
+        return True
+
+    def _load(self) -> dict[str, str] | None:
+        if self.session_file is None:
+            return None
+        try:
+            data = json.loads(self.session_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        fits = (
+            isinstance(data, dict)
+            and data.get("homeserver") == self.homeserver
+            and data.get("user_id") == self.cfg.user_id
+            and isinstance(data.get("access_token"), str)
+        )
+        return data if fits else None
+
+    def _save(self, client: Any) -> None:
+        if self.session_file is None:
+            return
+        data = {
+            "homeserver": self.homeserver,
+            "user_id": self.cfg.user_id,
+            "device_id": client.device_id,
+            "access_token": client.access_token,
+        }
+        atomic_write(self.session_file, json.dumps(data), mode=0o600)
 
     async def disconnect(self) -> None:
         self._stopping.set()
@@ -334,7 +386,8 @@ def _configured(settings: Settings) -> bool:
 def _create(settings: Settings) -> PlatformAdapter:
     cfg = read_config(settings)
     owners = {o.partition(":")[2] for o in settings.gateway.owner if o.startswith("matrix:")}
-    return MatrixAdapter(cfg, frozenset(cfg.allowed_users) | frozenset(owners))
+    session = settings.home / "gateway" / "matrix_session.json"
+    return MatrixAdapter(cfg, frozenset(cfg.allowed_users) | frozenset(owners), session)
 
 
 PLATFORM = PlatformSpec(name="matrix", configured=_configured, create=_create)
