@@ -146,3 +146,25 @@ async def test_the_bot_token_never_reaches_logs_or_the_status_file(
     assert token not in status
     assert token not in caplog.text
     assert "getUpdates" in caplog.text or "getMe" in caplog.text  # the requests were logged
+
+
+async def test_a_refused_token_is_reported_and_retried_slowly(
+    tg: TelegramBotAPI, fake: FakeModel, gw_runtime: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes.config.settings import load_settings
+    from hermes.runtime import build_runtime
+
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "999:wrong")
+    runtime = build_runtime(load_settings())
+    gw = runtime.services.get(Gateway)
+    gw.backoff = (0.05, 0.1, 0.2)
+    await gw.start()
+    try:
+        await until(lambda: gw.status["telegram"].restarts >= 2)
+        status = gw.status["telegram"]
+        assert not status.connected
+        assert "refused the bot token" in (status.last_error or "")
+        assert "999:wrong" not in (status.last_error or "")
+    finally:
+        await gw.stop()
+        await runtime.aclose()

@@ -110,7 +110,9 @@ class Gateway:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                failures += 1
+                # a refused credential will not fix itself soon: wait the longest step
+                permanent = isinstance(exc, AdapterError) and not exc.retryable
+                failures = len(self.backoff) if permanent else failures + 1
                 self._record_failure(name, exc)
             finally:
                 status.connected = False
