@@ -54,7 +54,6 @@ async def mail_gateway(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     settings = load_settings()
-    settings.gateway.email.security = "plain"
     settings.model.max_retries = 0
     runtime = build_runtime(settings)
     gw = runtime.services.get(Gateway)
@@ -188,3 +187,17 @@ async def test_cron_delivers_to_an_email_address(
     assert sent["To"] == ADA and sent["Subject"] == "Daily digest"
     assert sent["Auto-Submitted"] == "auto-generated"
     assert "Three things happened." in sent.get_content()
+
+
+def test_passwords_never_go_in_clear_to_another_machine() -> None:
+    from hermes.config.settings import EmailSettings
+    from hermes.gateway.base import AdapterError
+    from hermes.gateway.platforms.email import imap_uses_tls
+
+    assert imap_uses_tls(EmailSettings(imap_host="imap.example.com"))  # 993
+    assert not imap_uses_tls(EmailSettings(imap_host="127.0.0.1", imap_port=1143))
+    assert not imap_uses_tls(
+        EmailSettings(imap_host="imap.example.com", imap_port=143, security="plain")
+    )
+    with pytest.raises(AdapterError, match="clear text"):
+        imap_uses_tls(EmailSettings(imap_host="imap.example.com", imap_port=143))

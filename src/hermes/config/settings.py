@@ -153,8 +153,9 @@ class EmailSettings(_Section):
     password: SecretStr | None = None
     address: str | None = None
     allowed_senders: list[str] = Field(default_factory=list)
-    # IMAP always over TLS; SMTP "starttls" (587) or "ssl" (465); "plain": loopback tests only
-    security: Literal["ssl", "starttls", "plain"] = "starttls"
+    # auto: IMAP over TLS on 993 (plain only for a server on this machine), SMTP SSL on 465,
+    # else STARTTLS (plain only on this machine); "ssl" / "starttls" / "plain" force it
+    security: Literal["auto", "ssl", "starttls", "plain"] = "auto"
     poll_seconds: float = Field(default=60.0, gt=0)
 
     @field_validator("allowed_senders", mode="before")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import re
 import smtplib
@@ -65,10 +66,10 @@ class EmailAdapter(PlatformAdapter):
         lib = _imap_module()
         cfg = self.cfg
         self._stopping.clear()
-        if cfg.security == "plain":  # loopback test servers only
-            imap = lib.IMAP4(host=cfg.imap_host, port=cfg.imap_port, timeout=30)
-        else:  # IMAP over TLS (993) for both "ssl" and "starttls" (which is about SMTP)
+        if imap_uses_tls(cfg):
             imap = lib.IMAP4_SSL(host=cfg.imap_host, port=cfg.imap_port, timeout=30)
+        else:
+            imap = lib.IMAP4(host=cfg.imap_host, port=cfg.imap_port, timeout=30)
         try:
             await imap.wait_hello_from_server()
             password = cfg.password.get_secret_value() if cfg.password else ""
@@ -226,17 +227,54 @@ class EmailAdapter(PlatformAdapter):
     def _smtp_send(self, message: EmailMessage) -> None:
         cfg = self.cfg
         context = ssl.create_default_context()
+        security = cfg.security
+        if security == "auto":
+            security = "ssl" if cfg.smtp_port == 465 else "starttls"
         smtp: smtplib.SMTP
-        if cfg.security == "ssl":
+        if security == "ssl":
             smtp = smtplib.SMTP_SSL(cfg.smtp_host or "", cfg.smtp_port, timeout=30, context=context)
         else:
             smtp = smtplib.SMTP(cfg.smtp_host or "", cfg.smtp_port, timeout=30)
         with smtp:
-            if cfg.security == "starttls":
-                smtp.starttls(context=context)
-            if cfg.password is not None and cfg.security != "plain":
+            smtp.ehlo()
+            if security == "starttls":
+                if smtp.has_extn("starttls"):
+                    smtp.starttls(context=context)
+                    smtp.ehlo()
+                elif not _loopback(cfg.smtp_host) or cfg.security == "starttls":
+                    raise AdapterError(
+                        f"SMTP {cfg.smtp_host}:{cfg.smtp_port} offers no STARTTLS: refusing to "
+                        "send the password and mail in clear text (use port 465, or set "
+                        "gateway.email.security: plain to accept it)",
+                        retryable=False,
+                    )
+            if cfg.password is not None and smtp.has_extn("auth"):
                 smtp.login(cfg.username or self.address, cfg.password.get_secret_value())
             smtp.send_message(message)
+
+
+def _loopback(host: str | None) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def imap_uses_tls(cfg: EmailSettings) -> bool:
+    """TLS unless told `plain`, or (auto) a port other than 993 on this machine (a local
+    bridge or test server); a remote server on another port is refused, never sent a password
+    in clear."""
+    if cfg.security == "plain":
+        return False
+    if cfg.security != "auto" or cfg.imap_port == 993:
+        return True
+    if _loopback(cfg.imap_host):
+        return False
+    raise AdapterError(
+        f"IMAP {cfg.imap_host}:{cfg.imap_port} is not the TLS port 993: refusing to send the "
+        "password in clear text (use port 993, or set gateway.email.security: plain)",
+        retryable=False,
+    )
 
 
 def _literal(lines: list[Any]) -> bytes | None:
