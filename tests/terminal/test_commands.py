@@ -89,15 +89,23 @@ async def test_usage_model_tools_memory_help(chat: Chat, fake: FakeModel) -> Non
 
 
 async def test_compress_now_summarises_the_older_part(chat: Chat, fake: FakeModel) -> None:
+    chat.session.runtime.settings.compression.enabled = False  # only /compress compresses
     assert "Nothing to compress yet" in await chat.run("/compress")
     for i in range(6):
         fake.enqueue(Text(f"answer {i} " + "words " * 60))
         await chat.session.send(f"question {i} " + "padding " * 60)
-    fake.enqueue(Text("## Goal\nsummary of the early questions"))  # the summary call
-    fake.default = Text("nothing to save")  # the memory flush before it, if any
+    fake.default = Text("## Goal\nsummary of the early questions")  # flush and summary calls
     out = await chat.run("/compress")
     assert out.startswith("Compressed: "), out
     assert chat.session.runtime.store.latest_compaction("default", "one") is not None
+
+
+async def test_a_compression_during_a_turn_shows_a_notice(chat: Chat, fake: FakeModel) -> None:
+    fake.default = Text("fine " * 60)  # answers, the memory flush and the summary alike
+    for i in range(8):
+        await chat.session.send(f"question {i} " + "padding " * 60)
+    assert "-- compressed " in chat.out.getvalue()
+    assert "into a summary (threshold)" in chat.out.getvalue()
 
 
 async def test_undo_and_retry_say_when_there_is_nothing(chat: Chat, fake: FakeModel) -> None:
@@ -108,3 +116,16 @@ async def test_undo_and_retry_say_when_there_is_nothing(chat: Chat, fake: FakeMo
     assert "retrying: ask" in await chat.run("/retry")
     users = [m["content"] for m in fake.chat_requests()[-1]["messages"] if m["role"] == "user"]
     assert users == ["ask"]
+
+
+def test_chat_reads_piped_lines_and_prints_plain_text(model_env: dict, fake: FakeModel) -> None:
+    from tests.conftest import run_cli
+
+    fake.enqueue(Text("**plain** answer"), Text("after undo"))
+    result = run_cli("chat", "--session", "piped", input="hello\n/undo\nagain\n/bogus\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "**plain** answer\n" in out and "\x1b[" not in out  # not a terminal: as written
+    assert "Took back: 'hello'" in out and "after undo" in out and "Unknown command /bogus" in out
+    users = [m["content"] for m in fake.chat_requests()[1]["messages"] if m["role"] == "user"]
+    assert users == ["again"]

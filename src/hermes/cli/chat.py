@@ -44,7 +44,10 @@ def chat(
             fail("the question given with -q is empty", 2)
         asyncio.run(_one_shot(build_runtime(settings), query, session))
     else:
-        asyncio.run(_interactive(build_runtime(settings), session, plain))
+        try:
+            asyncio.run(_interactive(build_runtime(settings), session, plain))
+        except KeyboardInterrupt:  # Ctrl-C between two turns: leave quietly, like Ctrl-D
+            raise typer.Exit(130) from None
 
 
 def with_cwd_workdir(settings: Settings) -> Settings:

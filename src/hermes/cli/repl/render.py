@@ -89,40 +89,73 @@ class _ToolRun:
         return text
 
 
+def settled_prefix(text: str) -> int:
+    """Where the finished blocks of a growing Markdown text end: just after its last blank
+    line outside a code fence (0 if none). Blocks before it will not change any more."""
+    cut, pos, fenced = 0, 0, False
+    for line in text.splitlines(keepends=True):
+        pos += len(line)
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not stripped and not fenced and line.endswith("\n") and pos > len(line):
+            cut = pos
+    return cut
+
+
 class MarkdownStream:
-    """Markdown that grows: re-rendered as it streams, its settled top printed once."""
+    """Markdown that grows. Finished blocks (up to the last blank line outside a code fence)
+    are rendered once and printed; only the block being written is redrawn, so a long answer
+    costs no more per redraw than a short one."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.text = ""
+        """The unfinished tail: what the live window redraws."""
         self.printed = 0
+        """Lines of the tail's rendering already printed (scrolled above the live window)."""
         self.live: Live | None = None
         self.last_render = 0.0
 
     def feed(self, delta: str) -> None:
         self.text += delta
+        cut = settled_prefix(self.text)
+        if cut:
+            self._commit(cut)
         if time.monotonic() - self.last_render >= RENDER_EVERY_S:
             self._render(final=False)
 
     def close(self) -> None:
         """Print everything that is left and leave the live window."""
-        if self.text:
+        if self.text.strip():
             self._render(final=True)
         if self.live is not None:
             self.live.stop()
             self.live = None
         self.text, self.printed = "", 0
 
-    def _lines(self) -> list[list[Segment]]:
+    def _commit(self, cut: int) -> None:
+        head, self.text = self.text[:cut], self.text[cut:]
+        lines = self._lines(head)
+        fresh = lines[self.printed :]
+        self.printed = 0
+        if self.live is not None:
+            self.live.update(Text(""), refresh=True)
+        self.console.print(_as_text([*fresh, []]), soft_wrap=True)
+
+    def _lines(self, text: str) -> list[list[Segment]]:
         options = self.console.options.update(width=max(20, self.console.width - 1))
-        lines = self.console.render_lines(
-            Markdown(self.text, code_theme="monokai"), options, pad=False
-        )
-        return _squeeze_blank(lines)
+        lines = self.console.render_lines(Markdown(text, code_theme="monokai"), options, pad=False)
+        lines = _squeeze_blank(lines)
+        while lines and _blank(lines[0]):
+            lines.pop(0)
+        while lines and _blank(lines[-1]):
+            lines.pop()
+        return lines
 
     def _render(self, *, final: bool) -> None:
         self.last_render = time.monotonic()
-        lines = self._lines()
+        lines = self._lines(self.text)
         settled = len(lines) if final else max(self.printed, len(lines) - LIVE_LINES)
         if self.live is None and not final:
             self.live = Live(console=self.console, auto_refresh=False, transient=True)
@@ -138,12 +171,16 @@ class MarkdownStream:
             self.console.print(_as_text(fresh), soft_wrap=True)
 
 
+def _blank(line: list[Segment]) -> bool:
+    return not "".join(seg.text for seg in line).strip()
+
+
 def _squeeze_blank(lines: list[list[Segment]]) -> list[list[Segment]]:
     """One blank line between blocks, not two (code blocks and tables pad themselves)."""
     kept: list[list[Segment]] = []
     previous_blank = False
     for line in lines:
-        blank = not "".join(seg.text for seg in line).strip()
+        blank = _blank(line)
         if not (blank and previous_blank):
             kept.append(line)
         previous_blank = blank
