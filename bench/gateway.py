@@ -10,7 +10,8 @@ python-telegram-bot adapter long-polls the loopback Bot API stand-in
 and `bench/instant_model.py` answers every model call at once.
 
 * per platform (WhatsApp, SMS, Slack, Discord; `bench/gateway_platforms.py`): the same
-  overhead through each adapter and its stand-in;
+  overhead through each adapter and its stand-in; Matrix through a real Synapse started by
+  the benchmark (that figure includes Synapse's own event and sync handling);
 * overhead: message-in (the update is queued at the Bot API) to reply-out (sendMessage
   arrives), minus the time the model spent on that turn (measured by the model itself):
   p50 / p99 over sequential messages of one chat (targets: p50 ≤ 10 ms);
@@ -36,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gateway_platforms import platform_overheads  # noqa: E402
+from gateway_platforms import matrix_overhead, platform_overheads  # noqa: E402
 from instant_model import InstantModel  # noqa: E402
 
 from hermes.config.settings import load_settings  # noqa: E402
@@ -135,6 +136,7 @@ async def main(quick: bool) -> None:
             await runtime.aclose()
     try:
         per_platform = await platform_overheads(model, home / "platforms", sequential // 2)
+        per_platform.update(await matrix_overhead(model, home / "matrix", sequential // 5))
     finally:
         await model.stop()
     ms = 1000.0

@@ -1,5 +1,5 @@
-"""Per-platform message-in → reply-out overhead for WhatsApp, SMS, Slack and Discord (used by
-`bench/gateway.py`). One gateway runs all four adapters at once, each against its loopback
+"""Per-platform message-in → reply-out overhead for WhatsApp, SMS, Slack, Discord and Matrix
+(used by `bench/gateway.py`). One gateway runs all four adapters at once, each against its loopback
 stand-in (`hermes.testing.*_api`), with the instant model; webhook platforms are posted to
 the real ASGI app in-process (signed as Meta and Twilio sign), Slack events go over the Socket
 Mode websocket and Discord's over its gateway websocket. The overhead is the time from the
@@ -25,6 +25,7 @@ from hermes.server.app import create_app
 from hermes.testing.discord_api import DiscordAPI
 from hermes.testing.slack_api import SlackAPI
 from hermes.testing.standin import LoopbackServer
+from hermes.testing.synapse import Person, Synapse
 from hermes.testing.twilio_api import TwilioAPI
 from hermes.testing.whatsapp_api import WhatsAppCloudAPI
 
@@ -139,3 +140,51 @@ async def platform_overheads(model: InstantModel, home: Path, n: int) -> dict[st
         finally:
             await gateway.stop()
             await runtime.aclose()
+
+
+async def matrix_overhead(model: InstantModel, home: Path, n: int) -> dict[str, list[float]]:
+    """Matrix against a real Synapse (started here, about six seconds): the time from the
+    person's PUT of a message to their own `/sync` showing the bot's answer, minus the model.
+    Synapse's own work (persisting two events, waking two long polls) is inside the figure,
+    so it is an upper bound for the gateway's part."""
+    server = await asyncio.to_thread(Synapse(home / "synapse").start)
+    try:
+        bot = await asyncio.to_thread(server.register, "hermes", "bench-password")
+        person = await asyncio.to_thread(Person, server, "person")
+        env = {
+            "HERMES_HOME": str(home),
+            "OPENAI_BASE_URL": model.base_url,
+            "HERMES_MODEL": "fake-model",
+            "MATRIX_HOMESERVER": server.url,
+            "MATRIX_USER_ID": bot,
+            "MATRIX_PASSWORD": "bench-password",
+            "MATRIX_ALLOWED_USERS": person.user_id,
+        }
+        settings = load_settings(env=env)
+        settings.memory.review_interval = 0
+        runtime = build_runtime(settings)
+        gateway = runtime.services.get(Gateway)
+        await gateway.start()
+        try:
+            room = await person.create_room([bot])
+            deadline = time.monotonic() + 60
+            while (await person.members(room)).get(bot) != "join":
+                assert time.monotonic() < deadline, "the bot did not join"
+                await asyncio.sleep(0.05)
+            since = await person.next_batch()
+            total = []
+            for i in range(n + 1):
+                text = f"matrix message {i}"
+                started = time.perf_counter()
+                await person.say(room, text)
+                since, arrived = await person.wait_from(since, room, bot)
+                own = model.take(text)
+                if i:
+                    total.append(arrived - started - own)
+            return {"matrix (incl. Synapse)": total}
+        finally:
+            await gateway.stop()
+            await runtime.aclose()
+            await person.http.aclose()
+    finally:
+        await asyncio.to_thread(server.stop)

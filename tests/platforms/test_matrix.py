@@ -19,9 +19,9 @@ from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.gateway.platforms.matrix import room_and_thread, to_matrix_html
 from hermes.testing.fake_model import FakeModel, Text
+from hermes.testing.synapse import Person, Synapse
 
 from .conftest import Served, until
-from .synapse import Person, Synapse
 
 _names = itertools.count(1)
 BOT_PASSWORD = "bot-password-123"

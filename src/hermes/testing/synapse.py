@@ -1,6 +1,6 @@
-"""A real Matrix homeserver for the tests: Synapse (the `matrix-synapse` package of the test
-extra) on a free loopback port with SQLite, in a temporary directory, started once per test
-session. Users are registered through the admin shared-secret API; `Person` talks to the
+"""A real Matrix homeserver for the tests and `bench/gateway.py`: Synapse (the
+`matrix-synapse` package of the test extra) on a free loopback port with SQLite, in a
+temporary directory, started once per test session. Users are registered through the admin shared-secret API; `Person` talks to the
 bot over the plain client-server API (httpx), as any Matrix client would."""
 
 from __future__ import annotations
@@ -199,6 +199,18 @@ class Person:
             e for e in data["chunk"] if e["sender"] == sender and e["type"] == "m.room.message"
         ]
         return list(reversed(found))
+
+    async def next_batch(self) -> str:
+        return str((await self.call("GET", "/sync?timeout=0"))["next_batch"])
+
+    async def wait_from(self, since: str, room: str, sender: str) -> tuple[str, float]:
+        """Long-poll `/sync` until `sender` posts in `room`: (next batch, arrival time)."""
+        while True:
+            data = await self.call("GET", f"/sync?timeout=30000&since={since}")
+            since = data["next_batch"]
+            events = data.get("rooms", {}).get("join", {}).get(room, {}).get("timeline", {})
+            if any(e.get("sender") == sender for e in events.get("events", [])):
+                return since, time.perf_counter()
 
     async def members(self, room: str) -> dict[str, str]:
         data = await self.call("GET", f"/rooms/{room}/members")
