@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from hermes.delivery import Outbound
+from hermes.gateway.delivery import GatewayDeliverer
+from hermes.runtime import build_runtime
 from hermes.testing.discord_api import CHANNEL, THREAD, DiscordAPI
 from hermes.testing.fake_model import FakeModel, Hang, Text
 
@@ -128,11 +131,21 @@ async def test_rate_limits_are_waited_and_a_dropped_gateway_resumes(
     await dc.wait_for_sent(1)
     assert dc.calls.count("messages") == 2
 
+    other = build_runtime(served.gateway.settings)  # no gateway running: a one-off REST send
+    try:
+        target = f"discord:{CHANNEL}"
+        where = await GatewayDeliverer(other).deliver(
+            target, Outbound(text="cron", scope="default")
+        )
+    finally:
+        await other.aclose()
+    assert where == target and dc.sent[-1]["channel"] == CHANNEL and dc.texts()[-1] == "cron"
+
     await dc.drop()
     await dc.wait_ready(2)
     fake.enqueue(Text("resumed"))
     await dc.user_says(OWNER, "still there?")
-    await dc.wait_for_sent(2)
+    await dc.wait_for_sent(3)
     assert dc.texts()[-1] == "resumed" and served.status("discord").connected
 
 

@@ -18,6 +18,7 @@ import pytest
 from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.gateway.platforms.matrix import room_and_thread, to_matrix_html
+from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
 from hermes.testing.synapse import Person, Synapse
 
@@ -146,6 +147,15 @@ async def test_cron_delivers_to_a_room_and_the_adapter_reconnects(
     )
     assert where.startswith("matrix:!")
     assert (await replies(owner, room, bot, 1))[0]["content"]["body"] == "daily digest"
+    # without a running gateway (e.g. `hermes cron run`), a one-off adapter signs in and sends
+    other = build_runtime(served.gateway.settings)
+    try:
+        await GatewayDeliverer(other).deliver(
+            f"matrix:{room}", Outbound(text="from the CLI", scope="default")
+        )
+    finally:
+        await other.aclose()
+    assert (await replies(owner, room, bot, 2))[1]["content"]["body"] == "from the CLI"
 
     # the bot's session is logged out under it: the running sync fails, the supervisor
     # restarts the adapter, which signs in again
@@ -164,8 +174,8 @@ async def test_cron_delivers_to_a_room_and_the_adapter_reconnects(
     status = served.status("matrix")
     await until(lambda: status.restarts >= 1 and status.connected, within=20)
     await owner.say(room, "still there?")
-    bodies = [m["content"]["body"] for m in await replies(owner, room, bot, 2)]
-    assert bodies[-1] == "back again"
+    bodies = [m["content"]["body"] for m in await replies(owner, room, bot, 3)]
+    assert bodies[-1] == "back again" and len(bodies) == 3
     # the logged-out session was replaced by a new sign-in, which was saved for next time
     fresh = json.loads(session_file.read_text(encoding="utf-8"))["access_token"]
     assert fresh != saved["access_token"]

@@ -265,9 +265,9 @@ class DiscordAdapter(PlatformAdapter):
 
     # -- outbound --------------------------------------------------------------------------
 
-    def _target(self, chat: str, thread: str | None) -> Any:
-        if self.client is None:
-            raise AdapterError("Discord is not connected")
+    async def _target(self, chat: str, thread: str | None) -> Any:
+        if self.client is None:  # a one-off delivery (cron without `hermes serve`): REST only
+            self.client = await self._login()
         channel_id = int(thread) if thread and not thread.startswith(USER_THREAD) else int(chat)
         return self.client.get_partial_messageable(channel_id)
 
@@ -281,7 +281,7 @@ class DiscordAdapter(PlatformAdapter):
         meta: dict[str, Any] | None = None,
     ) -> str | None:
         discord = _import_discord()
-        channel = self._target(chat, thread)
+        channel = await self._target(chat, thread)
         last: str | None = None
         for i, piece in enumerate(split_text(text, LIMIT)):
             reference = None
@@ -304,12 +304,12 @@ class DiscordAdapter(PlatformAdapter):
         return last
 
     async def edit(self, chat: str, message_id: str, text: str) -> None:
-        channel = self._target(chat, None)
+        channel = await self._target(chat, None)
         piece = split_text(text, LIMIT)[0] if text.strip() else "…"
         await channel.get_partial_message(int(message_id)).edit(content=piece)
 
     async def typing(self, chat: str, thread: str | None = None) -> None:
-        await self._target(chat, thread).typing()
+        await (await self._target(chat, thread)).typing()
 
 
 def _configured(settings: Settings) -> bool:

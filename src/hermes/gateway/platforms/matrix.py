@@ -285,9 +285,20 @@ class MatrixAdapter(PlatformAdapter):
 
     # -- outbound --------------------------------------------------------------------------
 
-    def _client(self) -> Any:
+    async def _client(self) -> Any:
+        """The connected client; for a one-off delivery (cron without `hermes serve`) a
+        signed-in client without a sync."""
         if self.client is None:
-            raise AdapterError("Matrix is not connected")
+            nio = _import_nio()
+            assert self.cfg.user_id is not None
+            config = nio.AsyncClientConfig(encryption_enabled=False, max_limit_exceeded=5)
+            client = nio.AsyncClient(self.homeserver, self.cfg.user_id, config=config)
+            try:
+                await self._sign_in(nio, client)
+            except BaseException:
+                await client.close()
+                raise
+            self.client = client
         return self.client
 
     async def send(
@@ -316,9 +327,7 @@ class MatrixAdapter(PlatformAdapter):
 
     async def _send_event(self, room: str, content: dict[str, Any]) -> str:
         nio = _import_nio()
-        client = self._client()
-        if room not in client.rooms and self.client is not None:
-            log.debug("matrix: sending to %s, a room this sync has not seen", room)
+        client = await self._client()
         try:
             resp = await client.room_send(room, "m.room.message", content)
         except nio.LocalProtocolError as exc:
@@ -353,7 +362,7 @@ class MatrixAdapter(PlatformAdapter):
 
     async def typing(self, chat: str, thread: str | None = None) -> None:
         room, _ = room_and_thread(chat, thread)
-        await self._client().room_typing(room, True, timeout=TYPING_MS)
+        await (await self._client()).room_typing(room, True, timeout=TYPING_MS)
 
 
 def _relation(thread: str | None, reply_to: str | None) -> dict[str, Any]:

@@ -263,13 +263,13 @@ class SlackAdapter(PlatformAdapter):
             return None
         text = str(event.get("text") or "")
         thread = event.get("thread_ts")
-        if event.get("channel_type") == "im":
-            pass  # a DM: every message, in the DM or in the thread it was written in
-        elif kind == "app_mention":
-            thread = thread or ts
-            self._threads.add((channel, thread))
-        elif not (thread and (channel, thread) in self._threads) or self._mentions_me(text):
-            return None  # channel chatter, or a mention (its app_mention event comes too)
+        # a DM: every message, in the DM or in the thread it was written in
+        if event.get("channel_type") != "im":
+            if kind == "app_mention":
+                thread = thread or ts
+                self._threads.add((channel, thread))
+            elif not (thread and (channel, thread) in self._threads) or self._mentions_me(text):
+                return None  # channel chatter, or a mention (its app_mention event comes too)
         text = _MENTION.sub(lambda m: "" if m.group(1) == self.bot_user else m.group(0), text)
         self._working[(channel, thread)] = ts
         return Inbound(
