@@ -3,6 +3,7 @@ with the user's answers scripted."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections.abc import AsyncIterator
 
@@ -129,3 +130,26 @@ def test_chat_reads_piped_lines_and_prints_plain_text(model_env: dict, fake: Fak
     assert "Took back: 'hello'" in out and "after undo" in out and "Unknown command /bogus" in out
     users = [m["content"] for m in fake.chat_requests()[1]["messages"] if m["role"] == "user"]
     assert users == ["again"]
+
+
+async def test_background_memory_saves_are_announced(chat: Chat, fake: FakeModel) -> None:
+    from hermes.cli.repl.app import announce_background_saves
+    from hermes.cli.repl.notices import NotesWatcher
+
+    settings = chat.session.runtime.settings
+    gate = asyncio.Event()
+
+    async def review(result: object, agent: object) -> None:  # a slow after-turn pass
+        await gate.wait()
+        (settings.home / "memories" / "USER.md").write_text("Prefers Go\n")
+
+    chat.session.runtime.agent.after_turn.append(review)
+    watcher = NotesWatcher(settings, "default")
+    fake.enqueue(Text("ok"))
+    await chat.session.send("I like Go")
+    announcing = asyncio.create_task(announce_background_saves(chat.session, watcher))
+    await asyncio.sleep(0)
+    assert "noted about you" not in chat.out.getvalue()  # still waiting for the review
+    gate.set()
+    await announcing
+    assert "-- memory: noted about you: Prefers Go" in chat.out.getvalue()

@@ -26,7 +26,8 @@ async def _check_model(settings: Settings) -> bool:
         return _line(
             False,
             "model endpoint",
-            "not set; export OPENAI_BASE_URL=http://host:port/v1 or set model.base_url in config.yaml",
+            "not set; run `hermes setup` (finds local model servers), or export "
+            "OPENAI_BASE_URL=http://host:port/v1, or set model.base_url in config.yaml",
         )
     client = make_model_client(settings)
     client.max_retries = min(client.max_retries, 1)  # a check: one retry, not the full back-off
@@ -36,7 +37,8 @@ async def _check_model(settings: Settings) -> bool:
         return _line(
             False,
             "model endpoint",
-            f"{settings.model.base_url} is not usable: {exc}. Fix: {_endpoint_fix(exc)}",
+            f"{settings.model.base_url} is not usable: {str(exc).rstrip('.')}. "
+            f"Fix: {_endpoint_fix(exc)}",
         )
     finally:
         await client.aclose()

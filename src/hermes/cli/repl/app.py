@@ -84,39 +84,64 @@ async def _stdin_line(message: str) -> str:
     return line.rstrip("\n")
 
 
+async def announce_background_saves(chat: ChatSession, watcher: NotesWatcher) -> None:
+    """After a turn, wait for the background memory review and tell what it saved, above
+    the prompt the user may already be typing at."""
+    from prompt_toolkit.application import run_in_terminal
+
+    await chat.runtime.agent.drain()
+    lines = watcher.changes()
+
+    def show() -> None:
+        for line in lines:
+            chat.notice(line)
+
+    if lines:
+        await run_in_terminal(show)
+
+
 async def run(runtime: Runtime, session_id: str, *, rich: bool, console: Console) -> None:
     chat = ChatSession(runtime, console, session_id=session_id, rich=rich, ask=_stdin_line)
-    if sys.stdin.isatty():
-        read, chat.ask = _prompt_reader(chat)
-    else:
-        read = _stdin_line
+    interactive = sys.stdin.isatty()
+    read, chat.ask = _prompt_reader(chat) if interactive else (_stdin_line, _stdin_line)
     model = runtime.model.model or "(not set)"
     chat.print(WELCOME.format(session=session_id, model=model))
     watcher = NotesWatcher(runtime.settings, chat.scope)
+    announcer: asyncio.Task[None] | None = None
     ctrl_c = False
-    while not chat.exit_requested:
-        for line in watcher.changes():
-            chat.notice(line)
-        try:
-            text = await read("› " if rich else "> ")
-        except KeyboardInterrupt:
-            if ctrl_c or chat.interrupted:
+    try:
+        while not chat.exit_requested:
+            for line in watcher.changes():
+                chat.notice(line)
+            try:
+                text = (await read("› " if rich else "> ")).strip()
+            except KeyboardInterrupt:
+                if ctrl_c or chat.interrupted:
+                    break
+                ctrl_c = True
+                chat.print("[dim](Ctrl-C again or Ctrl-D to exit)[/dim]")
+                continue
+            except EOFError:
                 break
-            ctrl_c = True
-            chat.print("[dim](Ctrl-C again or Ctrl-D to exit)[/dim]")
-            continue
-        except EOFError:
-            break
-        ctrl_c, chat.interrupted = False, False
-        text = text.strip()
-        if not text:
-            continue
-        if text.lower() in commands.EXIT:
-            break
-        if text.startswith("/") and not text.startswith("//"):
-            if not await commands.dispatch(chat, text):
-                chat.say(f"Unknown command {text.split()[0]}. /help lists them.")
-            continue
-        await chat.send(text[1:] if text.startswith("//") else text)
-        for line in watcher.changes():
-            chat.notice(line)
+            ctrl_c, chat.interrupted = False, False
+            if text.lower() in commands.EXIT:
+                break
+            if not text:
+                continue
+            await _handle(chat, text)
+            if interactive:
+                if announcer is not None:
+                    announcer.cancel()
+                announcer = asyncio.create_task(announce_background_saves(chat, watcher))
+    finally:
+        if announcer is not None:
+            announcer.cancel()
+
+
+async def _handle(chat: ChatSession, text: str) -> None:
+    """Run a typed line: a slash command, or a turn (`//text` sends text starting with /)."""
+    if text.startswith("/") and not text.startswith("//"):
+        if not await commands.dispatch(chat, text):
+            chat.say(f"Unknown command {text.split()[0]}. /help lists them.")
+        return
+    await chat.send(text[1:] if text.startswith("//") else text)
