@@ -64,10 +64,12 @@ def test_builtin_parts_register_through_the_registry() -> None:
         "terminal",
         "delegate_task",
         "send_message",
+        "skills_list",
+        "skill_view",
+        "skill_manage",
     } <= set(names)
-    assert [p(Settings(home=Path("/nonexistent"))).name for p in registry.memory_providers] == [
-        "notes"
-    ]
+    providers = [p(Settings(home=Path("/nonexistent"))).name for p in registry.memory_providers]
+    assert providers == ["notes", "skills"]
 
 
 def test_two_tools_with_one_name_are_refused() -> None:

@@ -24,7 +24,7 @@ from hermes.agent.context import PromptBlock
 from hermes.agent.memory import MemoryProvider
 from hermes.config.settings import Settings
 from hermes.delivery import Deliverer
-from hermes.tools.registry import Tool
+from hermes.tools.registry import Tool, ToolSource
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -38,6 +38,8 @@ BUILTIN_PARTS: tuple[str, ...] = (
     "hermes.gateway.part",
     "hermes.tools.part",
     "hermes.db.part",
+    "hermes.skills.part",
+    "hermes.mcp_servers.part",
 )
 
 HealthResult = dict[str, Any]
@@ -80,6 +82,7 @@ class Registry:
     deliverers: list[Callable[[Runtime], Deliverer]] = field(default_factory=list)
     commands: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
     health_checks: list[tuple[str, HealthCheck]] = field(default_factory=list)
+    tool_sources: list[Callable[[Runtime], ToolSource]] = field(default_factory=list)
     loaded: list[str] = field(default_factory=list)
 
     # -- verbs parts call ------------------------------------------------------------------
@@ -95,6 +98,11 @@ class Registry:
         if any(e.tool.name == tool.name for e in self.tools):
             raise PluginError(f"two parts register a tool named {tool.name!r}")
         self.tools.append(ToolEntry(tool, group or tool.name, enabled or (lambda _s: True)))
+
+    def tool_source(self, factory: Callable[[Runtime], ToolSource]) -> None:
+        """Tools that appear while the process runs (MCP servers): `factory(runtime)` runs after
+        the components are made; the agent's toolset reads the source's tools on every turn."""
+        self.tool_sources.append(factory)
 
     def prompt_block(self, factory: Callable[[Settings], PromptBlock]) -> None:
         """A system-prompt section (after the memory blocks), built once per runtime."""

@@ -111,6 +111,8 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
         component = make(runtime)
         runtime.components.append(component)
         agent.services.provide(component)
+    for make_source in registry.tool_sources:
+        agent.toolset = agent.toolset.plus_source(make_source(runtime))
     agent.services.provide(Deliverers([make(runtime) for make in registry.deliverers]))
     agent.start()
     return runtime

@@ -46,7 +46,14 @@ async def test_end_users_are_never_offered_terminal_or_file_writes(
         assert (await api.chat("run id", headers=user)).status_code == 200
     owner, end_user, _, refused = fake.chat_requests()
     assert OWNER_ONLY <= _tool_names(owner)
-    assert _tool_names(end_user) == {"memory", "session_search", "web_search", "web_extract"}
+    assert _tool_names(end_user) == {
+        "memory",
+        "session_search",
+        "web_search",
+        "web_extract",
+        "skills_list",
+        "skill_view",
+    }
     assert "no tool named 'terminal'" in _tool_results(refused)[0]
 
 

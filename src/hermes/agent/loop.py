@@ -264,6 +264,7 @@ class Agent:
     async def _run_locked(
         self, req: TurnRequest, held: HeldSession, stateless: bool, observer: TurnObserver
     ) -> TurnResult:
+        await self.toolset.prepare()  # live tool sources (MCP servers) connect on first use
         toolset = (
             req.toolset if req.toolset is not None else self.toolset_for(req.scope, req.source)
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import typer
 
@@ -113,6 +114,60 @@ def _check_tools(settings: Settings) -> None:
     typer.echo(f"ok   web search: {backend or 'not configured (web_search will say how)'}")
 
 
+PART_CHECK_TIMEOUT_S = 20.0
+
+
+def _part_detail(result: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(status, label, detail) of the entries a part reports (MCP servers, gateway adapters)."""
+    rows = []
+    for key in ("servers", "adapters"):
+        for name, entry in (result.get(key) or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            state = str(entry.get("status", "connected" if entry.get("connected") else "down"))
+            tools = entry.get("tools")
+            detail = state + (f" ({len(tools)} tools)" if isinstance(tools, list) else "")
+            if entry.get("error"):
+                detail += f": {entry['error']}"
+            rows.append((state, f"{key[:-1]} {name}", detail))
+    return rows
+
+
+async def _check_parts(settings: Settings) -> bool:
+    """Each part's health check (MCP servers, skills, gateway), with a runtime of their own.
+    An "error" fails the doctor; anything else that is not ok is shown as a warning."""
+    from hermes.runtime import build_runtime
+
+    try:
+        runtime = build_runtime(settings)
+    except Exception as exc:
+        return _line(False, "parts", f"could not start: {exc}")
+    ok = True
+    try:
+        for name, check in runtime.registry.health_checks:
+            try:
+                result = await asyncio.wait_for(check(runtime), PART_CHECK_TIMEOUT_S)
+            except Exception as exc:
+                result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+            status = str(result.get("status"))
+            if status == "off":
+                continue
+            good = status in ("ok", "off")
+            if status == "error":
+                ok = False
+            detail = status + (f": {result['error']}" if result.get("error") else "")
+            typer.echo(
+                f"{'ok  ' if good else 'FAIL' if status == 'error' else 'WARN'} {name}: {detail}"
+            )
+            for state, label, text in _part_detail(result):
+                good_entry = state in ("connected", "ok", "disabled")
+                mark = "ok  " if good_entry else "WARN" if state == "connecting" else "FAIL"
+                typer.echo(f"{mark}   {label}: {text}")
+    finally:
+        await runtime.aclose()
+    return ok
+
+
 def doctor() -> None:
     """Check the configuration, the model endpoint, the store and the server port."""
     try:
@@ -150,6 +205,7 @@ def doctor() -> None:
             and ok
         )
     ok = asyncio.run(_check_model(settings)) and ok
+    ok = asyncio.run(_check_parts(settings)) and ok
     _check_port(settings)
     _check_tools(settings)
     raise typer.Exit(0 if ok else 1)

@@ -204,6 +204,45 @@ def _comma_list(value: Any) -> Any:
     return value
 
 
+class SkillsSettings(_Section):
+    enabled: bool = True
+    # The index of skills in the system prompt never grows past this many tokens (chars/4).
+    index_token_budget: int = Field(default=1500, ge=100)
+    # Copy the starter skills shipped with Hermes into skills/ on first use.
+    starters: bool = True
+    # After an owner's turn with at least this many tool calls (or one that recovered from a
+    # failed tool call), a background pass may write or patch a skill; 0 turns it off.
+    review_min_tool_calls: int = Field(default=8, ge=0)
+
+
+_MCP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+class McpServerSettings(_Section):
+    """One `mcp_servers.<name>` entry: a command to run (stdio) or a URL (streamable HTTP)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    tools: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
+    enabled: bool = True
+    timeout: float = Field(default=60.0, gt=0)
+    connect_timeout: float = Field(default=30.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    def transport(self) -> str:
+        return "stdio" if self.command else "http"
+
+
 class FilesSettings(_Section):
     allow_outside_workdir: bool = False
     max_read_bytes: int = Field(default=5_000_000, gt=0)
@@ -309,6 +348,24 @@ class Settings(_Section):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name, server in value.items():
+            if not _MCP_NAME.match(name):
+                raise ValueError(
+                    f"{name!r} is not an MCP server name: use 1-32 letters, digits, _ or - "
+                    "(it becomes part of the tool names mcp_<name>_<tool>)"
+                )
+            if bool(server.command) == bool(server.url):
+                raise ValueError(
+                    f"mcp_servers.{name} needs exactly one of `command` (stdio) or `url` "
+                    "(streamable HTTP)"
+                )
+        return value
 
 
 # environment variable -> dotted config key

@@ -9,7 +9,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, Protocol, TypeVar, get_type_hints, runtime_checkable
 
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
@@ -176,41 +176,96 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-class Toolset:
-    """An ordered, immutable set of tools; compose by filtering rather than by flags."""
+@runtime_checkable
+class ToolSource(Protocol):
+    """Tools that come and go while the process runs (an MCP server connects, reconnects, or
+    dies). A toolset holding a source asks it for its current tools each time it is read, so
+    tools that appear after startup reach the next turn without rebuilding anything."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def current_tools(self) -> list[Tool]: ...
+
+    async def prepare(self) -> None:
+        """Called before a turn reads the tools: start connecting (bounded, never hangs)."""
+
+
+def _allow_all(_name: str) -> bool:
+    return True
+
+
+class Toolset:
+    """An ordered set of tools; compose by filtering rather than by flags. Its fixed tools never
+    change; tools from a `ToolSource` are read live and pass through the same filters."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        sources: Iterable[ToolSource] = (),
+        allow: Callable[[str], bool] = _allow_all,
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         for t in tools:
             if t.name in self._tools:
                 raise ValueError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
+        self._sources = tuple(sources)
+        self._allow = allow
+
+    def _current(self) -> dict[str, Tool]:
+        if not self._sources:
+            return self._tools
+        merged = dict(self._tools)
+        for source in self._sources:
+            for t in source.current_tools():
+                if t.name not in merged and self._allow(t.name):
+                    merged[t.name] = t
+        return merged
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._current()
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._current())
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._current())
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        return self._current().get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for t in self._tools.values()]
+        return [t.schema() for t in self._current().values()]
+
+    def _derive(self, tools: Iterable[Tool], allow: Callable[[str], bool]) -> Toolset:
+        return Toolset(tools, sources=self._sources, allow=allow)
 
     def only(self, names: Iterable[str]) -> Toolset:
         wanted = set(names)
-        return Toolset(t for t in self._tools.values() if t.name in wanted)
+        allow = self._allow
+        return self._derive(
+            (t for t in self._tools.values() if t.name in wanted),
+            lambda name: name in wanted and allow(name),
+        )
 
     def without(self, names: Iterable[str]) -> Toolset:
         unwanted = set(names)
-        return Toolset(t for t in self._tools.values() if t.name not in unwanted)
+        allow = self._allow
+        return self._derive(
+            (t for t in self._tools.values() if t.name not in unwanted),
+            lambda name: name not in unwanted and allow(name),
+        )
 
     def plus(self, tools: Iterable[Tool]) -> Toolset:
-        return Toolset([*self._tools.values(), *tools])
+        return self._derive([*self._tools.values(), *tools], self._allow)
+
+    async def prepare(self) -> None:
+        """Let the live sources get ready before a turn reads them."""
+        for source in self._sources:
+            await source.prepare()
+
+    def plus_source(self, source: ToolSource) -> Toolset:
+        """This toolset, with `source`'s live tools after its fixed ones (fixed names win)."""
+        return Toolset(self._tools.values(), sources=(*self._sources, source), allow=self._allow)
 
     async def call(self, name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
         """Run one tool call; every failure becomes error text for the model, never a crash.
@@ -221,11 +276,12 @@ class Toolset:
         return ToolOutcome(masker(outcome.text), outcome.ok)
 
     async def _call(self, name: str, arguments: str, ctx: ToolContext) -> ToolOutcome:
-        found = self._tools.get(name)
+        current = self._current()
+        found = current.get(name)
         if found is None:
             return ToolOutcome(
                 f"Error: there is no tool named {name!r}. Available: "
-                f"{', '.join(self._tools) or 'none'}.",
+                f"{', '.join(current) or 'none'}.",
                 ok=False,
             )
         try:
