@@ -31,6 +31,7 @@ class Chat:
 @pytest.fixture
 async def chat(settings: Settings) -> AsyncIterator[Chat]:
     settings.model.context_length = 2_000  # small, so /compress has something to do
+    settings.skills.enabled = False  # the skill tools' schemas alone would fill half of it
     runtime = build_runtime(settings)
     out = io.StringIO()
     answers: list[str] = []
