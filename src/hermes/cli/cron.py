@@ -289,22 +289,26 @@ def tick_cmd() -> None:
         resolve_timezone(settings.timezone)
     except ScheduleError as exc:
         fail(str(exc), 2)
-    results = asyncio.run(_tick(settings))
-    if not results:
+    results, skipped = asyncio.run(_tick(settings))
+    if not results and not skipped:
         typer.echo("no jobs were due")
     for result in results:
         detail = result.error if result.status != "ok" else (result.output_path or "")
         typer.echo(f"{result.job_id} [{result.scope}] {result.status}: {detail}")
+    for problem in skipped:
+        typer.echo(f"error: cannot run the jobs in {problem}", err=True)
+    if skipped:
+        raise typer.Exit(1)
 
 
-async def _tick(settings: Settings) -> list[Any]:
+async def _tick(settings: Settings) -> tuple[list[Any], list[str]]:
     from hermes.cron.ticker import Scheduler
     from hermes.runtime import build_runtime
 
     runtime = build_runtime(settings)
     scheduler = runtime.services.get(Scheduler)
     try:
-        return await scheduler.tick()
+        return await scheduler.tick(), scheduler.skipped
     finally:
         await scheduler.stop()
         await runtime.aclose()

@@ -56,6 +56,8 @@ class ServerSettings(_Section):
     model_name: str = "hermes"
     cors_origins: list[str] = Field(default_factory=list)
     max_body_bytes: int = Field(default=10_000_000, gt=0)
+    # Seconds a client may take to send its whole request body (then 408).
+    body_timeout: float = Field(default=60.0, gt=0)
     ignore_client_tools: bool = False
     # Session-id namespaces that get their own scope: `user:42` -> the brain of user 42 (SPEC §6).
     session_scopes: list[str] = Field(default_factory=list)

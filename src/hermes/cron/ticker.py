@@ -141,8 +141,8 @@ def quick_summary(raw: bytes, *, default: bool) -> tuple[str | None, datetime | 
             return None
         scope = match.group(1).decode("utf-8", "replace")
     values = _NEXT_RUN.findall(raw)
-    if len(values) != len(_SCHEDULE_KEY.findall(raw)):
-        return None
+    if not values or len(values) != len(_SCHEDULE_KEY.findall(raw)):
+        return None  # no job found (a file without jobs is small: parse it, corrupt or not)
     earliest: datetime | None = None
     for value in values:
         if value == b"null":
@@ -183,6 +183,8 @@ class Scheduler:
         self._loop_task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._stopping = False
+        self.skipped: list[str] = []
+        """Jobs files the last tick could not read (corrupt, locked), with why."""
 
     def store(self, scope: str, now: datetime | None = None) -> JobStore:
         clock = (lambda: now) if now is not None else self.clock
@@ -235,6 +237,7 @@ class Scheduler:
     def _claim_all(self, now: datetime) -> list[tuple[str, Job]]:
         """One pass over every scope's file (one worker-thread hop for the whole tick)."""
         claimed: list[tuple[str, Job]] = []
+        problems: list[str] = []
         documents = self.documents
         if documents is not None:
             for scope in documents.document_scopes(JOBS_DOCUMENT):
@@ -242,12 +245,16 @@ class Scheduler:
                     claimed.extend(self._claim_due_document(documents, scope, now))
                 except JobStoreError as exc:
                     log.error("cron tick skipped the jobs of scope %s: %s", scope, exc)
+                    problems.append(f"jobs of scope {scope}: {exc}")
+            self.skipped = problems
             return claimed
         for path in all_job_files(self.home):
             try:
                 claimed.extend(self._claim_due(path, now))
             except JobStoreError as exc:
                 log.error("cron tick skipped %s: %s", path, exc)
+                problems.append(f"{path}: {exc}")
+        self.skipped = problems
         return claimed
 
     def _claim_due(self, path: Path, now: datetime) -> list[tuple[str, Job]]:

@@ -25,6 +25,7 @@ from typing import Literal
 from hermes import fileio
 from hermes.config.settings import MemorySettings, Settings
 from hermes.fileio import atomic_write
+from hermes.memory.health import record_readable, record_unreadable
 from hermes.scopes import scope_root
 from hermes.store.base import DocumentEdit, DocumentStore, Store
 
@@ -102,7 +103,15 @@ def read_text(path: Path) -> tuple[str, bool]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
+        record_readable(str(path))
         return "", False
+    except OSError as exc:  # a directory, a symlink loop, no permission
+        record_unreadable(str(path), exc.strerror or type(exc).__name__)
+        raise NotesError(
+            f"{path.name} cannot be read ({exc.strerror or exc}); the notes are unavailable "
+            f"until {path} is a readable file again"
+        ) from None
+    record_readable(str(path))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -7,8 +7,10 @@ from hermes.plugins import Registry
 
 
 def register(hermes: Registry) -> None:
+    from hermes.memory.health import notes_health
     from hermes.memory.provider import NotesProvider
     from hermes.memory.search import session_search
 
     hermes.memory_provider(NotesProvider)
     hermes.tool(session_search, group="session_search")
+    hermes.health("notes", notes_health)

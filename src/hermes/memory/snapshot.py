@@ -10,9 +10,10 @@ never deleted from the file.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hermes.config.settings import Settings
-from hermes.memory.notes import DELIMITER, NotesState, NotesStore, open_notes
+from hermes.memory.notes import DELIMITER, NotesError, NotesState, NotesStore, open_notes
 from hermes.memory.scan import scan_text
 from hermes.store.base import Store
 
@@ -70,6 +71,15 @@ def render_notes(state: NotesState) -> str | None:
     return f"{RULE}\n{header}\n{RULE}\n{body}"
 
 
+def _render_readable(notes: Any, target: str) -> str | None:
+    """One notes file's block; an unreadable file is left out (logged, and reported by
+    /health through `hermes.memory.health`) so the turn goes on without it."""
+    try:
+        return render_notes(notes.read(target))
+    except NotesError:
+        return None
+
+
 def render_scope(
     home: Path, scope: str, settings: Settings, store: Store | None = None
 ) -> str | None:
@@ -78,7 +88,7 @@ def render_scope(
     notes = (
         open_notes(settings, scope, store) if store else NotesStore(home, scope, settings.memory)
     )
-    blocks = [b for t in ("memory", "user") if (b := render_notes(notes.read(t)))]
+    blocks = [b for t in ("memory", "user") if (b := _render_readable(notes, t))]
     failures = notes.take_failures()
     if failures:
         lines = "\n".join(f"- {f.get('date')}: {f.get('reason')}" for f in failures)

@@ -104,7 +104,12 @@ def create_app(
             expose_headers=CORS_EXPOSE_HEADERS,
             max_age=600,
         )
-    app.add_middleware(HygieneMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        HygieneMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout=settings.body_timeout,
+        home=runtime.settings.home,
+    )
     return app
 
 

@@ -13,6 +13,7 @@ from hermes import __version__
 from hermes.runtime import Runtime
 from hermes.server.deps import get_runtime, require_auth
 from hermes.server.errors import APIError
+from hermes.server.faults import disk_health
 
 router = APIRouter()
 
@@ -60,7 +61,8 @@ async def _parts_health(runtime: Runtime) -> dict[str, dict[str, Any]]:
 @router.get("/v1/health", include_in_schema=False)
 async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> JSONResponse:
     store = await _store_health(request, runtime)
-    parts = await _parts_health(runtime)
+    parts = {"disk": await asyncio.to_thread(disk_health, runtime.settings.home)}
+    parts.update(await _parts_health(runtime))
     ok = bool(store.get("ok"))
     degraded = [name for name, part in parts.items() if part.get("status") not in HEALTHY]
     body: dict[str, Any] = {
@@ -72,6 +74,12 @@ async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> J
     }
     if degraded:
         body["degraded"] = degraded
+        body["reasons"] = {
+            name: parts[name].get("reason") or parts[name].get("error") or parts[name]["status"]
+            for name in degraded
+        }
+        if not ok:
+            body["reasons"]["store"] = store.get("error") or store.get("integrity") or "unhealthy"
     return JSONResponse(body, status_code=200 if ok else 503)
 
 

@@ -6,13 +6,16 @@ and one header tuple, buffers nothing, and does not break streaming or disconnec
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hermes.server.errors import SERVER_ERROR, APIError, error_body
+from hermes.server.faults import from_fault
 
 log = logging.getLogger("hermes.server")
 
@@ -32,6 +35,17 @@ class BodyTooLargeError(APIError):
         )
 
 
+class BodyTimeoutError(APIError):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            408,
+            f"The request body did not arrive within {seconds:g} seconds "
+            "(server.body_timeout); send it in full without pausing.",
+            code="request_timeout",
+            headers={"Connection": "close"},
+        )
+
+
 def _content_length(scope: Scope) -> bytes | None:
     for name, value in scope["headers"]:
         if name == b"content-length":
@@ -42,9 +56,18 @@ def _content_length(scope: Scope) -> bytes | None:
 class HygieneMiddleware:
     """Limits request bodies (declared or chunked), adds security headers, turns crashes into 500s."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        body_timeout: float | None = None,
+        home: Path | None = None,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
+        self.home = home or Path(".")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -68,14 +91,26 @@ class HygieneMiddleware:
         started = False
         received = 0
         limit = self.max_body_bytes
+        body_done = False
+        deadline: float | None = None
 
         async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done, deadline
+            if body_done or self.body_timeout is None:
+                message = await receive()  # waiting for a disconnect: no time limit
+            else:
+                loop = asyncio.get_running_loop()
+                deadline = deadline or loop.time() + self.body_timeout
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        message = await receive()
+                except TimeoutError:
+                    raise BodyTimeoutError(self.body_timeout) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise BodyTooLargeError(limit)
+                body_done = not message.get("more_body", False)
             return message
 
         async def send_with_headers(message: Message) -> None:
@@ -91,7 +126,14 @@ class HygieneMiddleware:
             if started:
                 raise
             await _send_error(send, exc)
-        except Exception:
+        except Exception as exc:
+            fault = from_fault(exc, home=self.home)
+            if fault is not None:
+                log.error("%s %s: %s", scope.get("method"), scope.get("path"), fault.message)
+                if started:
+                    raise
+                await _send_error(send, fault)
+                return
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if started:
                 raise
@@ -116,7 +158,7 @@ async def _send_error(send: Send, exc: APIError) -> None:
     ]
     for name, value in (exc.headers or {}).items():
         headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-    if exc.status == 413:
+    if exc.status in (408, 413):
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": exc.status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
