@@ -60,6 +60,8 @@ class SessionLocks:
         self._holder = new_holder()
         self._wait_seconds = wait_seconds
         self._closing = False
+        self.held = 0
+        """Leases this process holds right now (reported by /metrics)."""
 
     def close(self) -> None:
         """Stop admitting turns: requests waiting for a session fail with ShuttingDownError
@@ -89,9 +91,11 @@ class SessionLocks:
             lease = Lease(f"session:{scope}:{session_id}", self._holder)
             held = HeldSession(await self._begin(scope, session_id, source, lease), lease)
             heartbeat = asyncio.create_task(self._heartbeat(held))
+            self.held += 1
             try:
                 yield held
             finally:
+                self.held -= 1
                 heartbeat.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await heartbeat

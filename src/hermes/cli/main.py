@@ -9,6 +9,7 @@ import typer
 from hermes import __version__
 from hermes.cli import chat, doctor, serve, sessions
 from hermes.cli import cron as cron_cli
+from hermes.cli import keys as keys_cli
 from hermes.cli import memory as memory_cli
 from hermes.cli import setup as setup_cli
 from hermes.gateway.setup import setup_group
@@ -49,6 +50,7 @@ app.command("serve")(serve.serve)
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(cron_cli.app, name="cron")
 app.add_typer(memory_cli.app, name="memory")
+app.add_typer(keys_cli.app, name="keys")
 
 
 def _add_part_commands() -> None:

@@ -84,6 +84,14 @@ class ServerSettings(_Section):
         return value
 
 
+class QuotaSettings(_Section):
+    """Per scoped key and per user; None = no limit. The owner is exempt unless asked."""
+
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    turns_per_day: int | None = Field(default=None, ge=1)
+    apply_to_owner: bool = False
+
+
 class AgentSettings(_Section):
     max_iterations: int = Field(default=30, ge=1, le=500)
     toolsets: list[str] | None = None
@@ -340,6 +348,7 @@ class Settings(_Section):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     cron: CronSettings = Field(default_factory=CronSettings)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
 
     @property

@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from hermes.plugins import Service
 from hermes.runtime import Runtime
-from hermes.server import chat, jobs_api, meta, responses
+from hermes.server import chat, jobs_api, meta, metrics, responses
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.middleware import HygieneMiddleware
@@ -110,6 +110,7 @@ def create_app(
         body_timeout=settings.body_timeout,
         home=runtime.settings.home,
     )
+    metrics.install(app, runtime)  # outermost: counts what the client finally got
     return app
 
 

@@ -15,10 +15,15 @@ thread hop per dependency per request, for functions that only read headers.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import time
+from collections.abc import Callable
+from typing import Any
 
 from fastapi import Request
 
+from hermes.auth.keys import PREFIX, verify
 from hermes.runtime import Runtime
 from hermes.scopes import (
     InvalidIdError,
@@ -28,8 +33,11 @@ from hermes.scopes import (
     validate_id,
 )
 from hermes.server.errors import APIError
+from hermes.server.quotas import Quotas
+from hermes.store.api_keys import ApiKeyRecord
 
 USER_HEADER = "x-hermes-user-id"
+KEY_CACHE_SECONDS = 5.0
 SESSION_HEADER = "X-Hermes-Session-Id"
 SESSION_KEY_HEADER = "X-Hermes-Session-Key"
 
@@ -56,30 +64,101 @@ def _key_bytes(request: Request) -> bytes | None:
     return cached
 
 
-async def require_auth(request: Request) -> None:
-    """`Authorization: Bearer <key>` compared in constant time; open when no key is configured."""
-    expected = _key_bytes(request)
-    if expected is None:
-        return
-    header = request.headers.get("authorization", "")
+TURN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses", "/v1/runs"})
+
+
+def _bearer(request: Request) -> bytes | None:
+    """The bearer token exactly as sent (header values arrive latin-1 decoded), or None."""
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
     scheme, _, token = header.partition(" ")
-    if not header:
-        raise APIError(
-            401,
-            "Missing API key: send `Authorization: Bearer <key>` with the "
-            "server key (server.api_key / HERMES_API_KEY).",
-            "authentication_error",
-            "invalid_api_key",
-        )
-    # Header values arrive latin-1 decoded: encode back to the exact bytes that were sent.
-    given = token.strip().encode("latin-1") if scheme.lower() == "bearer" else b""
-    if not hmac.compare_digest(given, expected):
-        raise APIError(
-            401,
-            "Invalid API key: the bearer token does not match the server key.",
-            "authentication_error",
-            "invalid_api_key",
-        )
+    return token.strip().encode("latin-1") if scheme.lower() == "bearer" else b""
+
+
+async def require_auth(request: Request) -> None:
+    """`Authorization: Bearer <key>`: the server key (constant-time compare), or a scoped key
+    (`hermes keys create`) that acts as its one user. Open when no server key is configured,
+    except that a scoped-looking key must be valid. Then the caller's quotas are counted."""
+    expected = _key_bytes(request)
+    given = _bearer(request)
+    request.state.api_key = None
+    if given and given.startswith(PREFIX.encode()):
+        record = await _scoped_key(request, given)
+        if record is None:
+            raise APIError(
+                401,
+                "Invalid API key: this scoped key is unknown, revoked or expired.",
+                "authentication_error",
+                "invalid_api_key",
+            )
+        request.state.api_key = record
+    elif expected is not None:
+        if given is None:
+            raise APIError(
+                401,
+                "Missing API key: send `Authorization: Bearer <key>` with the "
+                "server key (server.api_key / HERMES_API_KEY).",
+                "authentication_error",
+                "invalid_api_key",
+            )
+        if not hmac.compare_digest(given, expected):
+            raise APIError(
+                401,
+                "Invalid API key: the bearer token does not match the server key.",
+                "authentication_error",
+                "invalid_api_key",
+            )
+    _count_quotas(request)
+
+
+async def _scoped_key(request: Request, token: bytes) -> ApiKeyRecord | None:
+    """The key record, cached for a few seconds so a revoke takes effect quickly without a
+    store read on every request."""
+    cache: dict[bytes, tuple[float, ApiKeyRecord | None]] = _app_state(
+        request, "scoped_key_cache", dict
+    )
+    now = time.monotonic()
+    hit = cache.get(token)
+    if hit is not None and now - hit[0] < KEY_CACHE_SECONDS:
+        return hit[1] if hit[1] is None or hit[1].usable() else None
+    runtime: Runtime = request.app.state.runtime
+    try:
+        text = token.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    record = await asyncio.to_thread(verify, runtime.store, text)
+    if len(cache) > 10_000:
+        cache.clear()
+    cache[token] = (now, record)
+    return record
+
+
+def _app_state(request: Request, name: str, make: Callable[[], Any]) -> Any:
+    """A per-app object kept on `app.state`, made on first use."""
+    state = request.app.state
+    value = getattr(state, name, None)
+    if value is None:
+        value = make()
+        setattr(state, name, value)
+    return value
+
+
+def _count_quotas(request: Request) -> None:
+    settings = request.app.state.runtime.settings.quotas
+    if not (settings.requests_per_minute or settings.turns_per_day):
+        return
+    quotas: Quotas = _app_state(request, "quotas", lambda: Quotas(settings))
+    record: ApiKeyRecord | None = request.state.api_key
+    subjects: list[str] = []
+    if record is not None:
+        subjects = [f"key:{record.id}", scope_for_user(record.user)]
+    elif request.headers.get(USER_HEADER) is not None:
+        subjects = [_user_scope(request)]
+    elif settings.apply_to_owner:
+        subjects = ["owner"]
+    if subjects:
+        quotas.check(subjects, turn=request.url.path in TURN_PATHS)
 
 
 def session_from_headers(request: Request) -> str | None:
@@ -104,8 +183,22 @@ def session_from_headers(request: Request) -> str | None:
 
 
 def _user_scope(request: Request) -> str:
-    """`X-Hermes-User-Id` → "user:<id>" (needs a server key), else "default"."""
+    """`X-Hermes-User-Id` → "user:<id>" (needs a server key), else "default"; a scoped key
+    acts as its own user and may not name another."""
     user = request.headers.get(USER_HEADER)
+    record: ApiKeyRecord | None = getattr(request.state, "api_key", None)
+    if record is not None:
+        own = scope_for_user(record.user)
+        if user is not None and _scope_or_400(user) != own:
+            raise APIError(
+                403,
+                "This API key acts as one user and cannot set another X-Hermes-User-Id; "
+                "leave the header out (or send the key's own user).",
+                "permission_error",
+                "user_scope_mismatch",
+                "X-Hermes-User-Id",
+            )
+        return own
     if user is None:
         return "default"
     if _key_bytes(request) is None:
@@ -117,6 +210,10 @@ def _user_scope(request: Request) -> str:
             code="user_scope_requires_key",
             param="X-Hermes-User-Id",
         )
+    return _scope_or_400(user)
+
+
+def _scope_or_400(user: str) -> str:
     try:
         return scope_for_user(user)
     except InvalidIdError as exc:

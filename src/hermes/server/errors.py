@@ -122,6 +122,10 @@ _UNAVAILABLE: tuple[tuple[type[ModelError], int, str, str], ...] = (
 )
 
 
+MODEL_ERROR_COUNTS: dict[str, int] = {}
+"""Upstream failures by error class since the process started (read by /metrics)."""
+
+
 def from_model_error(exc: ModelError) -> APIError:
     """Map an upstream model failure to the status a client can act on (never a bare 500).
 
@@ -129,6 +133,8 @@ def from_model_error(exc: ModelError) -> APIError:
     endpoint's address or what it said (which may name internal hosts or echo keys); the
     server log keeps the full sentence for the operator.
     """
+    error_kind = type(exc).__name__.removeprefix("Model").removesuffix("Error") or "Model"
+    MODEL_ERROR_COUNTS[error_kind] = MODEL_ERROR_COUNTS.get(error_kind, 0) + 1
     log.warning("upstream model failure: %s", exc)
     status = f" (HTTP {exc.status_code})" if exc.status_code else ""
     if isinstance(exc, ModelNotConfiguredError):

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hermes.store.api_keys import M009_API_KEYS
 from hermes.store.search_schema import (
     M003_MESSAGE_WINDOWS,
     M005_MESSAGE_VIEWS,
@@ -177,6 +178,7 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "speakers", _script(M006_SPEAKERS)),
     Migration(7, "pausable_search_triggers", _script(M007_PAUSABLE)),
     Migration(8, "hidden_messages", _script(M008_HIDDEN_MESSAGES)),
+    Migration(9, "api_keys", _script(M009_API_KEYS)),
 ]
 
 

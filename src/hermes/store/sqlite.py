@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hermes.store.api_keys import ApiKeyStoreMixin
 from hermes.store.base import (
     DocumentStore,
     Lease,
@@ -52,7 +53,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStore(CompactionStoreMixin, SearchIndexMixin):
+class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, ApiKeyStoreMixin):
     """One connection guarded by a lock; writes in BEGIN IMMEDIATE transactions."""
 
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:

@@ -1,0 +1,152 @@
+"""Prometheus `/metrics` (protected by the server key): what an operator graphs and alerts on.
+
+Requests by route and status with latency histograms, turns by surface, tokens, model errors by
+kind, quota refusals, leases held, and jobs runs. Each app has its own `CollectorRegistry`
+(several apps in one test process never collide); counts that only exist process-wide (model
+errors, raised deep in the model client) are read from `hermes.server.errors` at scrape time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hermes.server import errors
+from hermes.server.errors import APIError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from hermes.agent.loop import Agent, TurnResult
+    from hermes.runtime import Runtime
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class _ModelErrors(Collector):
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "hermes_model_errors", "Upstream model failures by kind.", labels=["kind"]
+        )
+        for kind, count in sorted(errors.MODEL_ERROR_COUNTS.items()):
+            family.add_metric([kind], count)
+        yield family
+
+
+class Metrics:
+    """The metric objects of one app."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "hermes_http_requests", "HTTP requests.", ["method", "route", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "hermes_http_request_duration_seconds",
+            "Time to the end of each response (streams: to the last byte).",
+            ["route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.turns = Counter("hermes_turns", "Completed agent turns.", ["source"], registry=r)
+        self.tokens = Counter("hermes_tokens", "Model tokens used by turns.", ["kind"], registry=r)
+        self.quota_refusals = Gauge(
+            "hermes_quota_refusals", "Requests refused by quotas (429) since start.", registry=r
+        )
+        self.leases = Gauge("hermes_leases_held", "Session leases held now.", registry=r)
+        locks = runtime.agent.locks
+        self.leases.set_function(lambda: float(getattr(locks, "held", 0)))
+        r.register(_ModelErrors())
+
+    async def after_turn(self, result: TurnResult, _agent: Agent) -> None:
+        self.turns.labels(result.source or "unknown").inc()
+        self.tokens.labels("prompt").inc(result.usage.prompt_tokens)
+        self.tokens.labels("completion").inc(result.usage.completion_tokens)
+
+    def render(self, quotas: Any) -> bytes:
+        if quotas is not None:
+            self.quota_refusals.set(quotas.rejections)
+        return generate_latest(self.registry)
+
+
+class MetricsMiddleware:
+    """Pure ASGI: counts each request by route template and status, times it to the end."""
+
+    def __init__(self, app: ASGIApp, *, metrics: Metrics, routes: Any = ()) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.routes = routes
+
+    def _route(self, scope: Scope) -> str:
+        """The matched route's template (`/api/jobs/{job_id}`), never the raw path: raw
+        paths would make one time series per job id."""
+        for route in _flat(self.routes):
+            match, _ = route.matches(scope)
+            if match == Match.FULL:
+                return str(getattr(route, "path", "unmatched"))
+        return "unmatched"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = self._route(scope)
+            self.metrics.requests.labels(scope.get("method", ""), route, str(status)).inc()
+            self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+
+
+def _flat(routes: Any) -> Iterator[Any]:
+    """Routes, with FastAPI's included routers opened up."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _flat(inner.routes)
+        else:
+            yield route
+
+
+def install(app: FastAPI, runtime: Runtime) -> Metrics:
+    """Add `/metrics`, the request middleware and the turn hook to `app`."""
+    metrics = Metrics(runtime)
+    runtime.agent.after_turn.append(metrics.after_turn)
+
+    async def metrics_endpoint(request: Request) -> Response:
+        from hermes.server.deps import require_auth
+
+        await require_auth(request)
+        if getattr(request.state, "api_key", None) is not None:
+            raise APIError(
+                403,
+                "/metrics covers every user: it needs the server key, not a scoped key.",
+                "permission_error",
+                "admin_key_required",
+            )
+        body = metrics.render(getattr(request.app.state, "quotas", None))
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    app.add_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, routes=app.router.routes)
+    return metrics
