@@ -154,3 +154,11 @@ async def test_background_memory_saves_are_announced(chat: Chat, fake: FakeModel
     gate.set()
     await announcing
     assert "-- memory: noted about you: Prefers Go" in chat.out.getvalue()
+
+
+def test_chat_without_a_model_says_how_to_set_one_up() -> None:
+    from tests.conftest import run_cli
+
+    result = run_cli("chat", input="hello\n")
+    assert result.returncode == 0
+    assert "run `hermes setup`" in result.stdout

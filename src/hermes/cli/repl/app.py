@@ -106,6 +106,11 @@ async def run(runtime: Runtime, session_id: str, *, rich: bool, console: Console
     read, chat.ask = _prompt_reader(chat) if interactive else (_stdin_line, _stdin_line)
     model = runtime.model.model or "(not set)"
     chat.print(WELCOME.format(session=session_id, model=model))
+    if not (runtime.settings.model.base_url and runtime.settings.model.name):
+        chat.print(
+            "[yellow]No model is configured yet: run `hermes setup` (it finds local model "
+            "servers), or set OPENAI_BASE_URL and HERMES_MODEL.[/yellow]"
+        )
     watcher = NotesWatcher(runtime.settings, chat.scope)
     announcer: asyncio.Task[None] | None = None
     ctrl_c = False
