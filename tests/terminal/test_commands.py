@@ -131,6 +131,8 @@ def test_chat_reads_piped_lines_and_prints_plain_text(model_env: dict, fake: Fak
     assert "Took back: 'hello'" in out and "after undo" in out and "Unknown command /bogus" in out
     users = [m["content"] for m in fake.chat_requests()[1]["messages"] if m["role"] == "user"]
     assert users == ["again"]
+    shown = run_cli("sessions", "show", "piped").stdout
+    assert "user (undone: not in the prompt): hello" in shown and "user: again" in shown
 
 
 async def test_background_memory_saves_are_announced(chat: Chat, fake: FakeModel) -> None:

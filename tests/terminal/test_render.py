@@ -112,3 +112,19 @@ def test_progress_draws_on_a_terminal_only() -> None:
     assert "importing" in out.getvalue()
     with progress("quiet") as advance:  # stderr is not a terminal under pytest
         advance(1)
+
+
+async def test_model_names_are_fetched_when_first_completed() -> None:
+    fetched: list[str] = []
+
+    async def fetch() -> None:
+        fetched.append("models")
+
+    completer = ChatCompleter(
+        [], lambda: [], lambda: [], lambda: [("qwen3:8b", ""), ("llama3.2", "")], fetch
+    )
+    found = [
+        c.text
+        async for c in completer.get_completions_async(Document("/model qw"), CompleteEvent())
+    ]
+    assert found == ["qwen3:8b"] and fetched == ["models"]

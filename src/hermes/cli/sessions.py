@@ -81,6 +81,7 @@ def show_cmd(
             fail(f"no session {session_id!r} in this scope; `hermes sessions list` shows them", 1)
         messages = store.get_messages(scope, session_id)
         markers = store.compression_markers(scope, session_id)
+        hidden = store.hidden_ranges(scope, session_id)
     finally:
         store.close()
     if as_json:
@@ -116,6 +117,8 @@ def show_cmd(
             body += " " + ", ".join(
                 c["function"]["name"] + "(" + c["function"]["arguments"] + ")" for c in m.tool_calls
             )
+        if any(a <= m.index < b for a, b in hidden):
+            label += " (undone: not in the prompt)"
         typer.echo(f"[{m.index}] {_when(m.timestamp)} {label}: {body}")
         if m.index + 1 in marks:
             mark = marks[m.index + 1]

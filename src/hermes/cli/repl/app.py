@@ -12,6 +12,7 @@ from hermes.cli.repl import commands, skills
 from hermes.cli.repl.completion import Cached, ChatCompleter
 from hermes.cli.repl.notices import NotesWatcher
 from hermes.cli.repl.session import ChatSession
+from hermes.cli.repl.usage import endpoint_models
 from hermes.runtime import Runtime
 
 ReadLine = Callable[[str], Awaitable[str]]
@@ -62,6 +63,7 @@ def _prompt_reader(chat: ChatSession) -> tuple[ReadLine, ReadLine]:
         Cached(lambda: skills.skill_list(settings), 30.0),
         Cached(sessions),
         models,
+        lambda: endpoint_models(chat),
     )
     main: PromptSession[str] = PromptSession(
         history=FileHistory(str(history)),

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from typing import Any
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -39,11 +40,22 @@ class ChatCompleter(Completer):
         skills: Source,
         sessions: Source,
         models: Source | None = None,
+        fetch_models: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.commands = list(commands)
         self.skills = skills
         self.sessions = sessions
         self.models = models
+        self.fetch_models = fetch_models
+        """Asks the endpoint for its models (once) the first time `/model ` is completed."""
+
+    async def get_completions_async(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> AsyncGenerator[Completion, None]:
+        if self.fetch_models is not None and document.text_before_cursor.startswith("/model "):
+            await self.fetch_models()
+        for completion in self.get_completions(document, complete_event):
+            yield completion
 
     def get_completions(self, document: Document, event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
