@@ -6,10 +6,15 @@ import json
 from datetime import datetime
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from hermes.cli.common import fail, settings_or_exit
+from hermes.config.settings import Settings
+from hermes.db.copy import CopyReport, copy_jobs, copy_notes, copy_sessions, count, scopes_of
 from hermes.store.base import Store, StoreError
 from hermes.store.opener import open_store
+from hermes.store.urls import redact
 
 app = typer.Typer(
     help="The database behind Hermes (store.url / HERMES_DATABASE_URL): migrate, status, copy.",
@@ -84,3 +89,64 @@ def status_cmd(
         typer.echo(f"latency: {health['latency_ms']} ms, pool: {health.get('pool')}")
     if status.pending:
         raise typer.Exit(3)
+
+
+@app.command("copy")
+def copy_cmd(
+    source: str = typer.Option(
+        ..., "--from", help="The database to read (sqlite:///… or postgresql://…)."
+    ),
+    target: str = typer.Option(..., "--to", help="The database to fill (made current first)."),
+) -> None:
+    """Copy sessions, notes and cron jobs between databases; run again to finish or re-check."""
+    if redact(source) == redact(target):
+        fail("--from and --to name the same database; nothing to copy", 2)
+    settings = settings_or_exit()
+    src = _open(source, migrate=True)
+    try:
+        dst = _open(target, migrate=True)
+    except BaseException:
+        src.close()
+        raise
+    try:
+        report = _copy(settings, src, dst)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    finally:
+        src.close()
+        dst.close()
+    typer.echo(
+        f"copied {report.copied_sessions} session(s) ({report.skipped_sessions} already there), "
+        f"{report.notes_added} note entr(ies), {report.jobs_added} job(s) "
+        f"from {redact(source)} to {redact(target)}"
+    )
+    for scope, dst_count in sorted(report.target.items()):
+        src_count = report.source[scope]
+        typer.echo(
+            f"  {scope}: {src_count.sessions} sessions / {src_count.messages} messages → "
+            f"{dst_count.sessions} / {dst_count.messages}"
+        )
+    problems = report.mismatches()
+    if problems:
+        for problem in problems:
+            typer.echo(f"hermes: count mismatch: {problem}", err=True)
+        fail("the target holds less than the source; run the copy again", 1)
+
+
+def _copy(settings: Settings, src: Store, dst: Store) -> CopyReport:
+    report = CopyReport()
+    scopes = scopes_of(settings, src)
+    for scope in scopes:
+        report.source[scope] = count(src, scope)
+    total = sum(c.sessions for c in report.source.values())
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+        task = progress.add_task("sessions", total=total)
+        for scope in scopes:
+            copy_sessions(src, dst, scope, report, lambda n: progress.advance(task, n))
+            report.notes_added += copy_notes(settings, src, dst, scope)
+            report.jobs_added += copy_jobs(settings, src, dst, scope)
+    for scope in scopes:
+        report.target[scope] = count(dst, scope)
+    return report

@@ -321,6 +321,10 @@ class Store(Searcher, CompactionStore, Protocol):
 
     def delete_scope(self, scope: str) -> int: ...
 
+    def list_scopes(self) -> list[str]:
+        """Every scope that has sessions (for `hermes db copy`)."""
+        ...
+
     def append_messages(
         self,
         scope: str,

@@ -254,6 +254,9 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, ApiKeyStoreMixin):
             )
         return cur.rowcount > 0
 
+    def list_scopes(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT DISTINCT scope FROM sessions ORDER BY scope")]
+
     def delete_scope(self, scope: str) -> int:
         """Remove every session (and so every message) of a scope; returns sessions removed."""
         with self._write() as conn:
