@@ -72,12 +72,14 @@ def shared(pg_url: str) -> Iterator[Store]:
     store.close()
 
 
-async def _chat(base: str, text: str, session: str, **kw: Any) -> httpx.Response:
+async def _chat(
+    base: str, text: str, session: str, headers: dict[str, str] | None = None
+) -> httpx.Response:
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         return await client.post(
             "/v1/chat/completions",
-            json={"model": "hermes", "messages": [{"role": "user", "content": text}], **kw},
-            headers={"X-Hermes-Session-Id": session},
+            json={"model": "hermes", "messages": [{"role": "user", "content": text}]},
+            headers={"X-Hermes-Session-Id": session, **(headers or {})},
         )
 
 
@@ -155,3 +157,19 @@ async def test_a_replica_killed_mid_turn_leaves_nothing_half_written(
     assert r.status_code == 200 and json.loads(r.text)["choices"][0]["message"]["content"]
     stored = [(m.role, m.content) for m in shared.get_messages("default", "k")]
     assert stored == [("user", "are you there?"), ("assistant", "ok: are you there?")]
+
+
+async def test_a_retry_on_the_other_replica_gets_the_first_answer(
+    replicas: list[tuple[Any, str]], fake: FakeModel, shared: Store
+) -> None:
+    (_, a), (_, b) = replicas
+    key = {"Idempotency-Key": "pay-42"}
+    first = await _chat(a, "pay invoice 42", "idem", headers=key)
+    again = await _chat(b, "pay invoice 42", "idem", headers=key)
+    assert first.status_code == again.status_code == 200
+    assert again.headers.get("idempotency-replayed") == "true"
+    assert again.json()["choices"] == first.json()["choices"]
+    assert sum(_last_user(x) == "pay invoice 42" for x in fake.chat_requests()) == 1
+    assert shared.get_session("default", "idem").message_count == 2  # type: ignore[union-attr]
+    other = await _chat(b, "pay invoice 43", "idem", headers=key)
+    assert other.status_code == 409

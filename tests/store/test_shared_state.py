@@ -139,3 +139,24 @@ def test_a_missing_database_is_reported_not_created(
     assert result.exit_code == 1 and "hermes_no_such_db" in result.output
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+
+
+def test_idempotency_keys_are_claimed_once_and_replayed(pg_url: str) -> None:
+    from hermes.store.base import IdempotentAnswer
+
+    a, b = open_store(pg_url), open_store(pg_url)
+    try:
+        assert a.idempotency is not None and b.idempotency is not None
+        assert a.idempotency.claim_idempotency("default", "k", "fp", 300) == ("new", None)
+        assert b.idempotency.claim_idempotency("default", "k", "fp", 300) == ("pending", None)
+        assert b.idempotency.claim_idempotency("default", "k", "other", 300) == ("conflict", None)
+        assert b.idempotency.claim_idempotency("user:x", "k", "fp", 300) == ("new", None)
+        answer = IdempotentAnswer(200, b'{"ok": true}', {"X-Hermes-Session-Id": "s"})
+        a.idempotency.finish_idempotency("default", "k", answer)
+        assert b.idempotency.claim_idempotency("default", "k", "fp", 300) == ("done", answer)
+        b.idempotency.release_idempotency("user:x", "k", "fp")  # a failed request: forgotten
+        assert a.idempotency.claim_idempotency("user:x", "k", "fp2", 300) == ("new", None)
+        assert a.idempotency.claim_idempotency("default", "k", "fp2", 0) == ("new", None)  # expired
+    finally:
+        a.close()
+        b.close()

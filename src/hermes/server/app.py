@@ -82,7 +82,7 @@ def create_app(
     app.state.runtime = runtime
     app.state.started_at = int(time.time())
     app.state.turns = TurnTracker()
-    app.state.idempotency = IdempotencyCache()
+    app.state.idempotency = IdempotencyCache(shared=runtime.store.idempotency)
     install_error_handlers(app)
     part_routers = [make() for make in runtime.registry.routers]
     for router in [

@@ -242,6 +242,38 @@ class DocumentStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class IdempotentAnswer:
+    """A stored answer to an idempotent request (status, body, headers)."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+
+IdempotencyClaim = Literal["new", "pending", "done", "conflict"]
+
+
+class IdempotencyStore(Protocol):
+    """`Idempotency-Key`s shared by every replica: the first request with a key claims it,
+    a retry of the same request anywhere gets the stored answer."""
+
+    def claim_idempotency(
+        self, scope: str, key: str, fingerprint: str, ttl_seconds: float
+    ) -> tuple[IdempotencyClaim, IdempotentAnswer | None]:
+        """`new` (the caller runs the request, then `finish`es or `release`s it),
+        `pending` (another process runs it: ask again), `done` (with the answer) or
+        `conflict` (the key was used with a different request). Keys older than
+        `ttl_seconds` count as unused."""
+        ...
+
+    def finish_idempotency(self, scope: str, key: str, answer: IdempotentAnswer) -> None: ...
+
+    def release_idempotency(self, scope: str, key: str, fingerprint: str) -> None:
+        """Forget a claim whose request failed (a retry runs it again)."""
+        ...
+
+
 class CompactionStore(Protocol):
     """The prompt view's records: compactions per session, message ranges hidden from the
     prompt (undo), and learned context windows."""
@@ -286,6 +318,10 @@ class Store(Searcher, CompactionStore, Protocol):
 
     url: str
     """Where the data lives (`sqlite:///…` or `postgresql://…`, password left out)."""
+
+    idempotency: IdempotencyStore | None
+    """`Idempotency-Key`s shared across replicas (PostgreSQL); None: each process keeps its
+    own (SQLite: one machine)."""
 
     documents: DocumentStore | None
     """Notes, cron jobs and run outputs when they live in the database (PostgreSQL: shared

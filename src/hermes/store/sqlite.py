@@ -15,6 +15,7 @@ from typing import Any
 from hermes.store.api_keys import ApiKeyStoreMixin
 from hermes.store.base import (
     DocumentStore,
+    IdempotencyStore,
     Lease,
     MessageRecord,
     NewMessage,
@@ -59,7 +60,8 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, ApiKeyStoreMixin):
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
         self.path = Path(path)
         self.url = sqlite_url(self.path)
-        self.documents: DocumentStore | None = None  # notes and jobs are files in the home
+        self.documents: DocumentStore | None = None
+        self.idempotency: IdempotencyStore | None = None  # notes and jobs are files in the home
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists()
         try:

@@ -17,6 +17,7 @@ import psycopg
 from hermes.store.base import (
     Compaction,
     DocumentStore,
+    IdempotencyStore,
     Lease,
     MessageRecord,
     NewMessage,
@@ -26,6 +27,7 @@ from hermes.store.base import (
     StoreError,
 )
 from hermes.store.leases import holder_is_dead
+from hermes.store.postgres.idempotency import PgIdempotency
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
@@ -81,6 +83,7 @@ class PostgresStore(PgSearchMixin):
         self.url = self._db.shown
         self._presence = Presence(self._db)
         self.documents: DocumentStore | None = PgDocuments(self._db)
+        self.idempotency: IdempotencyStore | None = PgIdempotency(self._db)
         try:
             self._db.open()
             if migrate:
