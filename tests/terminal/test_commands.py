@@ -164,3 +164,24 @@ def test_chat_without_a_model_says_how_to_set_one_up() -> None:
     result = run_cli("chat", input="hello\n")
     assert result.returncode == 0
     assert "run `hermes setup`" in result.stdout
+
+
+async def test_skills_listed_completed_and_run(chat: Chat, fake: FakeModel) -> None:
+    from hermes.cli.repl import skills
+
+    chat.session.runtime.settings.skills.enabled = True  # the fixture turns them off
+    listing = await chat.run("/skills")
+    assert "/summarize-document" in listing and "/daily-briefing" in listing  # the starters
+    names = [name for name, _ in skills.skill_list(chat.session.runtime.settings)]
+    assert "summarize-document" in names
+    fake.enqueue(Text("a short summary"))
+    out = await chat.run("/summarize-document the attached minutes")
+    assert "skill: summarize-document" in out and "a short summary" in out
+    request = fake.chat_requests()[-1]["messages"]
+    assert request[-1] == {"role": "user", "content": "the attached minutes"}
+    assert any(
+        m["role"] == "system" and 'invoked the "summarize-document" skill' in m["content"]
+        for m in request
+    )
+    chat.session.runtime.settings.skills.enabled = False
+    assert "skills are off" in await chat.run("/skills")

@@ -202,10 +202,10 @@ async def _memory(chat: ChatSession, _: str) -> None:
 
 
 async def _skills(chat: ChatSession, _: str) -> None:
-    if not skills.available():
-        chat.say(skills.MISSING)
+    if not skills.available(chat.runtime.settings):
+        chat.say(skills.OFF)
         return
-    found = skills.skill_list(chat.runtime.settings)
+    found = await asyncio.to_thread(skills.skill_list, chat.runtime.settings)
     if not found:
         chat.say("No skills installed (hermes skills list; skills/<name>/SKILL.md).")
     for name, description in found:

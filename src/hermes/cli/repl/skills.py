@@ -1,21 +1,18 @@
-"""The chat's hook into skills (`/skills`, `/<skill> text`, completion of skill names).
-
-Skills are a part (`hermes.skills`); the chat reaches them through the part's public
-functions, looked up at run time so a build without the part still chats (and says so).
-"""
+"""The chat's way into skills (`/skills`, `/<skill> text`, completion of skill names),
+through the skills part's public functions."""
 
 from __future__ import annotations
 
-import importlib
+import logging
 from dataclasses import dataclass
-from typing import Any
 
 from hermes.config.settings import Settings
+from hermes.skills.invoke import expand_skill_command
+from hermes.skills.store import library_for
 
-MISSING = (
-    "skills are not available in this build (the hermes.skills part is missing); "
-    "/<skill> commands need it"
-)
+log = logging.getLogger(__name__)
+
+OFF = "skills are off (skills.enabled: false in config.yaml)"
 
 
 @dataclass(frozen=True)
@@ -27,35 +24,25 @@ class SkillTurn:
     skills: tuple[str, ...]
 
 
-def _module(name: str) -> Any | None:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
-def available() -> bool:
-    return _module("hermes.skills.invoke") is not None
+def available(settings: Settings) -> bool:
+    return settings.skills.enabled
 
 
 def skill_list(settings: Settings) -> list[tuple[str, str]]:
-    """(name, description) of every installed skill; [] without the skills part."""
-    store = _module("hermes.skills.store")
-    if store is None or not getattr(settings, "skills", None) or not settings.skills.enabled:  # type: ignore[attr-defined]
+    """(name, description) of every installed skill the chat can run."""
+    if not settings.skills.enabled:
         return []
     try:
-        skills = store.library_for(settings).skills()
-    except Exception:
+        skills = library_for(settings).skills()
+    except OSError as exc:  # an unreadable skills directory must not break typing
+        log.warning("could not read the skills: %s", exc)
         return []
-    return sorted((s.name, s.description) for s in skills)
+    return sorted((s.name, s.description) for s in skills if s.available_on("cli", None))
 
 
 def expand(settings: Settings, line: str) -> SkillTurn | None:
     """The turn for `/<skill> [text]`, or None when the line names no installed skill."""
-    invoke = _module("hermes.skills.invoke")
-    if invoke is None:
-        return None
-    found = invoke.expand_skill_command(settings, line, platform="cli")
+    found = expand_skill_command(settings, line, platform="cli")
     if found is None:
         return None
     return SkillTurn(found.user_message, found.system_extra, tuple(found.skills))
