@@ -55,6 +55,8 @@ def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "hermes-home"
     monkeypatch.setenv("HERMES_HOME", str(home))
+    # semantic search loads a model (seconds, hundreds of MB): only the tests about it
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "off")
     monkeypatch.setenv("TZ", "UTC")
     return home
 

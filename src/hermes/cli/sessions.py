@@ -11,7 +11,9 @@ import typer
 
 from hermes.cli.common import fail, parse_file_or_exit, scope_or_exit, settings_or_exit
 from hermes.cli.progress import progress
+from hermes.config.settings import Settings
 from hermes.runtime import open_store
+from hermes.store.base import Store
 from hermes.store.transfer import ImportFormatError, export_sessions, import_sessions, parse_jsonl
 
 app = typer.Typer(
@@ -19,6 +21,37 @@ app = typer.Typer(
 )
 
 UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
+SEARCH_EMBED_MAX = 20_000  # `search` embeds at most this many missing messages first
+
+
+def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | None = None) -> int:
+    """Give messages without a vector one (semantic search), with a progress bar; 0 when
+    semantic search is off. More than `most` pending: none, and a hint on stderr."""
+    from hermes.memory import embeddings
+
+    try:
+        if store.vectors is None or not embeddings.enabled(settings):
+            return 0
+        pending = store.vectors.count_pending(embeddings.MODEL_NAME, scope=scope)
+        if not pending:
+            return 0
+        if most is not None and pending > most:
+            typer.echo(
+                f"note: {pending:,} messages are not in the semantic index yet; "
+                "`hermes sessions reindex` adds them (searching by words meanwhile)",
+                err=True,
+            )
+            return 0
+        embedder = embeddings.load(settings)
+    except embeddings.EmbeddingsUnavailableError as exc:
+        fail(str(exc), 1)
+    if embedder is None:
+        return 0
+    from hermes.memory.semantic import embed_pending
+
+    with progress("embedding messages for semantic search", pending) as advance:
+        done, _ = embed_pending(store, embedder, scope=scope, progress=advance)
+    return done
 
 
 def _when(ts: float | None) -> str:
@@ -142,7 +175,7 @@ def search_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Search past messages (ranked, best first)."""
-    from hermes.memory.search import BatchFormatError, parse_batch, timed_search
+    from hermes.memory.search import BatchFormatError, parse_batch, semantic_for, timed_search
 
     if (query is None) == (batch is None):
         fail("give either a QUERY or --batch FILE", 2)
@@ -152,10 +185,13 @@ def search_cmd(
         queries = parse_file_or_exit(
             batch, lambda lines: parse_batch(lines, limit), BatchFormatError, "nothing was searched"
         )
-    store = open_store(settings_or_exit())
+    settings = settings_or_exit()
+    store = open_store(settings)
     try:
+        _embed(settings, store, scope, most=SEARCH_EMBED_MAX)
+        semantic = semantic_for(settings, store, wait=True)
         for text, k in queries:
-            result = timed_search(store, scope, text, k)
+            result = timed_search(store, scope, text, k, semantic)
             if as_json or batch is not None:
                 typer.echo(json.dumps(result, ensure_ascii=False))
                 continue
@@ -199,20 +235,27 @@ def export_cmd(
 def import_cmd(
     source: Path = typer.Argument(..., help="JSONL file, one session per line ('-' for stdin)."),
     user: str | None = UserOption,
+    embed: bool = typer.Option(
+        True, "--embed/--no-embed", help="Add the messages to the semantic index now."
+    ),
 ) -> None:
     """Import sessions from JSONL; sessions whose id already exists are skipped."""
     scope = scope_or_exit(user)
     sessions = parse_file_or_exit(source, parse_jsonl, ImportFormatError, "nothing was imported")
-    store = open_store(settings_or_exit())
+    settings = settings_or_exit()
+    store = open_store(settings)
     try:
         with progress("importing sessions", len(sessions)) as advance:
             report = import_sessions(store, scope, sessions, advance)
+        embedded = _embed(settings, store, scope) if embed else 0
     finally:
         store.close()
     typer.echo(
         f"imported {report.imported} session(s) ({report.messages} messages), "
         f"skipped {report.skipped} already present"
     )
+    if embedded:
+        typer.echo(f"embedded {embedded:,} messages for semantic search")
 
 
 @app.command("reindex")
@@ -220,7 +263,8 @@ def reindex_cmd(
     check: bool = typer.Option(False, "--check", help="Only verify the index; exit 1 if broken."),
 ) -> None:
     """Verify the full-text search index and rebuild it from the stored messages."""
-    store = open_store(settings_or_exit())
+    settings = settings_or_exit()
+    store = open_store(settings)
     try:
         health = store.check_search_index()
         if check:
@@ -231,12 +275,15 @@ def reindex_cmd(
         with progress("rebuilding the search index"):
             rows = store.rebuild_search_index()
         after = store.check_search_index()
+        embedded = _embed(settings, store, None) if after.ok else 0
     finally:
         store.close()
     if not after.ok:
         fail(after.detail, 1)
     before = "was ok" if health.ok else "was damaged"
     typer.echo(f"search index rebuilt ({rows:,} messages indexed; it {before})")
+    if embedded:
+        typer.echo(f"embedded {embedded:,} messages for semantic search")
 
 
 @app.command("delete")

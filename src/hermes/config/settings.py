@@ -104,6 +104,14 @@ class MemorySettings(_Section):
     review_interval: int = Field(default=10, ge=0)
 
 
+class SearchSettings(_Section):
+    # Semantic search over past messages (the `embeddings` extra: a sentence-embedding model
+    # shipped inside a package, nothing downloaded): auto = on when the extra is installed.
+    embeddings: Literal["auto", "on", "off"] = "auto"
+    # Most vectors of one scope held in memory for semantic search (newest kept; 1.5 KB each).
+    max_vectors: int = Field(default=100_000, ge=1000)
+
+
 class CompressionSettings(_Section):
     enabled: bool = True
     threshold: float = Field(default=0.50, ge=0.5, le=0.95)
@@ -347,6 +355,7 @@ class Settings(_Section):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
     cron: CronSettings = Field(default_factory=CronSettings)
     quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
@@ -392,6 +401,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND": "server.allow_unauthenticated_public_bind",
     "HERMES_TIMEZONE": "timezone",
     "HERMES_DATABASE_URL": "store.url",
+    "HERMES_EMBEDDINGS": "search.embeddings",
     # messaging platforms (SPEC §10); config keys under gateway.<platform>.* mirror them
     "TELEGRAM_BOT_TOKEN": "gateway.telegram.token",
     "TELEGRAM_API_BASE": "gateway.telegram.api_base",

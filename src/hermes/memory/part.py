@@ -1,9 +1,51 @@
-"""The memory part: the notes provider (MEMORY.md / USER.md, the `memory` tool) and
-`session_search` over every past conversation of the caller's scope."""
+"""The memory part: the notes provider (MEMORY.md / USER.md, the `memory` tool),
+`session_search` over every past conversation of the caller's scope, and the semantic
+indexer that gives new messages their vectors in the background of `hermes serve`."""
 
 from __future__ import annotations
 
-from hermes.plugins import Registry
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from hermes.plugins import Registry, Service
+
+if TYPE_CHECKING:
+    from hermes.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def _indexer(runtime: Runtime) -> Service | None:
+    from hermes.memory import embeddings
+
+    try:
+        if runtime.store.vectors is None or not embeddings.enabled(runtime.settings):
+            return None
+    except embeddings.EmbeddingsUnavailableError as exc:
+        log.warning("semantic search is off: %s", exc)
+        return None
+    from hermes.memory.indexer import SemanticIndexer
+
+    indexer = SemanticIndexer(runtime.settings, runtime.store)
+
+    async def start() -> None:
+        indexer.start()
+
+    async def stop() -> None:
+        await asyncio.to_thread(indexer.stop)
+
+    return Service("semantic indexer", start, stop)
+
+
+async def _semantic_health(runtime: Runtime) -> dict[str, Any]:
+    """Whether messages are searched by meaning too, and why not when they are not."""
+    from hermes.memory import embeddings
+
+    line = embeddings.status(runtime.settings)
+    if runtime.store.vectors is None:
+        line = "off (this store keeps no vectors)"
+    return {"status": "ok", "embeddings": line}
 
 
 def register(hermes: Registry) -> None:
@@ -14,3 +56,5 @@ def register(hermes: Registry) -> None:
     hermes.memory_provider(NotesProvider)
     hermes.tool(session_search, group="session_search")
     hermes.health("notes", notes_health)
+    hermes.health("semantic_search", _semantic_health)
+    hermes.service(_indexer)

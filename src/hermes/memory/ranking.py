@@ -9,10 +9,12 @@ bench/recall.py (its ablation table removes one at a time):
 - a role prior: a first-person question ("my dog") is about what the user said, a
   second-person one ("what did you suggest") about what the assistant said;
 - recency as a tie-breaker (an updated fact's newer statement wins a tie);
-- speaker awareness: a turn said by the person the question names counts double (the
+- speaker awareness: a turn said by the person the question names counts triple (the
   store drops a name that is in too many rows from candidate picking, so it counts here);
 - cron run sessions count half: what the agent produced alone ranks below conversations;
-- at most `per_session` hits per session before other sessions get their turn.
+- at most `per_session` hits per session before other sessions get their turn;
+- with the `embeddings` extra, the nearest messages by meaning (semantic.py) fused with
+  the lexical candidates by reciprocal rank before the priors above apply.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from hermes.memory.query import all_terms, likely_role, query_terms, query_words
 from hermes.store.base import Searcher, SearchView, TextMatch
@@ -33,12 +36,23 @@ class RankConfig:
     fuse: tuple[tuple[SearchView, float], ...] = ()  # more views, fused by reciprocal rank
     rrf_k: float = 20.0
     candidates: int = 200
-    role: float = 0.5
+    role: float = 1.0
     recency: float = 0.01
     per_session: int = 2
     demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
-    speaker: float = 1.0  # boost for a turn by the person the question names
+    speaker: float = 2.0  # boost for a turn by the person the question names
     stopwords: bool = True
+    semantic: float = 3.0  # weight of the semantic list in the fusion (0: words only)
+    semantic_k: float = 60.0  # reciprocal-rank constant of that fusion
+    semantic_floor: float = 0.1  # less similar than this (cosine): unrelated, not evidence
+
+
+class SemanticSearch(Protocol):
+    """Nearest messages by meaning (hermes.memory.semantic.SemanticIndex)."""
+
+    def search(
+        self, scope: str, query: str, *, limit: int, exclude_sessions: Sequence[str] = ()
+    ) -> list[TextMatch]: ...
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -87,6 +101,7 @@ def rank_messages(
     limit: int = 10,
     exclude_sessions: Sequence[str] = (),
     config: RankConfig = DEFAULT_CONFIG,
+    semantic: SemanticSearch | None = None,
 ) -> list[Ranked]:
     """The `limit` best user/assistant messages of `scope` for `query`, best first."""
     terms = query_terms(query) if config.stopwords else all_terms(query)
@@ -98,6 +113,10 @@ def rank_messages(
     )
     if config.fuse:
         cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
+    if semantic is not None and config.semantic > 0:
+        near = semantic.search(scope, query, limit=size, exclude_sessions=exclude_sessions)
+        near = [m for m in near if m.score >= config.semantic_floor]
+        cands = _with_semantic(cands, near, config)
     ranked = _fuse(cands, config, likely_role(query), query_words(query))
     return _diversify(ranked, config)[:limit]
 
@@ -122,6 +141,20 @@ def _reciprocal_rank(
     for found, weight in lists:
         for rank, m in enumerate(found):
             fused[m.message_id] += weight / (config.rrf_k + rank + 1)
+            match.setdefault(m.message_id, m)
+    return [replace(match[i], score=score) for i, score in fused.items()]
+
+
+def _with_semantic(
+    lexical: list[TextMatch], near: list[TextMatch], config: RankConfig
+) -> list[TextMatch]:
+    """Lexical and semantic candidates fused by rank: weight / (k + rank) from each list."""
+    fused: dict[int, float] = defaultdict(float)
+    match: dict[int, TextMatch] = {}
+    ordered = sorted(lexical, key=lambda m: (-m.score, m.message_id))
+    for found, weight in ((ordered, 1.0), (near, config.semantic)):
+        for rank, m in enumerate(found):
+            fused[m.message_id] += weight / (config.semantic_k + rank + 1)
             match.setdefault(m.message_id, m)
     return [replace(match[i], score=score) for i, score in fused.items()]
 

@@ -20,9 +20,10 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore, open_notes
 from hermes.memory.query import query_terms
-from hermes.memory.ranking import rank_messages
+from hermes.memory.ranking import SemanticSearch, rank_messages
 from hermes.store.base import MessageRecord, SessionRecord, Store
 from hermes.text import clip
 from hermes.tools.registry import ToolContext, ToolError, tool
@@ -49,10 +50,18 @@ class SearchHit:
 
 
 def search_hits(
-    store: Store, scope: str, query: str, *, limit: int = 10, exclude: Sequence[str] = ()
+    store: Store,
+    scope: str,
+    query: str,
+    *,
+    limit: int = 10,
+    exclude: Sequence[str] = (),
+    semantic: SemanticSearch | None = None,
 ) -> list[SearchHit]:
     """Ranked message hits with highlighted snippets."""
-    ranked = rank_messages(store, scope, query, limit=limit, exclude_sessions=exclude)
+    ranked = rank_messages(
+        store, scope, query, limit=limit, exclude_sessions=exclude, semantic=semantic
+    )
     snippets = store.message_snippets(scope, query_terms(query), [r.message_id for r in ranked])
     return [
         SearchHit(
@@ -68,10 +77,12 @@ def search_hits(
     ]
 
 
-def timed_search(store: Store, scope: str, query: str, limit: int) -> dict[str, Any]:
+def timed_search(
+    store: Store, scope: str, query: str, limit: int, semantic: SemanticSearch | None = None
+) -> dict[str, Any]:
     """The `hermes sessions search --json` document for one query."""
     started = time.perf_counter()
-    hits = search_hits(store, scope, query, limit=limit)
+    hits = search_hits(store, scope, query, limit=limit, semantic=semantic)
     took = (time.perf_counter() - started) * 1000
     return {
         "query": query,
@@ -101,6 +112,7 @@ class _View:
     live: str
     tz: ZoneInfo | None
     notes: NotesStore | None = None  # for entries archived out of the notes
+    semantic: SemanticSearch | None = None  # nearest messages by meaning, when available
 
     def when(self, ts: float | None) -> str | None:
         if not ts:
@@ -148,7 +160,14 @@ def _bookends(view: _View, record: SessionRecord, shown: set[int]) -> dict[str, 
 
 
 def _discover(view: _View, query: str, limit: int) -> dict[str, Any]:
-    hits = search_hits(view.store, view.scope, query, limit=limit * 8, exclude=[view.live])
+    hits = search_hits(
+        view.store,
+        view.scope,
+        query,
+        limit=limit * 8,
+        exclude=[view.live],
+        semantic=view.semantic,
+    )
     grouped: dict[str, list[SearchHit]] = {}
     for h in hits:
         grouped.setdefault(h.session_id, []).append(h)
@@ -274,7 +293,26 @@ def _view(ctx: ToolContext) -> _View:
     except (KeyError, ValueError):
         tz = None
     notes = open_notes(ctx.settings, ctx.scope, ctx.store)
-    return _View(store=ctx.store, scope=ctx.scope, live=ctx.session_id, tz=tz, notes=notes)
+    return _View(
+        store=ctx.store,
+        scope=ctx.scope,
+        live=ctx.session_id,
+        tz=tz,
+        notes=notes,
+        semantic=semantic_for(ctx.settings, ctx.store, wait=False),
+    )
+
+
+def semantic_for(settings: Settings, store: Store, *, wait: bool) -> SemanticSearch | None:
+    """The semantic index when the embeddings extra is on (imported only then: it needs
+    numpy); `wait` False never stalls a turn on loading the model."""
+    from hermes.memory import embeddings
+
+    if store.vectors is None or not embeddings.enabled(settings):
+        return None
+    from hermes.memory.semantic import semantic_index
+
+    return semantic_index(settings, store, wait=wait)
 
 
 @tool(name="session_search")

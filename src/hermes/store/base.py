@@ -197,6 +197,12 @@ class Searcher(Protocol):
         ids that are not in `scope` are left out."""
         ...
 
+    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
+        """The conversational messages of `scope` among `message_ids` (score 0, id order);
+        others are left out. Lets a ranking that found ids elsewhere (vectors) see where
+        they are and who said them."""
+        ...
+
     def check_search_index(self) -> SearchIndexHealth:
         """Verify the search index against the stored messages (may read the whole index)."""
         ...
@@ -204,6 +210,33 @@ class Searcher(Protocol):
     def rebuild_search_index(self) -> int:
         """Rebuild the search index from the stored messages; returns messages indexed."""
         ...
+
+
+class VectorStore(Protocol):
+    """Embeddings of conversational messages, one per message and model (semantic search).
+
+    The store keeps bytes; what they mean (dimensions, dtype) is the embedder's business
+    (`hermes.memory.semantic`). Every read is confined to one scope.
+    """
+
+    def pending(
+        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+    ) -> list[tuple[int, str, str]]:
+        """(message id, scope, text) of messages with no vector of `model`, by id, after
+        `after_id`."""
+        ...
+
+    def count_pending(self, model: str, *, scope: str | None = None) -> int: ...
+
+    def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store (message id, scope, vector); ids of messages deleted meanwhile are skipped."""
+        ...
+
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
+        """(message id, vector) of `scope`, by id, after `after_id`."""
+        ...
+
+    def count(self, model: str, scope: str) -> int: ...
 
 
 @dataclass(slots=True)
@@ -326,6 +359,9 @@ class Store(Searcher, CompactionStore, Protocol):
     documents: DocumentStore | None
     """Notes, cron jobs and run outputs when they live in the database (PostgreSQL: shared
     by every replica); None when they are files under `$HERMES_HOME` (SQLite)."""
+
+    vectors: VectorStore | None
+    """Message embeddings for semantic search; None where the backend keeps none."""
 
     def ensure_session(
         self,

@@ -13,6 +13,7 @@ from hermes.store.search_schema import (
     M005_MESSAGE_VIEWS,
     M006_SPEAKERS,
 )
+from hermes.store.vectors import M010_MESSAGE_VECTORS
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ MIGRATIONS: list[Migration] = [
     Migration(7, "pausable_search_triggers", _script(M007_PAUSABLE)),
     Migration(8, "hidden_messages", _script(M008_HIDDEN_MESSAGES)),
     Migration(9, "api_keys", _script(M009_API_KEYS)),
+    Migration(10, "message_vectors", _script(M010_MESSAGE_VECTORS)),
 ]
 
 

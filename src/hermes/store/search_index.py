@@ -265,6 +265,14 @@ class SearchIndexMixin:
             if mid in meta
         ]
 
+    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
+        """Where the given messages of `scope` are and who said them (score 0)."""
+        ids = sorted(set(int(i) for i in message_ids))
+        if not ids:
+            return []
+        with self._lock:
+            return self._with_meta([(i, 0.0) for i in ids], scope)
+
     def message_snippets(
         self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
     ) -> dict[int, str]:

@@ -23,6 +23,7 @@ from hermes.store.base import (
     SchemaStatus,
     SessionRecord,
     StoreError,
+    VectorStore,
 )
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.leases import holder_is_dead
@@ -37,6 +38,7 @@ from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.search_index import SearchIndexMixin
 from hermes.store.urls import sqlite_url
+from hermes.store.vectors import SQLiteVectorStore
 
 _SESSION_COLUMNS = (
     "scope, id, source, started_at, updated_at, title, parent_session_id, ended_at, "
@@ -71,6 +73,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, ApiKeyStoreMixin):
         if fresh:
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
+        self.vectors: VectorStore | None = SQLiteVectorStore(self._conn, self._lock)
 
     def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:
         """Open, switch to WAL and migrate, retrying while sibling processes do the same.

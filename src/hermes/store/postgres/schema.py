@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS
+
 # Scripts written without spaces between words (same ranges as the SQLite trigram view).
 UNSEGMENTED = "[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]"
 CONVERSATIONAL = "role IN ('user', 'assistant') AND coalesce(content, '') <> ''"
@@ -136,4 +138,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(1, "initial", M001_INITIAL),
     PgMigration(2, "shared_state", M002_SHARED_STATE),
     PgMigration(3, "hidden_messages", M003_HIDDEN_MESSAGES),
+    PgMigration(4, "message_vectors", M004_MESSAGE_VECTORS),
 ]

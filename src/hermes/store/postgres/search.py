@@ -117,7 +117,7 @@ class PgSearchMixin:
             )
         column, config, rank = _VIEW_PLANS[view]
         sql = (
-            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, r.score "
+            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, r.score, m.name "
             f"FROM messages m, to_tsquery('{config}', %(q)s) q, "
             f"LATERAL (SELECT {rank} AS score) r, "
             f"sessions s "
@@ -141,12 +141,26 @@ class PgSearchMixin:
         ]
         hits = " + ".join(["(m.content ILIKE %s)::int"] * len(patterns))
         sql = (
-            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, ({hits}) AS score "
+            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, ({hits}) AS score, "
+            f"m.name "
             f"FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE m.unsegmented AND m.scope = %s AND m.content ILIKE ANY(%s) "
             f"AND NOT (m.session_id = ANY(%s)) ORDER BY score DESC, m.id LIMIT %s"
         )
         rows = self._db.fetch(sql, (*patterns, scope, patterns, excluded, limit))
+        return [self._match(r) for r in rows]
+
+    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
+        """Where the given messages of `scope` are and who said them (score 0)."""
+        ids = sorted({int(i) for i in message_ids})
+        if not ids:
+            return []
+        rows = self._db.fetch(
+            "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name "
+            "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
+            "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
+            (scope, ids),
+        )
         return [self._match(r) for r in rows]
 
     @staticmethod
@@ -159,6 +173,7 @@ class PgSearchMixin:
             timestamp=float(r[4]),
             score=float(r[6]),
             source=r[5],
+            speaker=r[7],
         )
 
     def message_snippets(

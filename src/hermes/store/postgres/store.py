@@ -25,12 +25,14 @@ from hermes.store.base import (
     SchemaStatus,
     SessionRecord,
     StoreError,
+    VectorStore,
 )
 from hermes.store.leases import holder_is_dead
 from hermes.store.postgres.idempotency import PgIdempotency
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
+from hermes.store.postgres.vectors import PgVectorStore
 from hermes.store.rows import message_row, session_row
 
 _SESSION_COLUMNS = (
@@ -84,6 +86,7 @@ class PostgresStore(PgSearchMixin):
         self._presence = Presence(self._db)
         self.documents: DocumentStore | None = PgDocuments(self._db)
         self.idempotency: IdempotencyStore | None = PgIdempotency(self._db)
+        self.vectors: VectorStore | None = PgVectorStore(self._db)
         try:
             self._db.open()
             if migrate:

@@ -1,0 +1,71 @@
+"""The semantic indexer of `hermes serve`: embeds new messages in the background.
+
+Turns store their messages at once; this thread gives them vectors a moment later, so a
+turn never waits for the model. It loads the model first (seconds), catches up on what
+is missing, then follows new messages by id, with a full pass now and then for messages
+whose text changed (their vectors were dropped).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from hermes.config.settings import Settings
+from hermes.memory import embeddings
+from hermes.memory.semantic import embed_pending
+from hermes.store.base import Store
+
+log = logging.getLogger(__name__)
+
+IDLE_S = 2.0
+FULL_PASS_S = 600.0
+STEP = 512  # messages per step, so a stop request is honoured within a second or two
+
+
+class SemanticIndexer:
+    """A daemon thread that keeps `store.vectors` filled for every scope."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.embedded = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="hermes-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            embedder = embeddings.load(self.settings)
+        except embeddings.EmbeddingsUnavailableError as exc:
+            log.warning("semantic indexer not started: %s", exc)
+            return
+        if embedder is None:
+            return
+        cursor, last_full = 0, time.monotonic()
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - last_full > FULL_PASS_S:
+                    cursor, last_full = 0, time.monotonic()
+                done, cursor = embed_pending(
+                    self.store,
+                    embedder,
+                    after_id=cursor,
+                    limit=STEP,
+                    should_stop=self._stop.is_set,
+                )
+                self.embedded += done
+            except Exception:  # the store may be briefly unavailable; try again later
+                log.exception("semantic indexer step failed")
+                done = 0
+            if done < STEP:
+                self._stop.wait(IDLE_S)

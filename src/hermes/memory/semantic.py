@@ -1,0 +1,197 @@
+"""Semantic search over past messages: vectors in the store, one matrix per scope in memory.
+
+A question rarely repeats the words of its answer ("what class did she enroll in" /
+"I signed up for a pottery course"); sentence embeddings find such turns where words do
+not. The store keeps one vector per conversational message (`Store.vectors`); this module
+fills missing vectors (`embed_pending`: at import, on `hermes sessions reindex`, and in the
+background of `hermes serve`) and answers nearest-neighbour queries from a per-process
+cache of each scope's matrix (exact dot products: a scope of 100k messages is ~10 ms).
+The ranking (ranking.py) fuses these hits with the lexical ones by rank.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from hermes.config.settings import Settings
+from hermes.memory import embeddings
+from hermes.memory.embeddings import Embedder
+from hermes.store.base import Store, TextMatch
+
+log = logging.getLogger(__name__)
+
+RELOAD_S = 300.0  # a full reload drops vectors of deleted messages from memory
+CACHED_SCOPES = 8
+BATCH = 128
+
+
+_controller: ThreadpoolController | None = None
+
+
+def _blas() -> ThreadpoolController:
+    """One controller per process: making one scans the loaded libraries (milliseconds)."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller
+
+
+def to_bytes(vector: np.ndarray) -> bytes:
+    return vector.astype(np.float16).tobytes()
+
+
+@dataclass
+class _Matrix:
+    ids: np.ndarray
+    vectors: np.ndarray
+    last_id: int
+    loaded_at: float
+
+
+class SemanticIndex:
+    """Nearest messages of a scope to a query, by cosine similarity of their embeddings."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, max_vectors: int = 100_000) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.max_vectors = max_vectors
+        self._cache: OrderedDict[str, _Matrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def search(
+        self, scope: str, query: str, *, limit: int, exclude_sessions: Sequence[str] = ()
+    ) -> list[TextMatch]:
+        """The `limit` messages of `scope` nearest to `query`, best first (score = cosine)."""
+        matrix = self._matrix(scope)
+        if matrix is None or not len(matrix.ids) or limit <= 0:
+            return []
+        query_vector = self.embedder.encode([query])[0]
+        # BLAS threads spinning beside torch's own pool slow both several-fold: one thread
+        # for a matrix-vector product that is memory-bound anyway
+        with _blas().limit(limits=1, user_api="blas"):
+            scores = matrix.vectors @ query_vector
+        want = min(len(scores), limit + 20 * len(exclude_sessions) + 20)
+        top = np.argpartition(-scores, want - 1)[:want]
+        by_id = {int(matrix.ids[i]): float(scores[i]) for i in top}
+        excluded = set(exclude_sessions)
+        found = [
+            replace(m, score=by_id[m.message_id])
+            for m in self.store.describe_messages(scope, list(by_id))
+            if m.session_id not in excluded
+        ]
+        found.sort(key=lambda m: (-m.score, m.message_id))
+        return found[:limit]
+
+    def _matrix(self, scope: str) -> _Matrix | None:
+        vectors = self.store.vectors
+        if vectors is None:
+            return None
+        with self._lock:
+            cached = self._cache.get(scope)
+            now = time.monotonic()
+            if cached is not None and now - cached.loaded_at > RELOAD_S:
+                cached = None
+            rows = vectors.load(self.embedder.name, scope, after_id=cached.last_id if cached else 0)
+            if rows or cached is None:
+                cached = self._extend(cached, rows, now)
+            self._cache[scope] = cached
+            self._cache.move_to_end(scope)
+            while len(self._cache) > CACHED_SCOPES:
+                self._cache.popitem(last=False)
+            return cached
+
+    def _extend(self, cached: _Matrix | None, rows: list[tuple[int, bytes]], now: float) -> _Matrix:
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if rows:
+            new = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+            new = new.reshape(len(rows), -1).astype(np.float32)
+        else:
+            new = np.zeros((0, 0), dtype=np.float32)
+        if cached is not None and len(cached.ids) and len(rows):
+            ids = np.concatenate([cached.ids, ids])
+            new = np.concatenate([cached.vectors, new])
+        elif cached is not None and not len(rows):
+            ids, new = cached.ids, cached.vectors
+        if len(ids) > self.max_vectors:  # the newest messages are kept
+            ids, new = ids[-self.max_vectors :], new[-self.max_vectors :]
+        last = int(ids[-1]) if len(ids) else 0
+        loaded_at = cached.loaded_at if cached is not None else now
+        return _Matrix(ids=ids, vectors=new, last_id=last, loaded_at=loaded_at)
+
+
+def embed_pending(
+    store: Store,
+    embedder: Embedder,
+    *,
+    scope: str | None = None,
+    limit: int | None = None,
+    after_id: int = 0,
+    progress: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> tuple[int, int]:
+    """Embed messages that have no vector yet (of `scope`, or all); (embedded, last id)."""
+    vectors = store.vectors
+    if vectors is None:
+        return 0, after_id
+    done = 0
+    while limit is None or done < limit:
+        if should_stop is not None and should_stop():
+            break
+        size = BATCH if limit is None else min(BATCH, limit - done)
+        rows = vectors.pending(embedder.name, scope=scope, after_id=after_id, limit=size)
+        if not rows:
+            break
+        encoded = embedder.encode([text for _, _, text in rows])
+        vectors.put(
+            embedder.name,
+            [(mid, sc, to_bytes(v)) for (mid, sc, _), v in zip(rows, encoded, strict=True)],
+        )
+        after_id = rows[-1][0]
+        done += len(rows)
+        if progress is not None:
+            progress(len(rows))
+    return done, after_id
+
+
+_indexes: dict[int, SemanticIndex] = {}
+_indexes_lock = threading.Lock()
+
+
+def semantic_index(settings: Settings, store: Store, *, wait: bool) -> SemanticIndex | None:
+    """The semantic index over `store` for this process, or None (off, no extra, no vectors
+    in this backend, or — with `wait` False — the model not loaded yet: the caller searches
+    by words alone rather than stall a turn for seconds)."""
+    if store.vectors is None or not embeddings.enabled(settings):
+        return None
+    embedder = embeddings.load(settings) if wait else embeddings.loaded()
+    if embedder is None:
+        if not wait:
+            _load_in_background(settings)
+        return None
+    with _indexes_lock:
+        index = _indexes.get(id(store))
+        if index is None or index.store is not store:
+            index = _indexes[id(store)] = SemanticIndex(
+                store, embedder, max_vectors=settings.search.max_vectors
+            )
+        return index
+
+
+_loading = threading.Event()
+
+
+def _load_in_background(settings: Settings) -> None:
+    if _loading.is_set():
+        return
+    _loading.set()
+    threading.Thread(
+        target=lambda: embeddings.load(settings), name="hermes-embeddings-load", daemon=True
+    ).start()

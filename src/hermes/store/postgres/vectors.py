@@ -1,0 +1,92 @@
+"""PostgreSQL side of the `VectorStore` contract: embeddings shared by every replica.
+
+Same rows as SQLite's `message_vectors` (bytes tagged with their model); a deleted message
+takes its vector with it (foreign key), an edited one loses it (trigger).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pool.py imports the schema, which imports this module
+    from hermes.store.postgres.pool import Database
+
+M004_MESSAGE_VECTORS = """
+CREATE TABLE message_vectors (
+    id bigint PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    scope text NOT NULL,
+    model text NOT NULL,
+    vec bytea NOT NULL
+);
+CREATE INDEX message_vectors_scope ON message_vectors (scope, model, id);
+CREATE FUNCTION message_vectors_forget() RETURNS trigger AS $$
+BEGIN
+    DELETE FROM message_vectors WHERE id = OLD.id;
+    RETURN NULL;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER message_vectors_au AFTER UPDATE OF content ON messages
+FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content)
+EXECUTE FUNCTION message_vectors_forget();
+"""
+
+_CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
+
+
+class PgVectorStore:
+    """Embeddings in the shared database beside the messages they describe."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def pending(
+        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+    ) -> list[tuple[int, str, str]]:
+        where = " AND m.scope = %s" if scope is not None else ""
+        params: tuple[object, ...] = (model, after_id) + ((scope,) if scope is not None else ())
+        rows = self._db.fetch(
+            f"SELECT m.id, m.scope, m.content FROM messages m "
+            f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = %s "
+            f"WHERE v.id IS NULL AND m.id > %s AND {_CONVERSATIONAL}{where} "
+            f"ORDER BY m.id LIMIT %s",
+            (*params, limit),
+        )
+        return [(int(r[0]), r[1], r[2]) for r in rows]
+
+    def count_pending(self, model: str, *, scope: str | None = None) -> int:
+        where = " AND m.scope = %s" if scope is not None else ""
+        params: tuple[object, ...] = (model,) + ((scope,) if scope is not None else ())
+        rows = self._db.fetch(
+            f"SELECT COUNT(*) FROM messages m "
+            f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = %s "
+            f"WHERE v.id IS NULL AND {_CONVERSATIONAL}{where}",
+            params,
+        )
+        return int(rows[0][0])
+
+    def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        if not rows:
+            return
+        with self._db.transaction() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO message_vectors (id, scope, model, vec) "
+                "SELECT %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM messages WHERE id = %s) "
+                "ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, vec = EXCLUDED.vec",
+                [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
+            )
+
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
+        rows = self._db.fetch(
+            "SELECT id, vec FROM message_vectors WHERE scope = %s AND model = %s AND id > %s "
+            "ORDER BY id",
+            (scope, model, after_id),
+        )
+        return [(int(r[0]), bytes(r[1])) for r in rows]
+
+    def count(self, model: str, scope: str) -> int:
+        rows = self._db.fetch(
+            "SELECT COUNT(*) FROM message_vectors WHERE scope = %s AND model = %s",
+            (scope, model),
+        )
+        return int(rows[0][0])

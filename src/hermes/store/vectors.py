@@ -1,0 +1,103 @@
+"""SQLite side of the `VectorStore` contract: one embedding per conversational message.
+
+Vectors are float16 bytes tagged with the model that made them, so switching models shows
+every message as pending again instead of mixing spaces. A message that is deleted or
+edited loses its vector by trigger (migration 10); the embedder fills it again later.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+
+M010_MESSAGE_VECTORS = """
+CREATE TABLE message_vectors (
+    id INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL
+);
+CREATE INDEX message_vectors_scope ON message_vectors (scope, model, id);
+CREATE TRIGGER message_vectors_ad AFTER DELETE ON messages BEGIN
+    DELETE FROM message_vectors WHERE id = old.id;
+END;
+CREATE TRIGGER message_vectors_au AFTER UPDATE OF content ON messages
+WHEN old.content IS NOT new.content BEGIN
+    DELETE FROM message_vectors WHERE id = old.id;
+END;
+"""
+
+_CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
+
+
+class SQLiteVectorStore:
+    """Embeddings in state.db beside the messages they describe."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn = conn
+        self._lock = lock
+
+    def pending(
+        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+    ) -> list[tuple[int, str, str]]:
+        """(message id, scope, text) of conversational messages with no vector of `model`,
+        oldest first from `after_id` (a cursor, so a long backfill never rescans)."""
+        where = " AND m.scope = ?" if scope is not None else ""
+        params: tuple[object, ...] = (model, after_id) + ((scope,) if scope is not None else ())
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT m.id, m.scope, m.content FROM messages m "
+                f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = ? "
+                f"WHERE v.id IS NULL AND m.id > ? AND {_CONVERSATIONAL}{where} "
+                f"ORDER BY m.id LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [(int(r[0]), r[1], r[2]) for r in rows]
+
+    def count_pending(self, model: str, *, scope: str | None = None) -> int:
+        where = " AND m.scope = ?" if scope is not None else ""
+        params: tuple[object, ...] = (model,) + ((scope,) if scope is not None else ())
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT COUNT(*) FROM messages m "
+                f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = ? "
+                f"WHERE v.id IS NULL AND {_CONVERSATIONAL}{where}",
+                params,
+            ).fetchone()
+        return int(row[0])
+
+    def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store (message id, scope, vector bytes); a message deleted meanwhile is skipped."""
+        if not rows:
+            return
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO message_vectors (id, scope, model, vec) "
+                    "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
+                    [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
+        """(message id, vector bytes) of `scope` by id, from `after_id` on."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, vec FROM message_vectors WHERE scope = ? AND model = ? AND id > ? "
+                "ORDER BY id",
+                (scope, model, after_id),
+            ).fetchall()
+        return [(int(r[0]), bytes(r[1])) for r in rows]
+
+    def count(self, model: str, scope: str) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM message_vectors WHERE scope = ? AND model = ?",
+                (scope, model),
+            ).fetchone()
+        return int(row[0])
