@@ -45,7 +45,9 @@ _PLATFORM_PREFIXES = (
 
 
 @pytest.fixture(autouse=True)
-def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def hermetic_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Path:
     for name in list(os.environ):
         if (
             _CREDENTIAL.search(name)
@@ -55,8 +57,11 @@ def hermetic_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "hermes-home"
     monkeypatch.setenv("HERMES_HOME", str(home))
-    # semantic search loads a model (seconds, hundreds of MB): only the tests about it
-    monkeypatch.setenv("HERMES_EMBEDDINGS", "off")
+    # semantic search loads a model (seconds, hundreds of MB): only the tests marked for it
+    # get it, in this process (settings built directly too) and in subprocesses
+    if request.node.get_closest_marker("semantic") is None:
+        monkeypatch.setenv("HERMES_EMBEDDINGS", "off")
+        monkeypatch.setattr("hermes.memory.embeddings.extra_installed", lambda: False)
     monkeypatch.setenv("TZ", "UTC")
     return home
 

@@ -24,6 +24,15 @@ UserOption = typer.Option(None, "--user", help="End-user scope (default: the own
 SEARCH_EMBED_MAX = 20_000  # `search` embeds at most this many missing messages first
 
 
+def _semantic_or_exit(settings: Settings) -> None:
+    from hermes.memory import embeddings
+
+    try:
+        embeddings.enabled(settings)
+    except embeddings.EmbeddingsUnavailableError as exc:
+        fail(str(exc), 1)
+
+
 def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | None = None) -> int:
     """Give messages without a vector one (semantic search), with a progress bar; 0 when
     semantic search is off. More than `most` pending: none, and a hint on stderr."""
@@ -243,6 +252,8 @@ def import_cmd(
     scope = scope_or_exit(user)
     sessions = parse_file_or_exit(source, parse_jsonl, ImportFormatError, "nothing was imported")
     settings = settings_or_exit()
+    if embed:
+        _semantic_or_exit(settings)  # say so before importing, not after
     store = open_store(settings)
     try:
         with progress("importing sessions", len(sessions)) as advance:

@@ -1,0 +1,150 @@
+"""Semantic search with the real embedding model: paraphrases found, scopes kept apart,
+vectors following their messages, the background indexer, and a clear error without the
+extra. Marked `semantic`: only these tests load the model (once per test process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes.config.settings import load_settings
+from hermes.memory import embeddings
+from hermes.memory.indexer import SemanticIndexer
+from hermes.memory.search import session_search
+from hermes.services import Services
+from hermes.store.base import NewMessage, Store
+from hermes.store.sqlite import SQLiteStore
+from hermes.tools.registry import ToolContext, Toolset
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.semantic
+
+PLANTED = "I finally signed up for a pottery course at the community centre, first one is Monday!"
+FILLER = [
+    "Work has been hectic, lots of meetings and deadlines.",
+    "Same here, it's been a lot but we're managing.",
+    "Did you watch anything good lately? I need a new series.",
+    "The weather turned cold so fast this week.",
+    "My car needs new tyres before winter, ugh.",
+    "We had pizza on Friday, the kids loved it.",
+    "I'm reading a thriller, can't put it down.",
+    "The neighbours are renovating again, so much noise.",
+]
+QUESTION = "which class did I enroll in"  # shares no content word with PLANTED
+
+
+def _session(sid: str, texts: list[str], start: float = 1_700_000_000) -> str:
+    return json.dumps(
+        {
+            "id": sid,
+            "started_at": start,
+            "messages": [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                for i, t in enumerate(texts)
+            ],
+        }
+    )
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    data = tmp_path / "history.jsonl"
+    lines = [_session(f"f{i}", FILLER[i:] + FILLER[:i]) for i in range(4)]
+    lines.insert(2, _session("planted", [FILLER[0], FILLER[1], PLANTED, FILLER[3]]))
+    data.write_text("\n".join(lines) + "\n")
+    return data
+
+
+def _hits(query: str, *args: str) -> list[tuple[str, int]]:
+    r = run_cli("sessions", "search", query, "--json", *args)
+    assert r.returncode == 0, r.stderr
+    return [(h["session_id"], h["message_index"]) for h in json.loads(r.stdout)["hits"]]
+
+
+def test_a_paraphrased_question_finds_the_turn_words_cannot(history, monkeypatch):
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    r = run_cli("sessions", "import", str(history))
+    assert r.returncode == 0, r.stderr
+    assert "embedded 36 messages for semantic search" in r.stdout
+    assert _hits(QUESTION)[0] == ("planted", 2)
+    # the same store searched by words alone cannot find it
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "off")
+    assert ("planted", 2) not in _hits(QUESTION)
+
+
+def test_search_embeds_what_was_stored_without_vectors(history, monkeypatch):
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    assert run_cli("sessions", "import", str(history), "--no-embed").returncode == 0
+    store = SQLiteStore(load_settings().home / "state.db")
+    assert store.vectors is not None
+    assert store.vectors.count(embeddings.MODEL_NAME, "default") == 0
+    store.close()
+    assert _hits(QUESTION)[0] == ("planted", 2)
+    store = SQLiteStore(load_settings().home / "state.db")
+    assert store.vectors is not None
+    assert store.vectors.count(embeddings.MODEL_NAME, "default") == 36
+    store.close()
+
+
+def test_vectors_never_cross_scopes_and_leave_with_their_session(history, monkeypatch):
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    assert run_cli("sessions", "import", str(history), "--user", "alice").returncode == 0
+    other = history.parent / "bob.jsonl"
+    other.write_text(_session("bob-1", FILLER[:4]) + "\n")
+    assert run_cli("sessions", "import", str(other), "--user", "bob").returncode == 0
+    assert all(sid == "bob-1" for sid, _ in _hits(QUESTION, "--user", "bob"))
+    assert _hits(QUESTION, "--user", "alice")[0] == ("planted", 2)
+
+    store = SQLiteStore(load_settings().home / "state.db")
+    assert store.vectors is not None
+    before = store.vectors.count(embeddings.MODEL_NAME, "user:alice")
+    assert store.delete_session("user:alice", "planted")
+    assert store.vectors.count(embeddings.MODEL_NAME, "user:alice") == before - 4
+    store.close()
+    assert ("planted", 2) not in _hits(QUESTION, "--user", "alice")
+
+
+async def test_the_tool_and_the_background_indexer(home: Path, monkeypatch):
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    settings = load_settings(home)
+    store = SQLiteStore(home / "state.db")
+    indexer = SemanticIndexer(settings, store)
+    indexer.start()
+    try:
+        for sid, texts in (("a", FILLER[:4]), ("b", [FILLER[4], PLANTED]), ("c", FILLER[5:])):
+            store.ensure_session("default", sid, source="api")
+            store.append_messages(
+                "default",
+                sid,
+                [NewMessage("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)],
+            )
+        assert store.vectors is not None
+        deadline = time.monotonic() + 60
+        while store.vectors.count(embeddings.MODEL_NAME, "default") < 9:
+            assert time.monotonic() < deadline, "the indexer did not embed the new messages"
+            await asyncio.sleep(0.1)
+    finally:
+        indexer.stop()
+    services = Services(settings)
+    services.provide(store, Store)  # type: ignore[type-abstract]
+    ctx = ToolContext(scope="default", session_id="live", services=services)
+    outcome = await Toolset([session_search]).call(
+        "session_search", json.dumps({"query": QUESTION, "limit": 1}), ctx
+    )
+    assert outcome.ok, outcome.text
+    result = json.loads(outcome.text)
+    assert [(r["session_id"], r["match_index"]) for r in result["results"]] == [("b", 1)]
+    store.close()
+
+
+def test_on_without_the_extra_says_what_to_install(history, monkeypatch):
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    monkeypatch.setattr(embeddings, "extra_installed", lambda: False)
+    r = run_cli("sessions", "import", str(history))
+    assert r.returncode == 1
+    assert "embeddings extra is not installed" in r.stderr
+    assert "hermes-agent-server[embeddings]" in r.stderr

@@ -1,0 +1,77 @@
+"""The VectorStore contract on both backends: pending by cursor, scoped loads, vectors that
+leave with their message or lose their meaning when its text changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.runtime import open_store
+from hermes.store.base import NewMessage, NewSession, Store
+
+MODEL = "test-model"
+
+
+@pytest.fixture
+def store(store_url: str, home) -> Store:
+    from hermes.config.settings import load_settings
+
+    s = open_store(
+        load_settings(home, env={"HERMES_HOME": str(home), "HERMES_DATABASE_URL": store_url})
+    )
+    yield s
+    s.close()
+
+
+def _fill(store: Store, scope: str, sid: str, texts: list[str]) -> None:
+    store.ensure_session(scope, sid, source="cli")
+    store.append_messages(
+        scope,
+        sid,
+        [NewMessage("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)]
+        + [NewMessage("tool", "tool output", tool_call_id="c1", tool_name="x")],
+    )
+
+
+def test_pending_put_load_and_scope(store: Store) -> None:
+    vectors = store.vectors
+    assert vectors is not None
+    _fill(store, "alice", "a1", ["one", "two", ""])
+    _fill(store, "bob", "b1", ["three"])
+    pending = vectors.pending(MODEL)
+    # conversational, non-empty messages only, every scope, oldest first
+    assert [(scope, text) for _, scope, text in pending] == [
+        ("alice", "one"),
+        ("alice", "two"),
+        ("bob", "three"),
+    ]
+    assert vectors.count_pending(MODEL, scope="alice") == 2
+    first = vectors.pending(MODEL, limit=1)
+    assert vectors.pending(MODEL, after_id=first[0][0]) == pending[1:]
+    vectors.put(MODEL, [(mid, scope, f"v{mid}".encode()) for mid, scope, _ in pending])
+    assert vectors.pending(MODEL) == []
+    assert vectors.count_pending("another-model") == 3
+    assert [v for _, v in vectors.load(MODEL, "alice")] == [
+        f"v{mid}".encode() for mid, scope, _ in pending if scope == "alice"
+    ]
+    assert vectors.count(MODEL, "bob") == 1 and vectors.count(MODEL, "carol") == 0
+    described = store.describe_messages("alice", [mid for mid, _, _ in pending])
+    assert [(m.session_id, m.index, m.role) for m in described] == [
+        ("a1", 0, "user"),
+        ("a1", 1, "assistant"),
+    ]
+
+
+def test_vectors_leave_with_their_session_and_skip_deleted_messages(store: Store) -> None:
+    vectors = store.vectors
+    assert vectors is not None
+    store.import_sessions(
+        "alice",
+        [NewSession(id="s1", source="import", messages=[NewMessage("user", "hello there")])],
+    )
+    ((mid, scope, _),) = vectors.pending(MODEL)
+    vectors.put(MODEL, [(mid, scope, b"x")])
+    assert vectors.count(MODEL, "alice") == 1
+    assert store.delete_session("alice", "s1")
+    assert vectors.count(MODEL, "alice") == 0
+    vectors.put(MODEL, [(mid, scope, b"x")])  # embedded while it was being deleted
+    assert vectors.count(MODEL, "alice") == 0
