@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
+from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
