@@ -1,7 +1,7 @@
 """Recall benchmark for `session_search`: one command, prints tables.
 
     .venv/bin/python bench/recall.py            # 10k and 1M stored messages
-    .venv/bin/python bench/recall.py --skip-1m  # 10k only (~1 min)
+    .venv/bin/python bench/recall.py --skip-1m  # 10k only (~3 min with embeddings)
 
 Two slices of questions, each with the message(s) that hold the answer:
 - `dialogue` (bench/recall_dialogue.py): conversations between two named friends over
@@ -15,6 +15,11 @@ held-out benchmark takes); recall@k = share of questions with an evidence messag
 (session id, message index) among the top k hits; latency = the `took_ms` each result line
 reports. The ablation table reruns the dialogue and chat questions in-process with one
 ranking idea changed at a time. Data lives in a temporary directory unless --workdir/--keep.
+
+Semantic search (the `embeddings` extra, when installed): the 10k scale is imported with
+`--no-embed` (the import rate is the store's own), then embedded in-process (its own rate),
+so the searches fuse words and meaning. Embedding 1M messages takes most of an hour on two
+cores, so the 1M scale searches by words alone unless --embed-1m.
 """
 
 from __future__ import annotations
@@ -40,7 +45,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from recall_data import write_dataset  # noqa: E402
 from recall_dialogue import write_dialogues  # noqa: E402
 
-from hermes.memory.ranking import DEFAULT_CONFIG, RankConfig, rank_messages  # noqa: E402
+from hermes.config.settings import load_settings  # noqa: E402
+from hermes.memory import embeddings  # noqa: E402
+from hermes.memory.ranking import (  # noqa: E402
+    DEFAULT_CONFIG,
+    RankConfig,
+    SemanticSearch,
+    rank_messages,
+)
 from hermes.store import search_index  # noqa: E402
 from hermes.store.sqlite import SQLiteStore  # noqa: E402
 
@@ -51,8 +63,9 @@ Hits = list[tuple[str, int]]
 DIALOGUE_SCOPE = "bench"
 
 
-def hermes(home: Path, *args: str) -> str:
+def hermes(home: Path, *args: str, semantic: bool = True) -> str:
     env = {**os.environ, "HERMES_HOME": str(home)}
+    env["HERMES_EMBEDDINGS"] = "auto" if semantic else "off"
     done = subprocess.run(
         [sys.executable, "-m", "hermes", *args], env=env, capture_output=True, text=True
     )
@@ -62,11 +75,21 @@ def hermes(home: Path, *args: str) -> str:
 
 
 def cli_search(
-    home: Path, work: Path, user: str, queries: list[str]
+    home: Path, work: Path, user: str, queries: list[str], semantic: bool
 ) -> tuple[list[Hits], list[float]]:
     batch = work / f"{user}.queries.jsonl"
     batch.write_text("".join(json.dumps({"query": q, "limit": 10}) + "\n" for q in queries))
-    out = hermes(home, "sessions", "search", "--batch", str(batch), "--json", "--user", user)
+    out = hermes(
+        home,
+        "sessions",
+        "search",
+        "--batch",
+        str(batch),
+        "--json",
+        "--user",
+        user,
+        semantic=semantic,
+    )
     hits, took = [], []
     for q, line in zip(queries, out.splitlines(), strict=True):
         doc = json.loads(line)
@@ -125,12 +148,37 @@ def build(
         files += [(chat / f"p{i:02d}.jsonl", f"p{i:02d}") for i in range(10)]
     started = time.perf_counter()
     for path, user in files:
-        hermes(home, "sessions", "import", str(path), "--user", user)
+        hermes(home, "sessions", "import", str(path), "--user", user, "--no-embed")
     took = time.perf_counter() - started
     store = SQLiteStore(home / "state.db")
     total = store.count_messages()
     store.close()
     return home, slices, total, took, len(files)
+
+
+def embed_all(home: Path) -> str:
+    """Give every message its vector, in-process; one line saying how fast."""
+    from hermes.memory.semantic import embed_pending
+
+    settings = load_settings(home, env={"HERMES_HOME": str(home)})
+    embedder = embeddings.load(settings)
+    assert embedder is not None
+    store = SQLiteStore(home / "state.db")
+    try:
+        started = time.perf_counter()
+        done, _ = embed_pending(store, embedder)
+        took = time.perf_counter() - started
+    finally:
+        store.close()
+    return f"{done:,} messages embedded in {took:.1f}s: {done / took:,.0f} msg/s"
+
+
+def semantic_search(home: Path, store: SQLiteStore) -> SemanticSearch | None:
+    from hermes.memory.semantic import SemanticIndex
+
+    settings = load_settings(home, env={"HERMES_HOME": str(home)})
+    embedder = embeddings.load(settings)
+    return None if embedder is None else SemanticIndex(store, embedder)
 
 
 # ----------------------------------------------------------------------------- reports
@@ -146,15 +194,17 @@ def kind_rows(scale: str, sl: Slice, hits: list[Hits], took: list[float]) -> lis
         r = recall([sl.questions[i] for i in idx], [hits[i] for i in idx])
         times = [took[i] for i in idx]
         rows.append(
-            f"| {scale:>5} | {sl.name:<8} | {kind:<9} | {len(idx):>4} | {r[0]:.3f} | {r[1]:.3f} "
+            f"| {scale:>7} | {sl.name:<8} | {kind:<9} | {len(idx):>4} | {r[0]:.3f} | {r[1]:.3f} "
             f"| {r[2]:.3f} | {statistics.median(times):6.1f} | {pct(times, 0.95):6.1f} |"
         )
     return rows
 
 
-def ranked(store: SQLiteStore, config: RankConfig) -> Callable[[str, str], Hits]:
+def ranked(
+    store: SQLiteStore, config: RankConfig, semantic: SemanticSearch | None
+) -> Callable[[str, str], Hits]:
     def search(scope: str, query: str) -> Hits:
-        hits = rank_messages(store, scope, query, limit=10, config=config)
+        hits = rank_messages(store, scope, query, limit=10, config=config, semantic=semantic)
         return [(h.session_id, h.index) for h in hits]
 
     return search
@@ -174,6 +224,9 @@ def plain_search(store: SQLiteStore) -> Callable[[str, str], Hits]:
 ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("plain FTS5 (1 msg/row, no stemming)", None),
     ("current default", DEFAULT_CONFIG),
+    ("  without semantic search (words only)", replace(DEFAULT_CONFIG, semantic=0.0)),
+    ("  semantic weight 1 (not 3)", replace(DEFAULT_CONFIG, semantic=1.0)),
+    ("  no similarity floor", replace(DEFAULT_CONFIG, semantic_floor=-1.0)),
     ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),
     ("  without role prior", replace(DEFAULT_CONFIG, role=0.0)),
@@ -186,12 +239,13 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
 ]
 
 
-def ablation_rows(scale: str, home: Path, slices: list[Slice]) -> list[str]:
+def ablation_rows(scale: str, home: Path, slices: list[Slice], semantic: bool) -> list[str]:
     store = SQLiteStore(home / "state.db")
+    near = semantic_search(home, store) if semantic else None
     rows = []
     try:
         for name, config in [*ABLATIONS, ("  common words pick candidates too", DEFAULT_CONFIG)]:
-            search = plain_search(store) if config is None else ranked(store, config)
+            search = plain_search(store) if config is None else ranked(store, config, near)
             search_index.COMMON_ROWS = 10**12 if "common words" in name else COMMON_ROWS
             cells = []
             for sl in slices:
@@ -209,7 +263,7 @@ def ablation_rows(scale: str, home: Path, slices: list[Slice]) -> list[str]:
 
 
 def run_scale(
-    label: str, root: Path, extra: int, seed: int, ablate: bool
+    label: str, root: Path, extra: int, seed: int, ablate: bool, embed: bool
 ) -> tuple[list[str], list[str]]:
     home, slices, total, import_s, files = build(root, extra, with_chat=not extra, seed=seed)
     print(
@@ -218,16 +272,20 @@ def run_scale(
         file=sys.stderr,
         flush=True,
     )
+    semantic = embed and embeddings.extra_installed()
+    if semantic:
+        print(f"[{label}] {embed_all(home)}", file=sys.stderr, flush=True)
     rows: list[str] = []
     for sl in slices:
         all_hits: list[Hits] = [[] for _ in sl.questions]
         all_took: list[float] = [0.0 for _ in sl.questions]
         for user, idxs in sl.scope_users().items():
-            hits, took = cli_search(home, root, user, [sl.questions[i]["query"] for i in idxs])
+            queries = [sl.questions[i]["query"] for i in idxs]
+            hits, took = cli_search(home, root, user, queries, semantic)
             for i, h, t in zip(idxs, hits, took, strict=True):
                 all_hits[i], all_took[i] = h, t
-        rows += kind_rows(label, sl, all_hits, all_took)
-    abl = ablation_rows(label, home, slices) if ablate else []
+        rows += kind_rows(label + ("+sem" if semantic else ""), sl, all_hits, all_took)
+    abl = ablation_rows(label, home, slices, semantic) if ablate else []
     return rows, abl
 
 
@@ -237,22 +295,27 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--workdir", type=Path, help="where to put data (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    parser.add_argument(
+        "--embed-1m", action="store_true", help="embed the 1M scale too (most of an hour)"
+    )
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="hermes-recall-"))
     work.mkdir(parents=True, exist_ok=True)
     rows, abl = [], []
     try:
-        r, a = run_scale("10k", work / "10k", 0, args.seed, ablate=True)
+        r, a = run_scale("10k", work / "10k", 0, args.seed, ablate=True, embed=True)
         rows, abl = rows + r, abl + a
         if not args.skip_1m:
-            r, a = run_scale("1M", work / "1m", 990_000, args.seed, ablate=True)
+            r, a = run_scale(
+                "1M", work / "1m", 990_000, args.seed, ablate=True, embed=args.embed_1m
+            )
             rows, abl = rows + r, abl + a
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print("Recall of `hermes sessions search --batch --json` by question kind:")
-    print("| scale | slice    | kind      |    n |  R@1  |  R@5  | R@10  | med ms | p95 ms |")
-    print("|------:|----------|-----------|-----:|------:|------:|------:|-------:|-------:|")
+    print("|   scale | slice    | kind      |    n |  R@1  |  R@5  | R@10  | med ms | p95 ms |")
+    print("|--------:|----------|-----------|-----:|------:|------:|------:|-------:|-------:|")
     print("\n".join(rows))
     print("\nAblations, in-process (dialogue R@1 | R@5 | R@10 | p95 ms, then chat):")
     print(

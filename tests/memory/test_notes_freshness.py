@@ -83,3 +83,28 @@ def test_a_failed_background_save_is_told_once(cfg: Settings) -> None:
     block = render_scope(cfg.home, "default", cfg)
     assert block is not None and "tell the user" in block and "120%" in block
     assert render_scope(cfg.home, "default", cfg) is None  # told once
+
+
+async def test_a_newer_labelled_fact_supersedes_the_older_one(cfg: Settings) -> None:
+    assert (await call(cfg, target="user", action="add", content="Employer: Acme (designer)"))[0]
+    assert (await call(cfg, target="user", action="add", content="Likes: green tea"))[0]
+    ok, result = await call(
+        cfg, target="user", action="add", content="employer:  Globex, since May"
+    )
+    assert ok and result["entry_count"] == 2
+    assert "older entry with the same label was replaced" in result["message"]
+    assert "Employer: Acme" in result["message"]
+    text = (cfg.home / "memories" / "USER.md").read_text()
+    assert "Globex" in text and "Acme" not in text and "green tea" in text
+    archive = (cfg.home / "memories" / "ARCHIVE.md").read_text()
+    assert "(superseded)" in archive and "Employer: Acme (designer)" in archive
+    # unlabelled entries (links included) never supersede one another
+    for content in (
+        "User likes jazz",
+        "User likes tea",
+        "https://example.org/a is the wiki",
+        "https://example.org/b is the tracker",
+    ):
+        assert (await call(cfg, target="memory", action="add", content=content))[0]
+    memory = (cfg.home / "memories" / "MEMORY.md").read_text()
+    assert memory.count("\n§\n") == 3

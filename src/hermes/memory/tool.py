@@ -8,7 +8,8 @@ lists previews of what it matched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hermes.memory.notes import (
@@ -43,12 +44,15 @@ class Outcome:
     replaced: int = 0
     removed: int = 0
     duplicates: int = 0
+    superseded: list[str] = field(default_factory=list)  # older entries a labelled add replaced
 
     def summary(self) -> str:
         counts = ((self.added, "added"), (self.replaced, "replaced"), (self.removed, "removed"))
         parts = [f"{n} {word}" for n, word in counts if n]
         if self.duplicates:
             parts.append(f"{self.duplicates} already present (no duplicate added)")
+        for old in self.superseded:
+            parts.append(f"the older entry with the same label was replaced: {_preview(old)}")
         if not parts:
             return "Nothing changed."
         return "Entries: " + ", ".join(parts) + "."
@@ -102,14 +106,36 @@ def _locate(entries: list[str], old_text: str | None, action: str) -> int:
     return hits[0]
 
 
+_LABEL = re.compile(r"([^\n:]{1,40}):\s+\S")
+
+
+def entry_label(entry: str) -> str | None:
+    """The label of a `Label: value` entry ("Home city: Lisbon" → "home city"), else None."""
+    match = _LABEL.match(entry.strip())
+    if match is None or "//" in entry[: match.end()]:
+        return None
+    return " ".join(match.group(1).casefold().split())
+
+
 def apply_operations(entries: list[str], ops: list[Operation]) -> Outcome:
-    """Apply operations in order to a copy of `entries`; any failure raises, nothing applied."""
+    """Apply operations in order to a copy of `entries`; any failure raises, nothing applied.
+
+    An added `Label: value` entry supersedes an entry with the same label (the fact
+    changed: "Employer: Acme" then "Employer: Globex"), so notes never hold both."""
     out = Outcome(entries=list(entries))
     for op in ops:
         if op.action == "add":
             text = _checked_content(op.content, "add")
             if text in out.entries:
                 out.duplicates += 1
+                continue
+            label = entry_label(text)
+            older = [i for i, e in enumerate(out.entries) if label and entry_label(e) == label]
+            if older:
+                out.superseded.append(out.entries[older[0]])
+                out.entries[older[0]] = text
+                for i in reversed(older[1:]):
+                    out.superseded.append(out.entries.pop(i))
                 continue
             out.entries.append(text)
             out.added += 1
@@ -175,7 +201,8 @@ def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[s
             check_budget(state, outcome.entries)
             leaving = [e for e in state.entries if e not in outcome.entries]
             if leaving:
-                _archive(notes, state, leaving, "replaced" if outcome.replaced else "removed")
+                why = "superseded" if outcome.superseded else "removed"
+                _archive(notes, state, leaving, "replaced" if outcome.replaced else why)
             backup = notes.save(state, outcome.entries)
     result: dict[str, Any] = {
         "success": True,
@@ -225,7 +252,7 @@ def memory_tool(
     old_text: str | None = None,
     operations: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """Save durable facts to your persistent notes; they appear in the system prompt of every future conversation. Save: the user's preferences, corrections of your mistakes, facts about the user and their environment that will matter again. Skip: trivia, task progress, raw data, anything easy to look up again (past conversations are searchable with session_search). Write compact, self-contained entries. When the notes are full, consolidate (merge, shorten, remove stale entries) in the same call with `operations`.
+    """Save durable facts to your persistent notes; they appear in the system prompt of every future conversation. Save: the user's preferences, corrections of your mistakes, facts about the user and their environment that will matter again. Skip: trivia, task progress, raw data, anything easy to look up again (past conversations are searchable with session_search). Write compact, self-contained entries; write facts that change (where the user lives, their job, a current project) as `Label: value` — a later entry with the same label replaces the older one. When the notes are full, consolidate (merge, shorten, remove stale entries) in the same call with `operations`.
 
     Args:
         target: 'user' for who the user is (profile, preferences, circumstances), 'memory' for your own working notes (environment, conventions, lessons learned).
