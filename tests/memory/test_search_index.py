@@ -222,6 +222,28 @@ def test_import_and_export_keep_speaker_names(store: SQLiteStore) -> None:
     assert (hits[0].session_id, hits[0].index) == ("d1", 0)
 
 
+def test_a_transcript_naming_speakers_inline_gets_its_names(store: SQLiteStore) -> None:
+    import json
+
+    from hermes.store.transfer import import_sessions, parse_jsonl
+
+    def session(sid: str, texts: list[str]) -> str:
+        turns = [{"role": ("user", "assistant")[i % 2], "content": t} for i, t in enumerate(texts)]
+        return json.dumps({"id": sid, "messages": turns})
+
+    lines = [
+        session("t1", ["Jon: I opened a dance studio", "Gina: Congrats!", "Jon: Thanks, Gina"]),
+        # a few lines that open with a label are not a transcript
+        session("n1", ["Note: buy milk", "Sure, noted.", "Also the bread", "Will do."]),
+    ]
+    import_sessions(store, "default", parse_jsonl(lines))
+    assert [m.name for m in store.get_messages("default", "t1")] == ["Jon", "Gina", "Jon"]
+    assert store.get_messages("default", "t1")[0].content == "Jon: I opened a dance studio"
+    assert [m.name for m in store.get_messages("default", "n1")] == [None] * 4
+    hits = rank_messages(store, "default", "What did Jon open?")
+    assert (hits[0].session_id, hits[0].index) == ("t1", 0)
+
+
 def test_bulk_import_indexes_like_appending_and_leaves_triggers_on(store: SQLiteStore) -> None:
     from hermes.store.base import NewSession
 

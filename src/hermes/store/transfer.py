@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -143,7 +144,33 @@ def _flush(store: Store, scope: str, batch: list[NewSession], report: ImportRepo
     report.messages += sum(len(s.messages) for s in batch if s.id in done)
 
 
+# "Caroline: I ran my first half marathon!" — a transcript that names its speakers inline
+_INLINE_SPEAKER = re.compile(r"([A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30}){0,2}): \S")
+INLINE_SHARE = 0.8  # of the conversational messages, for a session to count as a transcript
+INLINE_MAX_SPEAKERS = 4
+
+
+def inline_speakers(messages: list[ImportedMessage]) -> list[str | None]:
+    """Each message's speaker when the session names none but writes transcript lines
+    ("Name: text") — most of its turns open that way with a few distinct names; else Nones.
+    The search then knows who said what (a question naming a person favours their turns)."""
+    none: list[str | None] = [None] * len(messages)
+    if any(m.name for m in messages):
+        return none
+    found = [
+        _INLINE_SPEAKER.match(m.content or "") if m.role in ("user", "assistant") else None
+        for m in messages
+    ]
+    talk = sum(1 for m in messages if m.role in ("user", "assistant") and m.content)
+    hits = [f for f in found if f is not None]
+    names = {f.group(1) for f in hits}
+    if not talk or len(hits) < INLINE_SHARE * talk or len(names) > INLINE_MAX_SPEAKERS:
+        return none
+    return [f.group(1) if f is not None else None for f in found]
+
+
 def _new_session(s: ImportedSession) -> NewSession:
+    speakers = inline_speakers(s.messages)
     return NewSession(
         id=s.id,
         source=s.source,
@@ -157,9 +184,9 @@ def _new_session(s: ImportedSession) -> NewSession:
                 tool_calls=m.tool_calls,
                 tool_call_id=m.tool_call_id,
                 tool_name=m.tool_name,
-                name=m.name,
+                name=m.name or speaker,
             )
-            for m in s.messages
+            for m, speaker in zip(s.messages, speakers, strict=True)
         ],
     )
 

@@ -28,6 +28,12 @@ WHEN old.content IS NOT new.content BEGIN
 END;
 """
 
+# the text without a transcript's "Name: " opening when it names the message's speaker
+# (the name would dominate the embedding; who spoke is ranked from `name` itself)
+_SPOKEN = (
+    "CASE WHEN m.name IS NOT NULL AND substr(m.content, 1, length(m.name) + 2) = m.name || ': ' "
+    "THEN substr(m.content, length(m.name) + 3) ELSE m.content END"
+)
 _CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
 
 
@@ -47,7 +53,7 @@ class SQLiteVectorStore:
         params: tuple[object, ...] = (model, after_id) + ((scope,) if scope is not None else ())
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT m.id, m.scope, m.content FROM messages m "
+                f"SELECT m.id, m.scope, {_SPOKEN} FROM messages m "
                 f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = ? "
                 f"WHERE v.id IS NULL AND m.id > ? AND {_CONVERSATIONAL}{where} "
                 f"ORDER BY m.id LIMIT ?",

@@ -31,6 +31,12 @@ FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content)
 EXECUTE FUNCTION message_vectors_forget();
 """
 
+# the text without a transcript's "Name: " opening when it names the message's speaker
+# (the name would dominate the embedding; who spoke is ranked from `name` itself)
+_SPOKEN = (
+    "CASE WHEN m.name IS NOT NULL AND substr(m.content, 1, length(m.name) + 2) = m.name || ': ' "
+    "THEN substr(m.content, length(m.name) + 3) ELSE m.content END"
+)
 _CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
 
 
@@ -46,7 +52,7 @@ class PgVectorStore:
         where = " AND m.scope = %s" if scope is not None else ""
         params: tuple[object, ...] = (model, after_id) + ((scope,) if scope is not None else ())
         rows = self._db.fetch(
-            f"SELECT m.id, m.scope, m.content FROM messages m "
+            f"SELECT m.id, m.scope, {_SPOKEN} FROM messages m "
             f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = %s "
             f"WHERE v.id IS NULL AND m.id > %s AND {_CONVERSATIONAL}{where} "
             f"ORDER BY m.id LIMIT %s",
