@@ -50,8 +50,8 @@ def test_pending_put_load_and_scope(store: Store) -> None:
     vectors.put(MODEL, [(mid, scope, f"v{mid}".encode()) for mid, scope, _ in pending])
     assert vectors.pending(MODEL) == []
     assert vectors.count_pending("another-model") == 3
-    assert [v for _, v in vectors.load(MODEL, "alice")] == [
-        f"v{mid}".encode() for mid, scope, _ in pending if scope == "alice"
+    assert [(sid, v) for _, sid, v in vectors.load(MODEL, "alice")] == [
+        ("a1", f"v{mid}".encode()) for mid, scope, _ in pending if scope == "alice"
     ]
     assert vectors.count(MODEL, "bob") == 1 and vectors.count(MODEL, "carol") == 0
     described = store.describe_messages("alice", [mid for mid, _, _ in pending])

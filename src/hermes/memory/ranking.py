@@ -45,14 +45,27 @@ class RankConfig:
     semantic: float = 3.0  # weight of the semantic list in the fusion (0: words only)
     semantic_k: float = 60.0  # reciprocal-rank constant of that fusion
     semantic_floor: float = 0.1  # less similar than this (cosine): unrelated, not evidence
+    context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
+    context_weight: float = 2.0  # ... and the weight of that ranking in the fusion
+
+
+class NearestLists(Protocol):
+    alone: list[TextMatch]
+    in_context: list[TextMatch]
 
 
 class SemanticSearch(Protocol):
     """Nearest messages by meaning (hermes.memory.semantic.SemanticIndex)."""
 
     def search(
-        self, scope: str, query: str, *, limit: int, exclude_sessions: Sequence[str] = ()
-    ) -> list[TextMatch]: ...
+        self,
+        scope: str,
+        query: str,
+        *,
+        limit: int,
+        exclude_sessions: Sequence[str] = (),
+        context: float = 0.5,
+    ) -> NearestLists: ...
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -114,9 +127,12 @@ def rank_messages(
     if config.fuse:
         cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
     if semantic is not None and config.semantic > 0:
-        near = semantic.search(scope, query, limit=size, exclude_sessions=exclude_sessions)
-        near = [m for m in near if m.score >= config.semantic_floor]
-        cands = _with_semantic(cands, near, config)
+        near = semantic.search(
+            scope, query, limit=size, exclude_sessions=exclude_sessions, context=config.context
+        )
+        alone = [m for m in near.alone if m.score >= config.semantic_floor]
+        around = [m for m in near.in_context if m.score >= config.semantic_floor]
+        cands = _with_semantic(cands, alone, around, config)
     ranked = _fuse(cands, config, likely_role(query), query_words(query))
     return _diversify(ranked, config)[:limit]
 
@@ -146,13 +162,17 @@ def _reciprocal_rank(
 
 
 def _with_semantic(
-    lexical: list[TextMatch], near: list[TextMatch], config: RankConfig
+    lexical: list[TextMatch],
+    alone: list[TextMatch],
+    around: list[TextMatch],
+    config: RankConfig,
 ) -> list[TextMatch]:
     """Lexical and semantic candidates fused by rank: weight / (k + rank) from each list."""
     fused: dict[int, float] = defaultdict(float)
     match: dict[int, TextMatch] = {}
     ordered = sorted(lexical, key=lambda m: (-m.score, m.message_id))
-    for found, weight in ((ordered, 1.0), (near, config.semantic)):
+    lists = ((ordered, 1.0), (alone, config.semantic), (around, config.context_weight))
+    for found, weight in lists:
         for rank, m in enumerate(found):
             fused[m.message_id] += weight / (config.semantic_k + rank + 1)
             match.setdefault(m.message_id, m)

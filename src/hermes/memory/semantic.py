@@ -50,10 +50,34 @@ def to_bytes(vector: np.ndarray) -> bytes:
 
 @dataclass
 class _Matrix:
-    ids: np.ndarray
+    ids: np.ndarray  # message ids, ascending
+    sessions: np.ndarray  # a code per row: rows with equal codes are one session
     vectors: np.ndarray
     last_id: int
     loaded_at: float
+    codes: dict[str, int]
+    _neighbours: tuple[np.ndarray, np.ndarray] | None = None
+
+    def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row of the previous and next message of the same session (-1: none)."""
+        if self._neighbours is None:
+            order = np.lexsort((self.ids, self.sessions))
+            same = self.sessions[order][1:] == self.sessions[order][:-1]
+            prev = np.full(len(order), -1, dtype=np.int64)
+            nxt = np.full(len(order), -1, dtype=np.int64)
+            prev[order[1:][same]] = order[:-1][same]
+            nxt[order[:-1][same]] = order[1:][same]
+            self._neighbours = (prev, nxt)
+        return self._neighbours
+
+
+@dataclass
+class Nearest:
+    """Messages nearest to a query: by their own text, and by their text with the
+    neighbouring turns' similarity added (an answer split over a teaser and its reply)."""
+
+    alone: list[TextMatch]
+    in_context: list[TextMatch]
 
 
 class SemanticIndex:
@@ -67,28 +91,48 @@ class SemanticIndex:
         self._lock = threading.Lock()
 
     def search(
-        self, scope: str, query: str, *, limit: int, exclude_sessions: Sequence[str] = ()
-    ) -> list[TextMatch]:
-        """The `limit` messages of `scope` nearest to `query`, best first (score = cosine)."""
+        self,
+        scope: str,
+        query: str,
+        *,
+        limit: int,
+        exclude_sessions: Sequence[str] = (),
+        context: float = 0.5,
+    ) -> Nearest:
+        """The `limit` messages of `scope` nearest to `query`, best first (score = cosine;
+        in context: plus `context` times the best neighbour's)."""
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
-            return []
+            return Nearest([], [])
         query_vector = self.embedder.encode([query])[0]
         # BLAS threads spinning beside torch's own pool slow both several-fold: one thread
         # for a matrix-vector product that is memory-bound anyway
         with _blas().limit(limits=1, user_api="blas"):
-            scores = matrix.vectors @ query_vector
-        want = min(len(scores), limit + 20 * len(exclude_sessions) + 20)
-        top = np.argpartition(-scores, want - 1)[:want]
-        by_id = {int(matrix.ids[i]): float(scores[i]) for i in top}
+            alone = matrix.vectors @ query_vector
+        prev, nxt = matrix.neighbours()
+        around = np.maximum(
+            np.where(prev >= 0, alone[prev], -1.0), np.where(nxt >= 0, alone[nxt], -1.0)
+        )
+        in_context = alone + context * np.maximum(around, 0.0)
+        want = min(len(alone), limit + 20 * len(exclude_sessions) + 20)
+        tops = [np.argpartition(-scores, want - 1)[:want] for scores in (alone, in_context)]
+        rows = {int(i) for top in tops for i in top}
         excluded = set(exclude_sessions)
-        found = [
-            replace(m, score=by_id[m.message_id])
-            for m in self.store.describe_messages(scope, list(by_id))
+        found = {
+            m.message_id: m
+            for m in self.store.describe_messages(scope, [int(matrix.ids[i]) for i in rows])
             if m.session_id not in excluded
-        ]
-        found.sort(key=lambda m: (-m.score, m.message_id))
-        return found[:limit]
+        }
+        lists = []
+        for top, scores in zip(tops, (alone, in_context), strict=True):
+            ranked = [
+                replace(found[mid], score=float(scores[i]))
+                for i in top
+                if (mid := int(matrix.ids[i])) in found
+            ]
+            ranked.sort(key=lambda m: (-m.score, m.message_id))
+            lists.append(ranked[:limit])
+        return Nearest(alone=lists[0], in_context=lists[1])
 
     def _matrix(self, scope: str) -> _Matrix | None:
         vectors = self.store.vectors
@@ -108,23 +152,29 @@ class SemanticIndex:
                 self._cache.popitem(last=False)
             return cached
 
-    def _extend(self, cached: _Matrix | None, rows: list[tuple[int, bytes]], now: float) -> _Matrix:
+    def _extend(
+        self, cached: _Matrix | None, rows: list[tuple[int, str, bytes]], now: float
+    ) -> _Matrix:
+        codes = cached.codes if cached is not None else {}
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        sessions = np.fromiter(
+            (codes.setdefault(r[1], len(codes)) for r in rows), dtype=np.int64, count=len(rows)
+        )
         if rows:
-            new = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+            new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float16)
             new = new.reshape(len(rows), -1).astype(np.float32)
         else:
             new = np.zeros((0, 0), dtype=np.float32)
-        if cached is not None and len(cached.ids) and len(rows):
+        if cached is not None and len(cached.ids):
             ids = np.concatenate([cached.ids, ids])
-            new = np.concatenate([cached.vectors, new])
-        elif cached is not None and not len(rows):
-            ids, new = cached.ids, cached.vectors
+            sessions = np.concatenate([cached.sessions, sessions])
+            new = np.concatenate([cached.vectors, new]) if len(rows) else cached.vectors
         if len(ids) > self.max_vectors:  # the newest messages are kept
-            ids, new = ids[-self.max_vectors :], new[-self.max_vectors :]
+            keep = slice(len(ids) - self.max_vectors, None)
+            ids, sessions, new = ids[keep], sessions[keep], new[keep]
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
-        return _Matrix(ids=ids, vectors=new, last_id=last, loaded_at=loaded_at)
+        return _Matrix(ids, sessions, new, last, loaded_at, codes)
 
 
 def embed_pending(

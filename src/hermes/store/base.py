@@ -232,8 +232,8 @@ class VectorStore(Protocol):
         """Store (message id, scope, vector); ids of messages deleted meanwhile are skipped."""
         ...
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
-        """(message id, vector) of `scope`, by id, after `after_id`."""
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, str, bytes]]:
+        """(message id, session id, vector) of `scope`, by id, after `after_id`."""
         ...
 
     def count(self, model: str, scope: str) -> int: ...

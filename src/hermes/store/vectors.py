@@ -90,15 +90,16 @@ class SQLiteVectorStore:
                 raise
             self._conn.execute("COMMIT")
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
-        """(message id, vector bytes) of `scope` by id, from `after_id` on."""
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, str, bytes]]:
+        """(message id, session id, vector bytes) of `scope` by id, from `after_id` on."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT id, vec FROM message_vectors WHERE scope = ? AND model = ? AND id > ? "
-                "ORDER BY id",
+                "SELECT v.id, m.session_id, v.vec FROM message_vectors v "
+                "JOIN messages m ON m.id = v.id "
+                "WHERE v.scope = ? AND v.model = ? AND v.id > ? ORDER BY v.id",
                 (scope, model, after_id),
             ).fetchall()
-        return [(int(r[0]), bytes(r[1])) for r in rows]
+        return [(int(r[0]), r[1], bytes(r[2])) for r in rows]
 
     def count(self, model: str, scope: str) -> int:
         with self._lock:

@@ -82,13 +82,14 @@ class PgVectorStore:
                 [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
             )
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, bytes]]:
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, str, bytes]]:
         rows = self._db.fetch(
-            "SELECT id, vec FROM message_vectors WHERE scope = %s AND model = %s AND id > %s "
-            "ORDER BY id",
+            "SELECT v.id, m.session_id, v.vec FROM message_vectors v "
+            "JOIN messages m ON m.id = v.id "
+            "WHERE v.scope = %s AND v.model = %s AND v.id > %s ORDER BY v.id",
             (scope, model, after_id),
         )
-        return [(int(r[0]), bytes(r[1])) for r in rows]
+        return [(int(r[0]), r[1], bytes(r[2])) for r in rows]
 
     def count(self, model: str, scope: str) -> int:
         rows = self._db.fetch(
