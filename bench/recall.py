@@ -226,6 +226,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("current default", DEFAULT_CONFIG),
     ("  without semantic search (words only)", replace(DEFAULT_CONFIG, semantic=0.0)),
     ("  semantic weight 1 (not 3)", replace(DEFAULT_CONFIG, semantic=1.0)),
+    ("  without the semantic in-context list", replace(DEFAULT_CONFIG, context_weight=0.0)),
     ("  no similarity floor", replace(DEFAULT_CONFIG, semantic_floor=-1.0)),
     ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),

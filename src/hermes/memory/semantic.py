@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 RELOAD_S = 300.0  # a full reload drops vectors of deleted messages from memory
 CACHED_SCOPES = 8
-BATCH = 128
+BATCH = 512  # texts per model call: longer batches sort by length and pad less
 
 
 _controller: ThreadpoolController | None = None
