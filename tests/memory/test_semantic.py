@@ -148,3 +148,10 @@ def test_on_without_the_extra_says_what_to_install(history, monkeypatch):
     assert r.returncode == 1
     assert "embeddings extra is not installed" in r.stderr
     assert "hermes-agent-server[embeddings]" in r.stderr
+
+
+def test_doctor_says_whether_search_uses_meaning(monkeypatch):
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    assert "semantic_search: ok (semantic search on (all-MiniLM-L6-v2" in run_cli("doctor").stdout
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "off")
+    assert "semantic search off (search.embeddings: off)" in run_cli("doctor").stdout

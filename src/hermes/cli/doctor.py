@@ -156,6 +156,8 @@ async def _check_parts(settings: Settings) -> bool:
             if status == "error":
                 ok = False
             detail = status + (f": {result['error']}" if result.get("error") else "")
+            if not result.get("error") and result.get("detail"):
+                detail += f" ({result['detail']})"
             typer.echo(
                 f"{'ok  ' if good else 'FAIL' if status == 'error' else 'WARN'} {name}: {detail}"
             )

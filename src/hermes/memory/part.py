@@ -45,7 +45,7 @@ async def _semantic_health(runtime: Runtime) -> dict[str, Any]:
     line = embeddings.status(runtime.settings)
     if runtime.store.vectors is None:
         line = "off (this store keeps no vectors)"
-    return {"status": "ok", "embeddings": line}
+    return {"status": "ok", "detail": f"semantic search {line}"}
 
 
 def register(hermes: Registry) -> None:
