@@ -5,7 +5,7 @@
 
 Two slices of questions, each with the message(s) that hold the answer:
 - `dialogue` (bench/recall_dialogue.py): conversations between two named friends over
-  months, questions of kinds single / split / temporal / update / multi, all in one scope;
+  months, questions of kinds single / split / temporal / update / multi / period, all in one scope;
 - `chat` (bench/recall_data.py, the earlier synthetic set): a user and the assistant, one
   scope per persona, kinds direct / spread / updated / assistant. (10k scale only.)
 The 1M scale adds ~990k messages of other people's chat to the dialogue scope (one scope of
@@ -227,6 +227,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  without semantic search (words only)", replace(DEFAULT_CONFIG, semantic=0.0)),
     ("  semantic weight 1 (not 3)", replace(DEFAULT_CONFIG, semantic=1.0)),
     ("  without the semantic in-context list", replace(DEFAULT_CONFIG, context_weight=0.0)),
+    ("  without date awareness", replace(DEFAULT_CONFIG, period=0.0)),
     ("  no similarity floor", replace(DEFAULT_CONFIG, semantic_floor=-1.0)),
     ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),

@@ -8,7 +8,8 @@ some superseded by a later update (only the newest statement is evidence), and t
 speaker says similar things about themselves (distractors the question's name rules out).
 Questions refer to the speakers by name and come in five kinds: single (one turn holds the
 answer), split (the answer sits in the reply after a teaser), temporal (when did it
-happen), update (what is true now), multi (two events of the same person together).
+happen), update (what is true now), multi (two events of the same person together), period
+(what was someone up to in a named month: any of their news from then).
 Filler turns chat about the same topics (hard negatives); the 1M scale adds filler
 conversations between other people. Deterministic for a seed. Imported as user/assistant
 turns (first speaker = user); all conversations share one scope, as one busy user would.
@@ -290,11 +291,13 @@ class Conversation:
         for who in (0, 1):
             chosen = rng.sample(EVENTS, events_per_person)
             marks: dict[str, tuple[str, int]] = {}
+            said: list[tuple[int, tuple[str, int]]] = []  # (session, mark) of every event turn
             for event in chosen:
                 value, other = rng.sample(event["values"], 2)
                 s = rng.randrange(0, n - 2 if "update" in event else n)
                 teaser = "split" in event and rng.random() < 0.6
                 mark = self.plant(event, who, s, value, teaser=teaser)
+                said.append((s, mark))
                 kind = "split" if teaser else ("temporal" if event.get("when") else "single")
                 if "update" in event:
                     later = rng.randrange(s + 1, n)
@@ -303,6 +306,7 @@ class Conversation:
                     react = rng.choice(REACT).format(n=self.names[who])
                     self.plan[later].append([Turn(who, text, (eid, 0)), Turn(1 - who, react)])
                     mark, kind = (eid, 0), "update"
+                    said.append((later, mark))
                 marks[event["key"]] = mark
                 q = event["ask"].format(n=self.names[who], v=value)
                 self._pending.append((Question(q, kind), [f"{mark[0]}#{mark[1]}"]))
@@ -314,6 +318,17 @@ class Conversation:
                 if a in marks and b in marks:
                     refs = [f"{marks[k][0]}#{marks[k][1]}" for k in (a, b)]
                     self._pending.append((Question(ask.format(n=self.names[who]), "multi"), refs))
+            self._ask_period(who, said)
+
+    def _ask_period(self, who: int, said: list[tuple[int, tuple[str, int]]]) -> None:
+        """A question naming a month, answered by any of the person's news that month (no
+        random draws: the rest of the data stays as it was without these questions)."""
+        months: dict[str, list[str]] = {}
+        for s, mark in said:
+            months.setdefault(self.dates[s].strftime("%B %Y"), []).append(f"{mark[0]}#{mark[1]}")
+        month = max(sorted(months), key=lambda m: len(months[m]))
+        query = f"What was {self.names[who]} up to in {month}?"
+        self._pending.append((Question(query, "period"), months[month]))
 
     def sessions(self) -> Iterator[dict]:
         """Sessions as import records; resolves the questions' evidence to (session, index)."""

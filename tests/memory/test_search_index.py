@@ -277,3 +277,34 @@ def test_cron_runs_rank_below_conversations(store: SQLiteStore) -> None:
     add(store, "default", "chat", ("user", "We talked about the kiwi harvest once, long ago"))
     hits = rank_messages(store, "default", "kiwi harvest report")
     assert [h.session_id for h in hits] == ["chat", "cron_daily"]
+
+
+def test_a_question_naming_a_time_favours_turns_from_then(store: SQLiteStore) -> None:
+    from datetime import UTC, datetime
+
+    from hermes.memory.query import named_period
+
+    for sid, when in (
+        ("april", datetime(2023, 4, 20, tzinfo=UTC)),
+        ("may", datetime(2023, 5, 8, tzinfo=UTC)),
+    ):
+        store.ensure_session("default", sid, source="import", started_at=when.timestamp())
+        store.append_messages(
+            "default",
+            sid,
+            [NewMessage("user", "We went hiking in the hills", timestamp=when.timestamp())],
+        )
+    for question, first in (
+        ("Where did we go hiking in May 2023?", "may"),
+        ("Where did we go hiking on 20 April 2023?", "april"),
+        ("hiking, April 20th, 2023", "april"),
+    ):
+        assert rank_messages(store, "default", question, limit=2)[0].session_id == first
+    # the newer one wins a tie when no time is named
+    assert rank_messages(store, "default", "Where did we go hiking?")[0].session_id == "may"
+    assert named_period("in 2022") == (
+        datetime(2022, 1, 1, tzinfo=UTC).timestamp(),
+        datetime(2023, 1, 1, tzinfo=UTC).timestamp(),
+    )
+    assert named_period("what happened in May") is None  # which May: needs a year
+    assert named_period("on 31 February 2023") is None

@@ -65,3 +65,64 @@ def all_terms(text: str) -> list[str]:
 def query_words(text: str) -> frozenset[str]:
     """Every lowercased word of the query (names included), for matching speakers."""
     return frozenset(_WORD.findall(text[:MAX_QUERY_CHARS].lower()))
+
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"((?:19|20)\d{2})"
+_PERIODS = [
+    ("day", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I), (3, 2, 1)),
+    ("day", re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I), (3, 1, 2)),
+    ("month", re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.I), (2, 1, 0)),
+    ("year", re.compile(rf"\b(?:in|during|since|of|from|throughout)\s+{_YEAR}\b", re.I), (1, 0, 0)),
+]
+
+
+def named_period(text: str) -> tuple[float, float] | None:
+    """The time a question names, as a [start, end) range of UTC epoch seconds: a day
+    ("on 8 May 2023", "May 8th, 2023"), a month ("in May 2023") or a year ("in 2023").
+    Relative phrases ("last week") and bare months are left alone: they need a "now"."""
+    from datetime import UTC, datetime, timedelta
+
+    head = text[:MAX_QUERY_CHARS]
+    for kind, pattern, (y, m, d) in _PERIODS:
+        found = pattern.search(head)
+        if found is None:
+            continue
+        year = int(found.group(y))
+        month = _MONTHS[found.group(m).lower()] if m else 1
+        try:
+            start = datetime(year, month, int(found.group(d)) if d else 1, tzinfo=UTC)
+        except ValueError:
+            return None
+        if kind == "day":
+            end = start + timedelta(days=1)
+        elif kind == "month":
+            end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+        else:
+            end = datetime(year + 1, 1, 1, tzinfo=UTC)
+        # a day's turns may be stamped in any timezone: half a day of slack each side
+        slack = 43_200 if kind == "day" else 0
+        return start.timestamp() - slack, end.timestamp() + slack
+    return None

@@ -11,6 +11,7 @@ bench/recall.py (its ablation table removes one at a time):
 - recency as a tie-breaker (an updated fact's newer statement wins a tie);
 - speaker awareness: a turn said by the person the question names counts triple (the
   store drops a name that is in too many rows from candidate picking, so it counts here);
+- date awareness: a turn from the day, month or year the question names counts double;
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - at most `per_session` hits per session before other sessions get their turn;
 - with the `embeddings` extra, the nearest messages by meaning (semantic.py) fused with
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from hermes.memory.query import all_terms, likely_role, query_terms, query_words
+from hermes.memory.query import all_terms, likely_role, named_period, query_terms, query_words
 from hermes.store.base import Searcher, SearchView, TextMatch
 
 
@@ -47,6 +48,7 @@ class RankConfig:
     semantic_floor: float = 0.1  # less similar than this (cosine): unrelated, not evidence
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
     context_weight: float = 2.0  # ... and the weight of that ranking in the fusion
+    period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
 
 
 class NearestLists(Protocol):
@@ -83,7 +85,11 @@ class Ranked:
 
 
 def _fuse(
-    cands: list[TextMatch], config: RankConfig, role: str | None, words: frozenset[str]
+    cands: list[TextMatch],
+    config: RankConfig,
+    role: str | None,
+    words: frozenset[str],
+    period: tuple[float, float] | None = None,
 ) -> list[Ranked]:
     """Scores normalised to the best candidate, a role prior, recency to break ties."""
     if not cands:
@@ -100,6 +106,8 @@ def _fuse(
             score *= config.demoted
         if c.speaker and c.speaker.lower() in words:
             score *= 1.0 + config.speaker
+        if period is not None and period[0] <= c.timestamp < period[1]:
+            score *= 1.0 + config.period
         score += config.recency * time_pos[c.timestamp]
         out.append(Ranked(c.message_id, c.session_id, c.index, c.role, c.timestamp, score))
     out.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
@@ -126,14 +134,24 @@ def rank_messages(
     )
     if config.fuse:
         cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
+    period = named_period(query) if config.period else None
     if semantic is not None and config.semantic > 0:
         near = semantic.search(
-            scope, query, limit=size, exclude_sessions=exclude_sessions, context=config.context
+            scope,
+            query,
+            limit=size,
+            exclude_sessions=exclude_sessions,
+            context=config.context,
         )
-        alone = [m for m in near.alone if m.score >= config.semantic_floor]
-        around = [m for m in near.in_context if m.score >= config.semantic_floor]
-        cands = _with_semantic(cands, alone, around, config)
-    ranked = _fuse(cands, config, likely_role(query), query_words(query))
+        lists = [
+            ([m for m in near.alone if m.score >= config.semantic_floor], config.semantic),
+            (
+                [m for m in near.in_context if m.score >= config.semantic_floor],
+                config.context_weight,
+            ),
+        ]
+        cands = _with_semantic(cands, lists, config)
+    ranked = _fuse(cands, config, likely_role(query), query_words(query), period)
     return _diversify(ranked, config)[:limit]
 
 
@@ -162,17 +180,13 @@ def _reciprocal_rank(
 
 
 def _with_semantic(
-    lexical: list[TextMatch],
-    alone: list[TextMatch],
-    around: list[TextMatch],
-    config: RankConfig,
+    lexical: list[TextMatch], semantic: list[tuple[list[TextMatch], float]], config: RankConfig
 ) -> list[TextMatch]:
     """Lexical and semantic candidates fused by rank: weight / (k + rank) from each list."""
     fused: dict[int, float] = defaultdict(float)
     match: dict[int, TextMatch] = {}
     ordered = sorted(lexical, key=lambda m: (-m.score, m.message_id))
-    lists = ((ordered, 1.0), (alone, config.semantic), (around, config.context_weight))
-    for found, weight in lists:
+    for found, weight in [(ordered, 1.0), *semantic]:
         for rank, m in enumerate(found):
             fused[m.message_id] += weight / (config.semantic_k + rank + 1)
             match.setdefault(m.message_id, m)
