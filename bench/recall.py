@@ -264,6 +264,46 @@ def ablation_rows(scale: str, home: Path, slices: list[Slice], semantic: bool) -
     return rows
 
 
+def semantic_latency(home: Path, questions: list[dict], vectors: int = 100_000) -> str:
+    """Search latency with `vectors` vectors in the dialogue scope (search.max_vectors'
+    default), their values random: embedding 1M messages takes most of an hour, and the
+    cost of a search does not depend on the values. Timing only; recall is not measured."""
+    import numpy as np
+
+    from hermes.memory.semantic import SemanticIndex, to_bytes
+
+    settings = load_settings(home, env={"HERMES_HOME": str(home)})
+    embedder = embeddings.load(settings)
+    assert embedder is not None
+    store = SQLiteStore(home / "state.db")
+    scope = "user:" + DIALOGUE_SCOPE
+    try:
+        assert store.vectors is not None
+        rows = store.connection.execute(
+            "SELECT id FROM messages WHERE scope = ? AND role IN ('user', 'assistant') "
+            "ORDER BY id DESC LIMIT ?",
+            (scope, vectors),
+        ).fetchall()
+        rng = np.random.default_rng(7)
+        random = rng.standard_normal((len(rows), 384)).astype(np.float32)
+        random /= np.linalg.norm(random, axis=1, keepdims=True)
+        store.vectors.put(
+            embedder.name, [(r[0], scope, to_bytes(v)) for r, v in zip(rows, random, strict=True)]
+        )
+        index = SemanticIndex(store, embedder, max_vectors=vectors)
+        took = []
+        for q in questions:
+            started = time.perf_counter()
+            rank_messages(store, scope, q["query"], limit=10, semantic=index)
+            took.append((time.perf_counter() - started) * 1000)
+    finally:
+        store.close()
+    return (
+        f"search with {len(rows):,} vectors in the scope (random values: timing only): "
+        f"median {statistics.median(took):.1f} ms, p95 {pct(took, 0.95):.1f} ms"
+    )
+
+
 def run_scale(
     label: str, root: Path, extra: int, seed: int, ablate: bool, embed: bool
 ) -> tuple[list[str], list[str]]:
@@ -288,6 +328,10 @@ def run_scale(
                 all_hits[i], all_took[i] = h, t
         rows += kind_rows(label + ("+sem" if semantic else ""), sl, all_hits, all_took)
     abl = ablation_rows(label, home, slices, semantic) if ablate else []
+    if extra and embeddings.extra_installed() and not semantic:
+        line = semantic_latency(home, slices[0].questions)
+        print(f"[{label}] {line}", file=sys.stderr, flush=True)
+        abl.append(f"| {label:>5} | words + meaning, {line} |")
     return rows, abl
 
 
