@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -84,11 +85,19 @@ class SemanticIndex:
     """Nearest messages of a scope to a query, by cosine similarity of their embeddings."""
 
     def __init__(self, store: Store, embedder: Embedder, *, max_vectors: int = 100_000) -> None:
-        self.store = store
+        # weak: the per-process cache of indexes must not keep closed stores alive
+        self._store = weakref.ref(store)
         self.embedder = embedder
         self.max_vectors = max_vectors
         self._cache: OrderedDict[str, _Matrix] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def store(self) -> Store:
+        store = self._store()
+        if store is None:
+            raise RuntimeError("the store of this semantic index was closed")
+        return store
 
     def search(
         self,
@@ -211,7 +220,7 @@ def embed_pending(
     return done, after_id
 
 
-_indexes: dict[int, SemanticIndex] = {}
+_indexes: weakref.WeakKeyDictionary[Store, SemanticIndex] = weakref.WeakKeyDictionary()
 _indexes_lock = threading.Lock()
 
 
@@ -227,9 +236,9 @@ def semantic_index(settings: Settings, store: Store, *, wait: bool) -> SemanticI
             _load_in_background(settings)
         return None
     with _indexes_lock:
-        index = _indexes.get(id(store))
-        if index is None or index.store is not store:
-            index = _indexes[id(store)] = SemanticIndex(
+        index = _indexes.get(store)
+        if index is None:
+            index = _indexes[store] = SemanticIndex(
                 store, embedder, max_vectors=settings.search.max_vectors
             )
         return index
