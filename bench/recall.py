@@ -264,15 +264,16 @@ def ablation_rows(scale: str, home: Path, slices: list[Slice], semantic: bool) -
     return rows
 
 
-def semantic_latency(home: Path, questions: list[dict], vectors: int = 100_000) -> str:
-    """Search latency with `vectors` vectors in the dialogue scope (search.max_vectors'
-    default), their values random: embedding 1M messages takes most of an hour, and the
+def semantic_latency(home: Path, questions: list[dict]) -> str:
+    """Search latency with search.max_vectors (its default) vectors in the dialogue scope,
+    their values random: embedding 1M messages takes most of an hour, and the
     cost of a search does not depend on the values. Timing only; recall is not measured."""
     import numpy as np
 
     from hermes.memory.semantic import SemanticIndex, to_bytes
 
     settings = load_settings(home, env={"HERMES_HOME": str(home)})
+    vectors = settings.search.max_vectors
     embedder = embeddings.load(settings)
     assert embedder is not None
     store = SQLiteStore(home / "state.db")

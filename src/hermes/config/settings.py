@@ -109,7 +109,7 @@ class SearchSettings(_Section):
     # shipped inside a package, nothing downloaded): auto = on when the extra is installed.
     embeddings: Literal["auto", "on", "off"] = "auto"
     # Most vectors of one scope held in memory for semantic search (newest kept; 1.5 KB each).
-    max_vectors: int = Field(default=100_000, ge=1000)
+    max_vectors: int = Field(default=50_000, ge=1000)
 
 
 class CompressionSettings(_Section):

@@ -45,6 +45,7 @@ class RankConfig:
     stopwords: bool = True
     semantic: float = 3.0  # weight of the semantic list in the fusion (0: words only)
     semantic_k: float = 60.0  # reciprocal-rank constant of that fusion
+    semantic_candidates: int = 100  # from each semantic list (ranks past it add ~nothing)
     semantic_floor: float = 0.1  # less similar than this (cosine): unrelated, not evidence
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
     context_weight: float = 2.0  # ... and the weight of that ranking in the fusion
@@ -139,7 +140,7 @@ def rank_messages(
         near = semantic.search(
             scope,
             query,
-            limit=size,
+            limit=min(size, config.semantic_candidates),
             exclude_sessions=exclude_sessions,
             context=config.context,
         )

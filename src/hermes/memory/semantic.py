@@ -17,10 +17,10 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
+import torch
 
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
@@ -32,17 +32,6 @@ log = logging.getLogger(__name__)
 RELOAD_S = 300.0  # a full reload drops vectors of deleted messages from memory
 CACHED_SCOPES = 8
 BATCH = 512  # texts per model call: longer batches sort by length and pad less
-
-
-_controller: ThreadpoolController | None = None
-
-
-def _blas() -> ThreadpoolController:
-    """One controller per process: making one scans the loaded libraries (milliseconds)."""
-    global _controller
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
@@ -72,6 +61,13 @@ class _Matrix:
         return self._neighbours
 
 
+def _scored(m: TextMatch, score: float) -> TextMatch:
+    """`m` with another score (dataclasses.replace costs several times more, per row)."""
+    return TextMatch(
+        m.message_id, m.session_id, m.index, m.role, m.timestamp, score, m.source, m.speaker
+    )
+
+
 @dataclass
 class Nearest:
     """Messages nearest to a query: by their own text, and by their text with the
@@ -84,7 +80,7 @@ class Nearest:
 class SemanticIndex:
     """Nearest messages of a scope to a query, by cosine similarity of their embeddings."""
 
-    def __init__(self, store: Store, embedder: Embedder, *, max_vectors: int = 100_000) -> None:
+    def __init__(self, store: Store, embedder: Embedder, *, max_vectors: int = 50_000) -> None:
         # weak: the per-process cache of indexes must not keep closed stores alive
         self._store = weakref.ref(store)
         self.embedder = embedder
@@ -114,10 +110,9 @@ class SemanticIndex:
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
         query_vector = self.embedder.encode([query])[0]
-        # BLAS threads spinning beside torch's own pool slow both several-fold: one thread
-        # for a matrix-vector product that is memory-bound anyway
-        with _blas().limit(limits=1, user_api="blas"):
-            alone = matrix.vectors @ query_vector
+        # torch, not numpy: numpy's BLAS threads spinning beside torch's own pool (the
+        # encoder's) slow both several-fold; torch's pool does the product on every core
+        alone = torch.mv(torch.from_numpy(matrix.vectors), torch.from_numpy(query_vector)).numpy()
         prev, nxt = matrix.neighbours()
         around = np.maximum(
             np.where(prev >= 0, alone[prev], -1.0), np.where(nxt >= 0, alone[nxt], -1.0)
@@ -134,13 +129,14 @@ class SemanticIndex:
         }
         lists = []
         for top, scores in zip(tops, (alone, in_context), strict=True):
-            ranked = [
-                replace(found[mid], score=float(scores[i]))
-                for i in top
-                if (mid := int(matrix.ids[i])) in found
-            ]
-            ranked.sort(key=lambda m: (-m.score, m.message_id))
-            lists.append(ranked[:limit])
+            ranked: list[TextMatch] = []
+            for i in top[np.argsort(-scores[top], kind="stable")]:
+                match = found.get(int(matrix.ids[i]))
+                if match is not None:
+                    ranked.append(_scored(match, float(scores[i])))
+                    if len(ranked) == limit:
+                        break
+            lists.append(ranked)
         return Nearest(alone=lists[0], in_context=lists[1])
 
     def _matrix(self, scope: str) -> _Matrix | None:
