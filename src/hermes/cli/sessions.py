@@ -184,6 +184,7 @@ def search_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Search past messages (ranked, best first)."""
+    from hermes.memory.embeddings import MODEL_NAME
     from hermes.memory.search import BatchFormatError, parse_batch, semantic_for, timed_search
 
     if (query is None) == (batch is None):
@@ -198,7 +199,10 @@ def search_cmd(
     store = open_store(settings)
     try:
         _embed(settings, store, scope, most=SEARCH_EMBED_MAX)
-        semantic = semantic_for(settings, store, wait=True)
+        # no vectors in this scope (yet): no model to load (seconds) for nothing
+        vectors = store.vectors
+        has_vectors = vectors is not None and vectors.count(MODEL_NAME, scope) > 0
+        semantic = semantic_for(settings, store, wait=True) if has_vectors else None
         for text, k in queries:
             result = timed_search(store, scope, text, k, semantic)
             if as_json or batch is not None:
