@@ -11,7 +11,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from hermes.config.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,28 @@ class AdapterError(Exception):
     def __init__(self, message: str, *, retryable: bool = True) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+def comma_list(value: Any) -> Any:
+    """Allow-lists as config models read them (a before-validator): the environment gives one string, so
+    `a, b` is ["a", "b"]; numbers in config.yaml become text."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value] if isinstance(value, list) else value
+
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
+
+def read_platform_config(settings: Settings, platform: str, model: type[ConfigT]) -> ConfigT:
+    """`gateway.<platform>` validated as `model`; a bad value is a non-retryable error that
+    names its key."""
+    try:
+        return model.model_validate(settings.gateway.platform(platform))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise AdapterError(f"gateway.{platform}.{where}: {first['msg']}", retryable=False) from None
 
 
 class PlatformAdapter(ABC):

@@ -27,10 +27,17 @@ import warnings
 from typing import Any, Literal
 
 import yarl
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from hermes.config.settings import Settings
-from hermes.gateway.base import AdapterError, Inbound, InboundHandler, PlatformAdapter
+from hermes.gateway.base import (
+    AdapterError,
+    Inbound,
+    InboundHandler,
+    PlatformAdapter,
+    comma_list,
+    read_platform_config,
+)
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text
 
@@ -82,19 +89,12 @@ class DiscordConfig(BaseModel):
 
     @field_validator("allowed_users", "allowed_guilds", "allowed_channels", mode="before")
     @classmethod
-    def _split(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return [str(v) for v in value] if isinstance(value, list) else value
+    def _lists(cls, value: Any) -> Any:
+        return comma_list(value)
 
 
 def read_config(settings: Settings) -> DiscordConfig:
-    try:
-        return DiscordConfig.model_validate(settings.gateway.platform("discord"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AdapterError(f"gateway.discord.{where}: {first['msg']}", retryable=False) from None
+    return read_platform_config(settings, "discord", DiscordConfig)
 
 
 class DiscordAdapter(PlatformAdapter):

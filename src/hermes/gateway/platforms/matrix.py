@@ -32,11 +32,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
-from hermes.gateway.base import AdapterError, Inbound, InboundHandler, PlatformAdapter
+from hermes.gateway.base import (
+    AdapterError,
+    Inbound,
+    InboundHandler,
+    PlatformAdapter,
+    comma_list,
+    read_platform_config,
+)
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text, to_html
 
@@ -74,19 +81,12 @@ class MatrixConfig(BaseModel):
 
     @field_validator("allowed_users", mode="before")
     @classmethod
-    def _split(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
+    def _lists(cls, value: Any) -> Any:
+        return comma_list(value)
 
 
 def read_config(settings: Settings) -> MatrixConfig:
-    try:
-        return MatrixConfig.model_validate(settings.gateway.platform("matrix"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AdapterError(f"gateway.matrix.{where}: {first['msg']}", retryable=False) from None
+    return read_platform_config(settings, "matrix", MatrixConfig)
 
 
 def to_matrix_html(markdown: str) -> str:

@@ -29,10 +29,17 @@ import logging
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from hermes.config.settings import Settings
-from hermes.gateway.base import AdapterError, Inbound, InboundHandler, PlatformAdapter
+from hermes.gateway.base import (
+    AdapterError,
+    Inbound,
+    InboundHandler,
+    PlatformAdapter,
+    comma_list,
+    read_platform_config,
+)
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text
 
@@ -69,19 +76,12 @@ class SlackConfig(BaseModel):
 
     @field_validator("allowed_users", "allowed_teams", mode="before")
     @classmethod
-    def _split(cls, value: Any) -> Any:
-        return (
-            [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
-        )
+    def _lists(cls, value: Any) -> Any:
+        return comma_list(value)
 
 
 def read_config(settings: Settings) -> SlackConfig:
-    try:
-        return SlackConfig.model_validate(settings.gateway.platform("slack"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AdapterError(f"gateway.slack.{where}: {first['msg']}", retryable=False) from None
+    return read_platform_config(settings, "slack", SlackConfig)
 
 
 def _escape(text: str) -> str:

@@ -26,11 +26,17 @@ from typing import Any
 
 import httpx
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
-from hermes.gateway.base import AdapterError, Inbound, PlatformAdapter
+from hermes.gateway.base import (
+    AdapterError,
+    Inbound,
+    PlatformAdapter,
+    comma_list,
+    read_platform_config,
+)
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text
 from hermes.gateway.webhooks import WebhookAdapter, forbidden
@@ -72,19 +78,12 @@ class SmsConfig(BaseModel):
 
     @field_validator("allowed_users", mode="before")
     @classmethod
-    def _split(cls, value: Any) -> Any:
-        return (
-            [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
-        )
+    def _lists(cls, value: Any) -> Any:
+        return comma_list(value)
 
 
 def read_config(settings: Settings) -> SmsConfig:
-    try:
-        return SmsConfig.model_validate(settings.gateway.platform("sms"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AdapterError(f"gateway.sms.{where}: {first['msg']}", retryable=False) from None
+    return read_platform_config(settings, "sms", SmsConfig)
 
 
 def normalize_number(number: str) -> str:
