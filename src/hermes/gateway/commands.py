@@ -26,6 +26,7 @@ HELP = """Commands:
 /sethome - make this chat the home for scheduled deliveries
 /approve [session|always] - allow the action waiting for approval
 /deny - refuse it
+/<skill> <text> - answer with that skill's instructions (as in hermes chat)
 /help - this list"""
 
 

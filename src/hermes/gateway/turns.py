@@ -8,6 +8,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from hermes.agent.invocations import Invocation, SlashInvocations
 from hermes.agent.loop import TurnObserver, TurnRequest
 from hermes.gateway.approvals import ChatApprover
 from hermes.gateway.base import Attachment, Inbound
@@ -42,8 +43,9 @@ def describe_attachments(attachments: tuple[Attachment, ...]) -> str:
     return "\n".join(lines)
 
 
-def user_text(msg: Inbound) -> str:
-    parts = [msg.text.strip()] if msg.text.strip() else []
+def user_text(msg: Inbound, text: str | None = None) -> str:
+    text = msg.text.strip() if text is None else text
+    parts = [text] if text else []
     if msg.attachments:
         parts.append(describe_attachments(msg.attachments))
     return "\n\n".join(parts) or "(empty message)"
@@ -62,8 +64,10 @@ class TurnMaker:
         async def say(text: str) -> None:
             await gw.say(msg, text)
 
+        invocation = await self._invocation(msg)
         request = TurnRequest(
-            user_message=user_text(msg),
+            user_message=user_text(msg, invocation.user_message if invocation else None),
+            system_extra=invocation.system_extra if invocation else None,
             session_id=gw.sessions.current(worker.scope, worker.key),
             scope=scope,
             source=msg.platform,
@@ -90,6 +94,18 @@ class TurnMaker:
         worker.answered = True
         if result.content.strip():
             await gw.say(msg, result.content, reply=True)
+
+    async def _invocation(self, msg: Inbound) -> Invocation | None:
+        """`/<skill> text`: the turn runs with that skill's instructions (as in `hermes chat`)."""
+        text = msg.text.strip()
+        provider = self.gw.runtime.services.find(SlashInvocations)
+        if provider is None or not text.startswith("/"):
+            return None
+        try:
+            return await asyncio.to_thread(provider.expand, text, platform=msg.platform)
+        except Exception as exc:  # an unreadable skill must not cost the user an answer
+            log.warning("could not expand %r: %s", text.split()[0], exc)
+            return None
 
     async def close(self) -> None:
         for task in list(self._typing_tasks):

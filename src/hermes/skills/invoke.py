@@ -7,20 +7,12 @@ this turn only) and `user_message` (the user's own text, which is what gets stor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from hermes.agent.invocations import Invocation, SlashInvocations
 from hermes.config.settings import Settings
 from hermes.skills.library import Skill
 from hermes.skills.store import library_for
 
 MAX_STACKED = 5
-
-
-@dataclass(frozen=True)
-class SkillInvocation:
-    skills: tuple[str, ...]
-    system_extra: str
-    user_message: str
 
 
 def _instructions(skill: Skill, user_text: str) -> str:
@@ -33,7 +25,7 @@ def _instructions(skill: Skill, user_text: str) -> str:
 
 def expand_skill_command(
     settings: Settings, text: str, *, platform: str = "cli"
-) -> SkillInvocation | None:
+) -> Invocation | None:
     """The turn for `/<skill> [/<skill> …] <text>`, or None when the line names no installed
     skill (so the surface can handle it as its own command or say it is unknown)."""
     if not text.startswith("/") or not settings.skills.enabled:
@@ -55,4 +47,14 @@ def expand_skill_command(
     names = tuple(s.name for s in found)
     extra = "\n\n".join(_instructions(s, user_text) for s in found)
     message = user_text or f"Run the {', '.join(names)} skill{'s' if len(names) > 1 else ''} now."
-    return SkillInvocation(skills=names, system_extra=extra, user_message=message)
+    return Invocation(names=names, system_extra=extra, user_message=message)
+
+
+class SkillInvocations(SlashInvocations):
+    """`/<skill> text` for the gateway (the skills part puts one in the runtime's services)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def expand(self, text: str, *, platform: str) -> Invocation | None:
+        return expand_skill_command(self.settings, text, platform=platform)

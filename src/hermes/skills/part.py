@@ -33,6 +33,7 @@ async def _health(runtime: Runtime) -> dict[str, Any]:
 
 def register(hermes: Registry) -> None:
     from hermes.skills.index import skills_block
+    from hermes.skills.invoke import SkillInvocations
     from hermes.skills.review import SkillsProvider
     from hermes.skills.tools import skill_manage, skill_view, skills_list
 
@@ -43,5 +44,6 @@ def register(hermes: Registry) -> None:
         hermes.tool(t, group="skills", enabled=on)
     hermes.prompt_block(skills_block)
     hermes.memory_provider(SkillsProvider)
+    hermes.component(lambda runtime: SkillInvocations(runtime.settings))
     hermes.command("skills", _cli)
     hermes.health("skills", _health)

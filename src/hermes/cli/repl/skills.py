@@ -45,4 +45,4 @@ def expand(settings: Settings, line: str) -> SkillTurn | None:
     found = expand_skill_command(settings, line, platform="cli")
     if found is None:
         return None
-    return SkillTurn(found.user_message, found.system_extra, tuple(found.skills))
+    return SkillTurn(found.user_message, found.system_extra, found.names)
