@@ -308,3 +308,13 @@ def test_a_question_naming_a_time_favours_turns_from_then(store: SQLiteStore) ->
     )
     assert named_period("what happened in May") is None  # which May: needs a year
     assert named_period("on 31 February 2023") is None
+
+
+def test_the_semantic_question_has_its_speakers_as_pronouns() -> None:
+    from hermes.memory.ranking import without_names
+
+    speakers = {"audrey", "jon"}
+    assert without_names("When did Audrey get hurt?", speakers) == "When did they get hurt?"
+    assert without_names("Name of Jon's cat?", speakers) == "Name of their cat?"
+    assert without_names("What did Paris say?", speakers) == "What did Paris say?"
+    assert without_names("Where does Audrey work?", set()) == "Where does Audrey work?"

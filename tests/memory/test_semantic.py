@@ -182,3 +182,29 @@ def test_onnx_runtime_gives_the_vectors_pytorch_gives_and_exports_once(tmp_path,
     again = OnnxMiniLM(embeddings.MODEL_NAME, cache).encode([PLANTED])[0]
     assert abs(again - onnx_vectors[2]).max() < 1e-5
     assert "did not load" in caplog.text
+
+
+def test_a_named_question_matches_the_event_not_the_greeting(tmp_path, monkeypatch):
+    """The name in "When did Audrey get hurt?" is for the speaker prior; by meaning, the
+    question must land on the injury, not on a turn that merely says "Audrey"."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    turns = [
+        ("Andrew", "Audrey! So good to hear from you, Audrey."),
+        ("Audrey", "Hey Andrew, how was your week?"),
+        ("Andrew", "Busy with the new job, but fine."),
+        ("Audrey", "I twisted my knee yesterday while hiking, so I'm resting for a bit."),
+        ("Andrew", "Oh no, take it easy and rest up."),
+        ("Audrey", "Audrey here again, just checking in!"),
+    ]
+    session = {
+        "id": "d1",
+        "started_at": 1_700_000_000,
+        "messages": [
+            {"role": "user" if i % 2 == 0 else "assistant", "name": who, "content": text}
+            for i, (who, text) in enumerate(turns)
+        ],
+    }
+    data = tmp_path / "dialogue.jsonl"
+    data.write_text(json.dumps(session) + "\n")
+    assert run_cli("sessions", "import", str(data)).returncode == 0
+    assert _hits("When did Audrey get hurt?")[0] == ("d1", 3)

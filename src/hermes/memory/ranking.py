@@ -15,11 +15,14 @@ bench/recall.py (its ablation table removes one at a time):
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - at most `per_session` hits per session before other sessions get their turn;
 - with the `embeddings` extra, the nearest messages by meaning (semantic.py) fused with
-  the lexical candidates by reciprocal rank before the priors above apply.
+  the lexical candidates by reciprocal rank before the priors above apply; the question is
+  embedded with the names of the scope's speakers made pronouns (the speaker prior covers
+  who; the embedding should match what happened).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -50,6 +53,7 @@ class RankConfig:
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
     context_weight: float = 2.0  # ... and the weight of that ranking in the fusion
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
+    unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
 
 
 class NearestLists(Protocol):
@@ -137,9 +141,10 @@ def rank_messages(
         cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
     period = named_period(query) if config.period else None
     if semantic is not None and config.semantic > 0:
+        speakers = {c.speaker.lower() for c in cands if c.speaker}
         near = semantic.search(
             scope,
-            query,
+            without_names(query, speakers) if config.unnamed_meaning else query,
             limit=min(size, config.semantic_candidates),
             exclude_sessions=exclude_sessions,
             context=config.context,
@@ -154,6 +159,25 @@ def rank_messages(
         cands = _with_semantic(cands, lists, config)
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period)
     return _diversify(ranked, config)[:limit]
+
+
+def without_names(query: str, speakers: set[str]) -> str:
+    """The question with the names of people who speak in the scope made pronouns: the
+    speaker prior already favours their turns, and in an embedding a name outweighs the
+    event asked about ("When did Audrey get hurt?" lands nearer "Audrey! So good to hear
+    from you" than "I twisted my knee yesterday"; "When did they get hurt?" does not)."""
+    if not speakers:
+        return query
+
+    def pronoun(match: re.Match[str]) -> str:
+        if match.group(1).lower() not in speakers:
+            return match.group(0)
+        return "their" if match.group(2) else "they"
+
+    return _NAME.sub(pronoun, query)
+
+
+_NAME = re.compile(r"\b(\w+)('s|’s)?\b")
 
 
 def _reciprocal_rank(
