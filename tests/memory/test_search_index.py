@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from hermes.memory.ranking import query_terms, rank_messages
+from hermes.memory.ranking import DEFAULT_CONFIG, query_terms, rank_messages
 from hermes.memory.search import search_hits
 from hermes.store.base import NewMessage
 from hermes.store.migrations import MIGRATIONS
@@ -267,6 +268,25 @@ def test_bulk_import_indexes_like_appending_and_leaves_triggers_on(store: SQLite
     record = store.get_session("default", "bulk")
     assert record is not None and record.message_count == 5 and record.user_turns == 2
     assert store.connection.execute("SELECT COUNT(*) FROM search_index_paused").fetchone()[0] == 0
+
+
+def test_a_repeated_message_is_shown_once_before_other_hits(store: SQLiteStore) -> None:
+    for day in range(6):  # the same request, sent every morning
+        add(store, "default", f"day{day}", ("user", "Kiwi harvest report please"), ts=10.0 + day)
+    add(store, "default", "talk", ("user", "The kiwi harvest went badly this year"), ts=1.0)
+    hits = rank_messages(store, "default", "kiwi harvest report", limit=3)
+    assert [h.session_id for h in hits][1] == "talk"
+    assert len(rank_messages(store, "default", "kiwi harvest report", limit=10)) == 7
+    assert [
+        h.session_id
+        for h in rank_messages(
+            store,
+            "default",
+            "kiwi harvest report",
+            limit=3,
+            config=replace(DEFAULT_CONFIG, repeats=0),
+        )
+    ] == ["day5", "day4", "day3"]
 
 
 def test_cron_runs_rank_below_conversations(store: SQLiteStore) -> None:

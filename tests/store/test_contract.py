@@ -163,6 +163,24 @@ def test_search_views_stay_in_scope_stem_and_snippet(store: Store) -> None:
     assert store.rebuild_search_index() == 4
 
 
+def test_matches_say_which_messages_repeat_a_text(store: Store) -> None:
+    """Every backend keys a match by its text, so a ranking can show a repeat once."""
+    for session in ("mon", "tue"):
+        store.ensure_session("default", session, source="cli")
+        store.append_messages(
+            "default",
+            session,
+            [NewMessage("user", "Summarise my kiwi orders"), NewMessage("user", f"kiwi {session}")],
+        )
+    for view in ("message", "exact", "window"):
+        hits = store.match_messages("default", ["kiwi"], view=view, limit=10)
+        keys = {h.session_id + str(h.index): h.text_key for h in hits}
+        assert len(keys) == 4 and all(keys.values()), view
+        assert keys["mon0"] == keys["tue0"] != keys["mon1"] != keys["tue1"], view
+    described = store.describe_messages("default", [h.message_id for h in hits])
+    assert {d.text_key for d in described} == set(keys.values())
+
+
 def test_cjk_is_found_through_trigrams_and_stays_in_scope(store: Store) -> None:
     store.ensure_session("default", "zh", source="cli")
     store.ensure_session("user:b", "zh", source="cli")

@@ -13,7 +13,10 @@ bench/recall.py (its ablation table removes one at a time):
   store drops a name that is in too many rows from candidate picking, so it counts here);
 - date awareness: a turn from the day, month or year the question names counts double;
 - cron run sessions count half: what the agent produced alone ranks below conversations;
-- at most `per_session` hits per session before other sessions get their turn;
+- at most `per_session` hits per session before other sessions get their turn, and a text
+  said again (the same message in several sessions) once before the others: a repeat
+  tells the reader nothing new and would push different evidence out of the top k (also
+  within each list the fusion below ranks, so repeats do not take ranks from others);
 - with the `embeddings` extra, the nearest messages by meaning (semantic.py) fused with
   the lexical candidates by reciprocal rank before the priors above apply; the question is
   embedded with the names of the scope's speakers made pronouns (the speaker prior covers
@@ -43,6 +46,7 @@ class RankConfig:
     role: float = 1.0
     recency: float = 0.01
     per_session: int = 2
+    repeats: int = 1  # hits with a text already shown this often go after the others (0: off)
     demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
     speaker: float = 2.0  # boost for a turn by the person the question names
     stopwords: bool = True
@@ -87,6 +91,7 @@ class Ranked:
     role: str
     timestamp: float
     score: float
+    text_key: int = 0
 
 
 def _fuse(
@@ -114,7 +119,9 @@ def _fuse(
         if period is not None and period[0] <= c.timestamp < period[1]:
             score *= 1.0 + config.period
         score += config.recency * time_pos[c.timestamp]
-        out.append(Ranked(c.message_id, c.session_id, c.index, c.role, c.timestamp, score))
+        out.append(
+            Ranked(c.message_id, c.session_id, c.index, c.role, c.timestamp, score, c.text_key)
+        )
     out.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
     return out
 
@@ -212,23 +219,44 @@ def _with_semantic(
     match: dict[int, TextMatch] = {}
     ordered = sorted(lexical, key=lambda m: (-m.score, m.message_id))
     for found, weight in [(ordered, 1.0), *semantic]:
-        for rank, m in enumerate(found):
+        for rank, m in enumerate(_repeats_last(found, config.repeats)):
             fused[m.message_id] += weight / (config.semantic_k + rank + 1)
             match.setdefault(m.message_id, m)
     return [replace(match[i], score=score) for i, score in fused.items()]
 
 
+def _repeats_last(found: list[TextMatch], repeats: int) -> list[TextMatch]:
+    """`found` with each text's copies beyond the first `repeats` moved to the end."""
+    if not repeats:
+        return found
+    kept: list[TextMatch] = []
+    later: list[TextMatch] = []
+    seen: dict[int, int] = defaultdict(int)
+    for m in found:
+        if m.text_key and seen[m.text_key] >= repeats:
+            later.append(m)
+            continue
+        kept.append(m)
+        seen[m.text_key] += 1
+    return kept + later
+
+
 def _diversify(ranked: list[Ranked], config: RankConfig) -> list[Ranked]:
-    """Hits beyond `per_session` from one session go after the others (more sessions seen)."""
-    if not config.per_session:
+    """Hits beyond `per_session` from one session, and copies of a text beyond `repeats`,
+    go after the others (more sessions and more different messages seen)."""
+    if not config.per_session and not config.repeats:
         return ranked
     kept: list[Ranked] = []
     later: list[Ranked] = []
-    count: dict[str, int] = defaultdict(int)
+    per_session: dict[str, int] = defaultdict(int)
+    per_text: dict[int, int] = defaultdict(int)
     for r in ranked:
-        if count[r.session_id] >= config.per_session:
+        if (config.per_session and per_session[r.session_id] >= config.per_session) or (
+            config.repeats and r.text_key and per_text[r.text_key] >= config.repeats
+        ):
             later.append(r)
             continue
         kept.append(r)
-        count[r.session_id] += 1
+        per_session[r.session_id] += 1
+        per_text[r.text_key] += 1
     return kept + later

@@ -65,7 +65,15 @@ class _Matrix:
 def _scored(m: TextMatch, score: float) -> TextMatch:
     """`m` with another score (dataclasses.replace costs several times more, per row)."""
     return TextMatch(
-        m.message_id, m.session_id, m.index, m.role, m.timestamp, score, m.source, m.speaker
+        m.message_id,
+        m.session_id,
+        m.index,
+        m.role,
+        m.timestamp,
+        score,
+        m.source,
+        m.speaker,
+        m.text_key,
     )
 
 

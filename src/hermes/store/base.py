@@ -158,6 +158,12 @@ class TextMatch:
     score: float
     source: str = ""
     speaker: str | None = None  # the message's `name`, when people are named
+    text_key: int = 0  # equal for messages with the same text (`text_key()`); 0: not known
+
+
+def text_key(content: str | None) -> int:
+    """A key equal for equal message texts, so a ranking can show a repeated message once."""
+    return hash(content or "") or 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hermes.store.base import NewSession, SearchIndexHealth, SearchView, StoreError, TextMatch
+from hermes.store.base import (
+    NewSession,
+    SearchIndexHealth,
+    SearchView,
+    StoreError,
+    TextMatch,
+    text_key,
+)
 from hermes.store.search_schema import (
     AFTER_CHARS,
     BEFORE_CHARS,
@@ -243,8 +250,8 @@ class SearchIndexMixin:
             return []
         marks = ",".join("?" * len(ranked))
         rows = self._conn.execute(
-            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, m.name "
-            f"FROM messages m "
+            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, m.name, "
+            f"m.content FROM messages m "
             f"JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE +m.scope = ? AND m.id IN ({marks})",
             (scope, *(r[0] for r in ranked)),
@@ -260,6 +267,7 @@ class SearchIndexMixin:
                 score=score,
                 source=meta[mid][5],
                 speaker=meta[mid][6],
+                text_key=text_key(meta[mid][7]),
             )
             for mid, score in sorted(ranked, key=lambda r: (-r[1], r[0]))
             if mid in meta

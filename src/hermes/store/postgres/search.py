@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from hermes.store.base import SearchIndexHealth, SearchView, StoreError, TextMatch
+from hermes.store.base import SearchIndexHealth, SearchView, StoreError, TextMatch, text_key
 from hermes.store.postgres.schema import CONVERSATIONAL
 
 if TYPE_CHECKING:
@@ -117,8 +117,8 @@ class PgSearchMixin:
             )
         column, config, rank = _VIEW_PLANS[view]
         sql = (
-            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, r.score, m.name "
-            f"FROM messages m, to_tsquery('{config}', %(q)s) q, "
+            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, r.score, m.name, "
+            f"md5(m.content) FROM messages m, to_tsquery('{config}', %(q)s) q, "
             f"LATERAL (SELECT {rank} AS score) r, "
             f"sessions s "
             f"WHERE m.scope = %(scope)s AND m.{column} @@ q "
@@ -142,7 +142,7 @@ class PgSearchMixin:
         hits = " + ".join(["(m.content ILIKE %s)::int"] * len(patterns))
         sql = (
             f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, ({hits}) AS score, "
-            f"m.name "
+            f"m.name, md5(m.content) "
             f"FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE m.unsegmented AND m.scope = %s AND m.content ILIKE ANY(%s) "
             f"AND NOT (m.session_id = ANY(%s)) ORDER BY score DESC, m.id LIMIT %s"
@@ -156,7 +156,8 @@ class PgSearchMixin:
         if not ids:
             return []
         rows = self._db.fetch(
-            "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name "
+            "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
+            "md5(m.content) "
             "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
             (scope, ids),
@@ -174,6 +175,7 @@ class PgSearchMixin:
             score=float(r[6]),
             source=r[5],
             speaker=r[7],
+            text_key=text_key(r[8]),
         )
 
     def message_snippets(
