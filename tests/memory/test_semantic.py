@@ -208,3 +208,19 @@ def test_a_named_question_matches_the_event_not_the_greeting(tmp_path, monkeypat
     data.write_text(json.dumps(session) + "\n")
     assert run_cli("sessions", "import", str(data)).returncode == 0
     assert _hits("When did Audrey get hurt?")[0] == ("d1", 3)
+
+
+def test_a_phrase_said_in_every_session_does_not_crowd_out_the_answer(tmp_path, monkeypatch):
+    """A line repeated in 150 sessions is nearer the question than the answer is; listed
+    once, it leaves room for the answer (listed each time, it filled every candidate slot)."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    repeated = "A friend invited me to a concert next month, I might go."
+    answer = "We saw Coldplay live two days ago, the energy in the crowd was amazing."
+    lines = [_session(f"s{i:03d}", [repeated, FILLER[i % 8]]) for i in range(150)]
+    lines.append(_session("gig", [FILLER[0], FILLER[1], answer, FILLER[2]]))
+    data = tmp_path / "history.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    assert run_cli("sessions", "import", str(data)).returncode == 0
+    hits = _hits("When did I go to the concert?")
+    assert ("gig", 2) in hits[:2]
+    assert sum(1 for sid, i in hits if sid.startswith("s") and i == 0) == 1

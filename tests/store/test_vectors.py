@@ -50,7 +50,7 @@ def test_pending_put_load_and_scope(store: Store) -> None:
     vectors.put(MODEL, [(mid, scope, f"v{mid}".encode()) for mid, scope, _ in pending])
     assert vectors.pending(MODEL) == []
     assert vectors.count_pending("another-model") == 3
-    assert [(sid, v) for _, sid, v in vectors.load(MODEL, "alice")] == [
+    assert [(sid, v) for _, sid, v, _ in vectors.load(MODEL, "alice")] == [
         ("a1", f"v{mid}".encode()) for mid, scope, _ in pending if scope == "alice"
     ]
     assert vectors.count(MODEL, "bob") == 1 and vectors.count(MODEL, "carol") == 0

@@ -76,6 +76,7 @@ class SemanticSearch(Protocol):
         limit: int,
         exclude_sessions: Sequence[str] = (),
         context: float = 0.5,
+        distinct: bool = True,
     ) -> NearestLists: ...
 
 
@@ -155,6 +156,7 @@ def rank_messages(
             limit=min(size, config.semantic_candidates),
             exclude_sessions=exclude_sessions,
             context=config.context,
+            distinct=config.repeats > 0,
         )
         lists = [
             ([m for m in near.alone if m.score >= config.semantic_floor], config.semantic),

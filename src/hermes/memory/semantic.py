@@ -42,6 +42,7 @@ def to_bytes(vector: np.ndarray) -> bytes:
 class _Matrix:
     ids: np.ndarray  # message ids, ascending
     sessions: np.ndarray  # a code per row: rows with equal codes are one session
+    texts: np.ndarray  # a key per row: equal for equal vectors of one speaker (a text said again)
     vectors: np.ndarray  # float16, as stored: half the memory, and torch's half-precision
     # matrix-vector product is ~5x faster than its float32 one here (memory-bound)
     last_id: int
@@ -112,9 +113,12 @@ class SemanticIndex:
         limit: int,
         exclude_sessions: Sequence[str] = (),
         context: float = 0.5,
+        distinct: bool = True,
     ) -> Nearest:
         """The `limit` messages of `scope` nearest to `query`, best first (score = cosine;
-        in context: plus `context` times the best neighbour's)."""
+        in context: plus `context` times the best neighbour's). `distinct`: a text said
+        many times (the same vector, the same speaker) is listed once, by its best-scoring message, so a
+        common phrase cannot fill the list."""
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
@@ -127,24 +131,27 @@ class SemanticIndex:
             np.where(prev >= 0, alone[prev], -1.0), np.where(nxt >= 0, alone[nxt], -1.0)
         )
         in_context = alone + context * np.maximum(around, 0.0)
-        want = min(len(alone), limit + 20 * len(exclude_sessions) + 20)
-        tops = [np.argpartition(-scores, want - 1)[:want] for scores in (alone, in_context)]
+        codes = [matrix.codes[s] for s in exclude_sessions if s in matrix.codes]
+        if codes:
+            hidden = np.isin(matrix.sessions, codes)
+            alone, in_context = (
+                np.where(hidden, -np.inf, alone),
+                np.where(hidden, -np.inf, in_context),
+            )
+        groups = matrix.texts if distinct else None
+        tops = [_best_rows(scores, groups, limit) for scores in (alone, in_context)]
         rows = {int(i) for top in tops for i in top}
-        excluded = set(exclude_sessions)
         found = {
             m.message_id: m
             for m in self.store.describe_messages(scope, [int(matrix.ids[i]) for i in rows])
-            if m.session_id not in excluded
         }
         lists = []
         for top, scores in zip(tops, (alone, in_context), strict=True):
-            ranked: list[TextMatch] = []
-            for i in top[np.argsort(-scores[top], kind="stable")]:
-                match = found.get(int(matrix.ids[i]))
-                if match is not None:
-                    ranked.append(_scored(match, float(scores[i])))
-                    if len(ranked) == limit:
-                        break
+            ranked = [
+                _scored(found[int(matrix.ids[i])], float(scores[i]))
+                for i in top
+                if np.isfinite(scores[i]) and int(matrix.ids[i]) in found
+            ]
             lists.append(ranked)
         return Nearest(alone=lists[0], in_context=lists[1])
 
@@ -167,13 +174,14 @@ class SemanticIndex:
             return cached
 
     def _extend(
-        self, cached: _Matrix | None, rows: list[tuple[int, str, bytes]], now: float
+        self, cached: _Matrix | None, rows: list[tuple[int, str, bytes, str | None]], now: float
     ) -> _Matrix:
         codes = cached.codes if cached is not None else {}
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         sessions = np.fromiter(
             (codes.setdefault(r[1], len(codes)) for r in rows), dtype=np.int64, count=len(rows)
         )
+        texts = np.fromiter((hash((r[2], r[3])) for r in rows), dtype=np.int64, count=len(rows))
         if rows:
             new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float16)
             new = new.reshape(len(rows), -1).copy()  # writable: torch shares its memory
@@ -182,13 +190,32 @@ class SemanticIndex:
         if cached is not None and len(cached.ids):
             ids = np.concatenate([cached.ids, ids])
             sessions = np.concatenate([cached.sessions, sessions])
+            texts = np.concatenate([cached.texts, texts])
             new = np.concatenate([cached.vectors, new]) if len(rows) else cached.vectors
         if len(ids) > self.max_vectors:  # the newest messages are kept
             keep = slice(len(ids) - self.max_vectors, None)
-            ids, sessions, new = ids[keep], sessions[keep], new[keep]
+            ids, sessions, texts, new = ids[keep], sessions[keep], texts[keep], new[keep]
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
-        return _Matrix(ids, sessions, new, last, loaded_at, codes)
+        return _Matrix(ids, sessions, texts, new, last, loaded_at, codes)
+
+
+def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.ndarray:
+    """Rows of the `limit` best scores, best first (newest first among equals); with
+    `groups`, only the best row of each group. Looks deeper until it has `limit` groups,
+    so a phrase repeated a thousand times costs a wider look, never a shorter list."""
+    n = len(scores)
+    take = min(n, limit * 2)
+    while True:
+        top = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
+        top = top[np.lexsort((-top, -scores[top]))]
+        if groups is None:
+            return top[:limit]
+        _, first = np.unique(groups[top], return_index=True)
+        kept = top[np.sort(first)]
+        if len(kept) >= limit or take == n:
+            return kept[:limit]
+        take = min(n, take * 4)
 
 
 def embed_pending(

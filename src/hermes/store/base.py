@@ -158,12 +158,13 @@ class TextMatch:
     score: float
     source: str = ""
     speaker: str | None = None  # the message's `name`, when people are named
-    text_key: int = 0  # equal for messages with the same text (`text_key()`); 0: not known
+    text_key: int = 0  # equal for the same text by the same speaker (`text_key()`); 0: unknown
 
 
-def text_key(content: str | None) -> int:
-    """A key equal for equal message texts, so a ranking can show a repeated message once."""
-    return hash(content or "") or 1
+def text_key(content: str | None, speaker: str | None) -> int:
+    """A key equal for one speaker's equal texts, so a ranking can show a message said again
+    once (the same words from another person are another fact: keyed apart)."""
+    return hash((content or "", speaker)) or 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +239,11 @@ class VectorStore(Protocol):
         """Store (message id, scope, vector); ids of messages deleted meanwhile are skipped."""
         ...
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, str, bytes]]:
-        """(message id, session id, vector) of `scope`, by id, after `after_id`."""
+    def load(
+        self, model: str, scope: str, *, after_id: int = 0
+    ) -> list[tuple[int, str, bytes, str | None]]:
+        """(message id, session id, vector, speaker's name) of `scope`, by id, after
+        `after_id`."""
         ...
 
     def count(self, model: str, scope: str) -> int: ...

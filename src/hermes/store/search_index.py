@@ -267,7 +267,7 @@ class SearchIndexMixin:
                 score=score,
                 source=meta[mid][5],
                 speaker=meta[mid][6],
-                text_key=text_key(meta[mid][7]),
+                text_key=text_key(meta[mid][7], meta[mid][6]),
             )
             for mid, score in sorted(ranked, key=lambda r: (-r[1], r[0]))
             if mid in meta

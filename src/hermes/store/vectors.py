@@ -90,16 +90,19 @@ class SQLiteVectorStore:
                 raise
             self._conn.execute("COMMIT")
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, str, bytes]]:
-        """(message id, session id, vector bytes) of `scope` by id, from `after_id` on."""
+    def load(
+        self, model: str, scope: str, *, after_id: int = 0
+    ) -> list[tuple[int, str, bytes, str | None]]:
+        """(message id, session id, vector bytes, speaker name) of `scope` by id, from
+        `after_id` on."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT v.id, m.session_id, v.vec FROM message_vectors v "
+                "SELECT v.id, m.session_id, v.vec, m.name FROM message_vectors v "
                 "JOIN messages m ON m.id = v.id "
                 "WHERE v.scope = ? AND v.model = ? AND v.id > ? ORDER BY v.id",
                 (scope, model, after_id),
             ).fetchall()
-        return [(int(r[0]), r[1], bytes(r[2])) for r in rows]
+        return [(int(r[0]), r[1], bytes(r[2]), r[3]) for r in rows]
 
     def count(self, model: str, scope: str) -> int:
         with self._lock:

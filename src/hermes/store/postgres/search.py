@@ -175,7 +175,7 @@ class PgSearchMixin:
             score=float(r[6]),
             source=r[5],
             speaker=r[7],
-            text_key=text_key(r[8]),
+            text_key=text_key(r[8], r[7]),
         )
 
     def message_snippets(

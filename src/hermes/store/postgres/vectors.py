@@ -82,14 +82,16 @@ class PgVectorStore:
                 [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
             )
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[tuple[int, str, bytes]]:
+    def load(
+        self, model: str, scope: str, *, after_id: int = 0
+    ) -> list[tuple[int, str, bytes, str | None]]:
         rows = self._db.fetch(
-            "SELECT v.id, m.session_id, v.vec FROM message_vectors v "
+            "SELECT v.id, m.session_id, v.vec, m.name FROM message_vectors v "
             "JOIN messages m ON m.id = v.id "
             "WHERE v.scope = %s AND v.model = %s AND v.id > %s ORDER BY v.id",
             (scope, model, after_id),
         )
-        return [(int(r[0]), r[1], bytes(r[2])) for r in rows]
+        return [(int(r[0]), r[1], bytes(r[2]), r[3]) for r in rows]
 
     def count(self, model: str, scope: str) -> int:
         rows = self._db.fetch(
