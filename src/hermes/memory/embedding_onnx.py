@@ -126,6 +126,9 @@ class OnnxMiniLM:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
+        from hermes.memory.embeddings import MAX_CHARS
+
+        texts = [t[:MAX_CHARS] for t in texts]  # as the PyTorch path: the same vectors
         out = np.zeros((len(texts), 384), dtype=np.float32)
         # similar lengths batched together pad less
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
