@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from hermes.memory.query import all_terms, likely_role, named_period, query_terms, query_words
@@ -210,7 +210,7 @@ def _reciprocal_rank(
         for rank, m in enumerate(found):
             fused[m.message_id] += weight / (config.rrf_k + rank + 1)
             match.setdefault(m.message_id, m)
-    return [replace(match[i], score=score) for i, score in fused.items()]
+    return [match[i].with_score(score) for i, score in fused.items()]
 
 
 def _with_semantic(
@@ -224,7 +224,7 @@ def _with_semantic(
         for rank, m in enumerate(_repeats_last(found, config.repeats)):
             fused[m.message_id] += weight / (config.semantic_k + rank + 1)
             match.setdefault(m.message_id, m)
-    return [replace(match[i], score=score) for i, score in fused.items()]
+    return [match[i].with_score(score) for i, score in fused.items()]
 
 
 def _repeats_last(found: list[TextMatch], repeats: int) -> list[TextMatch]:

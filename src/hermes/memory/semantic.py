@@ -63,21 +63,6 @@ class _Matrix:
         return self._neighbours
 
 
-def _scored(m: TextMatch, score: float) -> TextMatch:
-    """`m` with another score (dataclasses.replace costs several times more, per row)."""
-    return TextMatch(
-        m.message_id,
-        m.session_id,
-        m.index,
-        m.role,
-        m.timestamp,
-        score,
-        m.source,
-        m.speaker,
-        m.text_key,
-    )
-
-
 @dataclass
 class Nearest:
     """Messages nearest to a query: by their own text, and by their text with the
@@ -148,7 +133,7 @@ class SemanticIndex:
         lists = []
         for top, scores in zip(tops, (alone, in_context), strict=True):
             ranked = [
-                _scored(found[int(matrix.ids[i])], float(scores[i]))
+                found[int(matrix.ids[i])].with_score(float(scores[i]))
                 for i in top
                 if np.isfinite(scores[i]) and int(matrix.ids[i]) in found
             ]
