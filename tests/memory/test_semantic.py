@@ -224,3 +224,19 @@ def test_a_phrase_said_in_every_session_does_not_crowd_out_the_answer(tmp_path, 
     hits = _hits("When did I go to the concert?")
     assert ("gig", 2) in hits[:2]
     assert sum(1 for sid, i in hits if sid.startswith("s") and i == 0) == 1
+    # the index itself: the live session's turns left out, the rest still listed in full
+    from hermes.memory.semantic import SemanticIndex
+
+    store = SQLiteStore(load_settings().home / "state.db")
+    embedder = embeddings.load(load_settings())
+    assert embedder is not None
+    index = SemanticIndex(store, embedder)
+    near = index.search(
+        "default", "When did I go to the concert?", limit=5, exclude_sessions=["gig"]
+    )
+    assert len(near.alone) == len(near.in_context) == 5
+    assert all(m.session_id != "gig" for m in near.alone + near.in_context)
+    assert len({m.text_key for m in near.alone}) == 5
+    flooded = index.search("default", "When did I go to the concert?", limit=5, distinct=False)
+    assert len({m.text_key for m in flooded.alone}) == 1  # five copies of the one phrase
+    store.close()
