@@ -42,7 +42,7 @@ def to_bytes(vector: np.ndarray) -> bytes:
 class _Matrix:
     ids: np.ndarray  # message ids, ascending
     sessions: np.ndarray  # a code per row: rows with equal codes are one session
-    texts: np.ndarray  # a key per row: equal for equal vectors of one speaker (a text said again)
+    texts: np.ndarray  # a key per row: equal for one speaker's equal vectors (a text said again)
     vectors: np.ndarray  # float16, as stored: half the memory, and torch's half-precision
     # matrix-vector product is ~5x faster than its float32 one here (memory-bound)
     last_id: int
@@ -102,8 +102,8 @@ class SemanticIndex:
     ) -> Nearest:
         """The `limit` messages of `scope` nearest to `query`, best first (score = cosine;
         in context: plus `context` times the best neighbour's). `distinct`: a text said
-        many times (the same vector, the same speaker) is listed once, by its best-scoring message, so a
-        common phrase cannot fill the list."""
+        many times (the same vector, the same speaker) is listed once, by its best-scoring
+        message, so a common phrase cannot fill the list."""
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
