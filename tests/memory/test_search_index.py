@@ -338,3 +338,57 @@ def test_the_semantic_question_has_its_speakers_as_pronouns() -> None:
     assert without_names("Name of Jon's cat?", speakers) == "Name of their cat?"
     assert without_names("What did Paris say?", speakers) == "What did Paris say?"
     assert without_names("Where does Audrey work?", set()) == "Where does Audrey work?"
+
+
+def test_a_question_of_common_words_ranks_the_rows_holding_all_of_them(
+    store: SQLiteStore,
+) -> None:
+    """ "sam" and "concert" are each in more rows than COMMON_ROWS: the few rows holding both
+    are ranked without FTS5's bm25(), whose document frequencies walk both doclists."""
+    from hermes.store.base import NewSession
+    from hermes.store.search_index import COMMON_ROWS
+
+    common = COMMON_ROWS // 2 + 10  # sessions of two turns: each word in 2 * common rows
+    sessions = [
+        NewSession(f"bike{i}", "import", [NewMessage("user", "Sam fixed the bike"), NewMessage("assistant", "Nice one")])
+        for i in range(common)
+    ] + [
+        NewSession(f"gig{i}", "import", [NewMessage("user", "The concert sold out"), NewMessage("assistant", "Shame")])
+        for i in range(common)
+    ]  # fmt: skip
+    sessions += [
+        NewSession(f"echo{i}", "import", [NewMessage("user", "Sam: concerts!")]) for i in range(4)
+    ]
+    sessions += [
+        NewSession("both", "import", [NewMessage("user", "Sam loved the concert")]),
+        NewSession("split", "import", [NewMessage("user", "Sam called"), NewMessage("assistant", "About the concert")]),
+        NewSession("long", "import", [NewMessage("user", "Sam wrote at length about the weather, the trains, the garden, the neighbours, and at the very end the concert")]),
+        NewSession("live", "import", [NewMessage("user", "Sam concert")]),
+    ]  # fmt: skip
+    store.import_sessions("default", sessions)
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    hits = store.match_messages(
+        "default", ["sam", "concert"], view="window", limit=8, exclude_sessions=["live"]
+    )
+    store.connection.set_trace_callback(None)
+    assert not [s for s in statements if "bm25(" in s]
+    # the newest copy of a repeated text first, its other copies after every other row
+    assert [h.session_id for h in hits] == [
+        "echo3", "both", "split", "split", "long", "echo2", "echo1", "echo0",
+    ]  # fmt: skip
+    assert [h.score for h in hits[:5]] == sorted((h.score for h in hits[:5]), reverse=True)
+
+
+def test_row_scores_count_forms_of_a_word_as_the_stemmed_index_does() -> None:
+    from hermes.store.row_scores import form_pattern
+
+    said = "Concerts, going, danced, studied, painter, pain, good, concertina"
+    found = {t: form_pattern(t).findall(said.lower()) for t in ("concert", "go", "dance", "study", "paint")}  # fmt: skip
+    assert found == {
+        "concert": ["concerts"],
+        "go": ["going"],
+        "dance": ["danced"],
+        "study": ["studied"],
+        "paint": ["painter"],
+    }

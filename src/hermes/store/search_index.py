@@ -25,6 +25,7 @@ from hermes.store.base import (
     TextMatch,
     text_key,
 )
+from hermes.store.row_scores import Weights, bm25_rows
 from hermes.store.search_schema import (
     AFTER_CHARS,
     BEFORE_CHARS,
@@ -34,6 +35,7 @@ from hermes.store.search_schema import (
 )
 
 MAX_CANDIDATES = 5000
+UNRANKED_ROWS = 1000  # rows holding every (common) word, up to this many, are ranked here
 COMMON_ROWS = 3000  # a word in more rows of the scope than this does not pick candidates
 DOMINANT_SHARE = 0.5  # a scope with this share of all messages is searched without its tag
 SHARE_TTL_S = 60.0
@@ -53,6 +55,11 @@ class WindowWeights:
 
 
 WINDOW_WEIGHTS = WindowWeights()
+ROW_WEIGHTS = Weights(
+    body=WINDOW_WEIGHTS.body,
+    speaker=WINDOW_WEIGHTS.speaker,
+    elsewhere=max(WINDOW_WEIGHTS.before, WINDOW_WEIGHTS.after),
+)
 
 
 def _quote(term: str) -> str:
@@ -126,6 +133,21 @@ def highlight(text: str, terms: Sequence[str], *, tokens: int = SNIPPET_TOKENS) 
     return ("…" if lo else "") + "".join(out) + ("…" if hi < len(spans) else "")
 
 
+def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
+    """A `_meta_rows` row as a match."""
+    return TextMatch(
+        message_id=int(row[0]),
+        session_id=row[1],
+        index=int(row[2]),
+        role=row[3],
+        timestamp=float(row[4]),
+        score=score,
+        source=row[5],
+        speaker=row[6],
+        text_key=text_key(row[7], row[6]),
+    )
+
+
 class SearchIndexMixin:
     """Mixed into SQLiteStore: `match_messages`, snippets, index check and rebuild."""
 
@@ -157,7 +179,15 @@ class SearchIndexMixin:
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
             elif not rare and len(terms) > 1:  # all common: rows with all of them first
-                plans = [_plan(view, scope, terms, every=True)[2], match]
+                every = _plan(view, scope, terms, every=True)[2]
+                ids = self._holding_all(table, every if tagged else _untagged(every))
+                if len(ids) > UNRANKED_ROWS:  # many: bm25() ranks them
+                    plans = [every, match]
+                else:
+                    found = self._ranked_here(view, ids, scope, terms, limit, exclude_sessions)
+                    if len(found) >= limit:
+                        return found
+                    # fewer than asked for: bm25() over rows with any of the words
         for n, plan in enumerate(plans, start=1):
             found = self._search(
                 table, rank, plan if tagged else _untagged(plan), scope, limit, exclude_sessions
@@ -195,6 +225,46 @@ class SearchIndexMixin:
             if len(kept) >= limit or len(ranked) < want or size >= MAX_CANDIDATES:
                 return kept[:limit]
             size *= 4
+
+    def _holding_all(self, table: str, match: str) -> list[int]:
+        """Rowids matching `match` (every word of a query), up to UNRANKED_ROWS + 1 of them."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?",
+                (match, UNRANKED_ROWS + 1),
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def _ranked_here(
+        self,
+        view: SearchView,
+        ids: list[int],
+        scope: str,
+        terms: list[str],
+        limit: int,
+        exclude_sessions: Sequence[str],
+    ) -> list[TextMatch]:
+        """The best `limit` of rows `ids`, each holding every one of `terms` (all common
+        words), ranked by row_scores rather than FTS5's bm25(): its document frequencies
+        would walk each word's whole doclist, the bulk of such a query's cost."""
+        with self._lock:
+            rows = self._meta_rows(ids, scope)
+        excluded = set(exclude_sessions)
+        rows = [r for r in rows if r[1] not in excluded]
+        weights = ROW_WEIGHTS if view == "window" else Weights(speaker=0.0)
+        texts = [((r[7] or "").lower(), (r[6] or "").lower()) for r in rows]
+        scores = bm25_rows(texts, terms, weights)
+        found = [_text_match(r, s) for r, s in zip(rows, scores, strict=True)]
+        found.sort(key=lambda m: (-m.score, -m.message_id))
+        # copies of a text tie exactly here (no neighbours in the score): the newest copy
+        # of each text first, so a phrase said 500 times cannot take every place
+        seen: set[int] = set()
+        first: list[TextMatch] = []
+        again: list[TextMatch] = []
+        for m in found:
+            (again if m.text_key in seen else first).append(m)
+            seen.add(m.text_key)
+        return (first + again)[:limit]
 
     def _tag_helps(self, scope: str) -> bool:
         """Whether to confine the FTS query with the scope's token: yes unless the scope
@@ -245,30 +315,24 @@ class SearchIndexMixin:
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
-    def _with_meta(self, ranked: list[tuple[int, float]], scope: str) -> list[TextMatch]:
-        if not ranked:
+    def _meta_rows(self, ids: Sequence[int], scope: str) -> list[sqlite3.Row]:
+        """(id, session, idx, role, timestamp, source, name, content) of those of `ids`
+        that are messages of `scope`."""
+        if not ids:
             return []
-        marks = ",".join("?" * len(ranked))
-        rows = self._conn.execute(
+        marks = ",".join("?" * len(ids))
+        return self._conn.execute(
             f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, m.name, "
             f"m.content FROM messages m "
             f"JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE +m.scope = ? AND m.id IN ({marks})",
-            (scope, *(r[0] for r in ranked)),
+            (scope, *ids),
         ).fetchall()
-        meta = {int(r[0]): r for r in rows}
+
+    def _with_meta(self, ranked: list[tuple[int, float]], scope: str) -> list[TextMatch]:
+        meta = {int(r[0]): r for r in self._meta_rows([r[0] for r in ranked], scope)}
         return [
-            TextMatch(
-                message_id=mid,
-                session_id=meta[mid][1],
-                index=int(meta[mid][2]),
-                role=meta[mid][3],
-                timestamp=float(meta[mid][4]),
-                score=score,
-                source=meta[mid][5],
-                speaker=meta[mid][6],
-                text_key=text_key(meta[mid][7], meta[mid][6]),
-            )
+            _text_match(meta[mid], score)
             for mid, score in sorted(ranked, key=lambda r: (-r[1], r[0]))
             if mid in meta
         ]
