@@ -218,6 +218,67 @@ REACT = [
     "That's so cool, I'm a bit jealous!",
     "Good for you! I'd never have the patience.",
 ]
+# `varied` dialogues: small talk composed from parts, so that (as in real chat) a whole turn
+# is rarely said twice; the same topics, the same hard negatives, in ever other words
+OPENERS = [
+    "",
+    "Honestly, ",
+    "Ha, ",
+    "So ",
+    "Anyway, ",
+    "Oh, ",
+    "Well, ",
+    "Ugh, ",
+    "Okay so ",
+    "You know, ",
+    "Right, ",
+    "Hmm, ",
+]
+CLOSERS = [
+    "",
+    " What about you?",
+    " Crazy, right?",
+    " Anyway.",
+    " Long story.",
+    " Ha.",
+    " More soon.",
+    " It's been a week.",
+    " Can't complain.",
+    " How's your side?",
+]
+WHEN = ["Yesterday", "On Sunday", "This morning", "Last night", "After work", "On Friday"]
+DID = [
+    "grabbed coffee",
+    "went for a walk",
+    "cleaned the kitchen",
+    "caught up on emails",
+    "called my mum",
+    "fixed the sink",
+    "did some shopping",
+    "met an old colleague",
+    "tried a new recipe",
+    "sorted the garage",
+]
+WHERE = ["", " downtown", " near the station", " with a neighbour", " in the rain"]
+HOW = ["nice", "a bit boring", "surprisingly fun", "exhausting", "relaxing", "chaotic"]
+
+
+def vary(rng: random.Random, text: str) -> str:
+    """`text` with an opener and a closer drawn at random (one turn in 120 gets neither)."""
+    opener, closer = rng.choice(OPENERS), rng.choice(CLOSERS)
+    if opener and text[:1].isupper() and not text.startswith("I "):
+        text = text[:1].lower() + text[1:]
+    return opener + text + closer
+
+
+def small_talk(rng: random.Random) -> str:
+    """A filler line, or a composed one ("After work I fixed the sink, it was chaotic.")."""
+    if rng.random() < 0.5:
+        return vary(rng, rng.choice(FILLER))
+    when, did, where, how = (rng.choice(x) for x in (WHEN, DID, WHERE, HOW))
+    return vary(rng, f"{when} I {did}{where}, it was {how}.")
+
+
 GREET = [
     "Hey {n}! Long time no talk.",
     "Hi {n}, how are you doing?",
@@ -242,8 +303,16 @@ class Turn:
 class Conversation:
     """One pair of friends: sessions of turns, planted events, questions."""
 
-    def __init__(self, rng: random.Random, no: int, names: tuple[str, str], sessions: int) -> None:
-        self.rng, self.no, self.names = rng, no, names
+    def __init__(
+        self,
+        rng: random.Random,
+        no: int,
+        names: tuple[str, str],
+        sessions: int,
+        *,
+        varied: bool = False,
+    ) -> None:
+        self.rng, self.no, self.names, self.varied = rng, no, names, varied
         start = datetime(2023, 1, 9, 19, 0, tzinfo=UTC) + timedelta(days=3 * no)
         self.dates = []
         day = start
@@ -253,6 +322,13 @@ class Conversation:
         self.plan: dict[int, list[list[Turn]]] = {i: [] for i in range(sessions)}
         self.questions: list[Question] = []
         self._pending: list[tuple[Question, list[str]]] = []
+
+    def chat(self, text: str) -> str:
+        """A stock line as said this time (varied, or word for word)."""
+        return vary(self.rng, text) if self.varied else text
+
+    def filler(self) -> str:
+        return small_talk(self.rng) if self.varied else self.rng.choice(FILLER)
 
     def sid(self, s: int) -> str:
         return f"c{self.no:02d}-s{s + 1:02d}"
@@ -275,13 +351,13 @@ class Conversation:
             a, b, c = event["split"]
             block = [
                 Turn(who, a, (eid, 0)),
-                Turn(1 - who, b),
+                Turn(1 - who, self.chat(b)),
                 Turn(who, c.format(v=value), (eid, 1)),
-                Turn(1 - who, self.rng.choice(REACT).format(n=self.names[who])),
+                Turn(1 - who, self.chat(self.rng.choice(REACT).format(n=self.names[who]))),
             ]
             self.plan[s].append(block)
             return eid, 1
-        react = self.rng.choice(REACT).format(n=self.names[who])
+        react = self.chat(self.rng.choice(REACT).format(n=self.names[who]))
         self.plan[s].append([Turn(who, text, (eid, 0)), Turn(1 - who, react)])
         del friend
         return eid, 0
@@ -303,7 +379,7 @@ class Conversation:
                     later = rng.randrange(s + 1, n)
                     eid = f"{event['key']}-{who}-{later}-u"
                     text = event["update"].format(v=other)
-                    react = rng.choice(REACT).format(n=self.names[who])
+                    react = self.chat(rng.choice(REACT).format(n=self.names[who]))
                     self.plan[later].append([Turn(who, text, (eid, 0)), Turn(1 - who, react)])
                     mark, kind = (eid, 0), "update"
                     said.append((later, mark))
@@ -313,7 +389,9 @@ class Conversation:
                 # the friend says something alike about themselves (a distractor)
                 d = rng.randrange(n)
                 dtext = rng.choice(event["say"]).format(v=other, when="recently")
-                self.plan[d].append([Turn(1 - who, dtext), Turn(who, "Oh nice, good for you!")])
+                self.plan[d].append(
+                    [Turn(1 - who, dtext), Turn(who, self.chat("Oh nice, good for you!"))]
+                )
             for a, b, ask in MULTI:
                 if a in marks and b in marks:
                     refs = [f"{marks[k][0]}#{marks[k][1]}" for k in (a, b)]
@@ -334,15 +412,15 @@ class Conversation:
         """Sessions as import records; resolves the questions' evidence to (session, index)."""
         where: dict[str, tuple[str, int]] = {}
         for s, date in enumerate(self.dates):
-            turns = [Turn(1, self.rng.choice(GREET).format(n=self.names[0]))]
-            turns.append(Turn(0, self.rng.choice(FILLER)))
+            turns = [Turn(1, self.chat(self.rng.choice(GREET).format(n=self.names[0])))]
+            turns.append(Turn(0, self.filler()))
             blocks = self.plan[s]
             for block in blocks:
                 for _ in range(self.rng.randint(2, 6)):
-                    turns.append(Turn(1 - turns[-1].speaker, self.rng.choice(FILLER)))
+                    turns.append(Turn(1 - turns[-1].speaker, self.filler()))
                 turns.extend(block)
             for _ in range(self.rng.randint(14, 26)):
-                turns.append(Turn(1 - turns[-1].speaker, self.rng.choice(FILLER)))
+                turns.append(Turn(1 - turns[-1].speaker, self.filler()))
             messages = []
             for i, t in enumerate(turns):
                 if t.mark is not None:
@@ -403,15 +481,22 @@ def filler_conversations(seed: int, n_messages: int) -> Iterator[dict]:
 
 
 def write_dialogues(
-    out: Path, *, conversations: int = 10, sessions: int = 24, extra: int = 0, seed: int = 11
+    out: Path,
+    *,
+    conversations: int = 10,
+    sessions: int = 24,
+    extra: int = 0,
+    seed: int = 11,
+    varied: bool = False,
 ) -> list[dict]:
-    """Write <out>/dialogues.jsonl and <out>/filler-*.jsonl; return the questions."""
+    """Write <out>/dialogues.jsonl and <out>/filler-*.jsonl; return the questions.
+    `varied`: small talk and reactions are rarely said twice word for word."""
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     questions: list[dict] = []
     with (out / "dialogues.jsonl").open("w", encoding="utf-8") as fh:
         for no in range(conversations):
-            convo = Conversation(rng, no, PAIRS[no % len(PAIRS)], sessions)
+            convo = Conversation(rng, no, PAIRS[no % len(PAIRS)], sessions, varied=varied)
             convo.build(events_per_person=8)
             for session in convo.sessions():
                 fh.write(json.dumps(session) + "\n")

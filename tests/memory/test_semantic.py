@@ -240,3 +240,46 @@ def test_a_phrase_said_in_every_session_does_not_crowd_out_the_answer(tmp_path, 
     flooded = index.search("default", "When did I go to the concert?", limit=5, distinct=False)
     assert len({m.text_key for m in flooded.alone}) == 1  # five copies of the one phrase
     store.close()
+
+
+def test_a_line_said_again_in_other_words_does_not_crowd_out_the_answer(tmp_path, monkeypatch):
+    """Forty sessions say one thing with a different opener and closer each time (no two
+    texts equal), each nearer the question than the answer is. Near copies of one speaker
+    count as one (two at most in a semantic list), so the answer still comes first."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    line = "i'm thinking about taking a class of some kind, maybe art or music."
+    openers = ["Ha, ", "So ", "Anyway, ", "Well, ", "Honestly, "]
+    closers = [
+        " Anyway.",
+        " Ha.",
+        " Long story.",
+        " More soon.",
+        "",
+        " Crazy, right?",
+        " Hm.",
+        " Yep.",
+    ]
+    said = [o + line + c for o in openers for c in closers]  # fmt: skip
+    lines = [_session(f"v{i:02d}", [text, FILLER[i % 8]]) for i, text in enumerate(said)]
+    lines.append(_session("planted", [FILLER[0], FILLER[1], PLANTED, FILLER[3]], start=1.6e9))
+    data = tmp_path / "history.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    assert run_cli("sessions", "import", str(data)).returncode == 0
+    assert _hits(QUESTION)[0] == ("planted", 2)
+    from hermes.memory.semantic import SemanticIndex
+
+    store = SQLiteStore(load_settings().home / "state.db")
+    embedder = embeddings.load(load_settings())
+    assert embedder is not None
+    near = SemanticIndex(store, embedder).search("default", QUESTION, limit=5)
+    texts = [
+        store.connection.execute(
+            "SELECT content FROM messages WHERE id = ?", (m.message_id,)
+        ).fetchone()[0]
+        for m in near.alone
+    ]
+    assert [line in text for text in texts] == [True, True, False, False, False]
+    assert PLANTED in texts
+    copies = near.same_as([m.message_id for m in near.alone])
+    assert copies == {near.alone[1].message_id: near.alone[0].message_id}
+    store.close()

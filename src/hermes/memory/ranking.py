@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -63,6 +63,10 @@ class RankConfig:
 class NearestLists(Protocol):
     alone: list[TextMatch]
     in_context: list[TextMatch]
+
+    def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
+        """Messages (given best first) that say again what an earlier one said, mapped to it."""
+        ...
 
 
 class SemanticSearch(Protocol):
@@ -148,6 +152,7 @@ def rank_messages(
     if config.fuse:
         cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
     period = named_period(query) if config.period else None
+    near: NearestLists | None = None
     if semantic is not None and config.semantic > 0:
         speakers = {c.speaker.lower() for c in cands if c.speaker}
         near = semantic.search(
@@ -165,9 +170,21 @@ def rank_messages(
                 config.context_weight,
             ),
         ]
-        cands = _with_semantic(cands, lists, config)
+        cands = _with_semantic(cands, lists, config, near)
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period)
     return _diversify(ranked, config)[:limit]
+
+
+def _repeat_keys(
+    found: Sequence[TextMatch], same_as: Callable[[Sequence[int]], dict[int, int]] | None
+) -> dict[int, int]:
+    """A key per message (best first) that is equal for messages saying the same thing:
+    the same text and speaker, or (by meaning, when `same_as` can tell) nearly so."""
+    keys = {m.message_id: m.text_key for m in found}
+    if same_as is not None:
+        for copy, first in same_as([m.message_id for m in found]).items():
+            keys[copy] = keys[first]
+    return keys
 
 
 def without_names(query: str, speakers: set[str]) -> str:
@@ -214,32 +231,38 @@ def _reciprocal_rank(
 
 
 def _with_semantic(
-    lexical: list[TextMatch], semantic: list[tuple[list[TextMatch], float]], config: RankConfig
+    lexical: list[TextMatch],
+    semantic: list[tuple[list[TextMatch], float]],
+    config: RankConfig,
+    near: NearestLists,
 ) -> list[TextMatch]:
     """Lexical and semantic candidates fused by rank: weight / (k + rank) from each list."""
     fused: dict[int, float] = defaultdict(float)
     match: dict[int, TextMatch] = {}
     ordered = sorted(lexical, key=lambda m: (-m.score, m.message_id))
+    keys = _repeat_keys(ordered, near.same_as if config.repeats else None)
     for found, weight in [(ordered, 1.0), *semantic]:
-        for rank, m in enumerate(_repeats_last(found, config.repeats)):
+        for rank, m in enumerate(_repeats_last(found, config.repeats, keys)):
             fused[m.message_id] += weight / (config.semantic_k + rank + 1)
             match.setdefault(m.message_id, m)
     return [match[i].with_score(score) for i, score in fused.items()]
 
 
-def _repeats_last(found: list[TextMatch], repeats: int) -> list[TextMatch]:
-    """`found` with each text's copies beyond the first `repeats` moved to the end."""
+def _repeats_last(found: list[TextMatch], repeats: int, keys: dict[int, int]) -> list[TextMatch]:
+    """`found` with each text's copies beyond the first `repeats` moved to the end (copies:
+    equal `keys`, else equal text keys)."""
     if not repeats:
         return found
     kept: list[TextMatch] = []
     later: list[TextMatch] = []
     seen: dict[int, int] = defaultdict(int)
     for m in found:
-        if m.text_key and seen[m.text_key] >= repeats:
+        key = keys.get(m.message_id, m.text_key)
+        if key and seen[key] >= repeats:
             later.append(m)
             continue
         kept.append(m)
-        seen[m.text_key] += 1
+        seen[key] += 1
     return kept + later
 
 

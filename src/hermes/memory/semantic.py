@@ -31,6 +31,15 @@ log = logging.getLogger(__name__)
 
 RELOAD_S = 300.0  # a full reload drops vectors of deleted messages from memory
 CACHED_SCOPES = 8
+# at or above this cosine, two messages of one speaker say nearly the same thing: "I'm
+# thinking about a class, maybe art." and "Ha, I'm thinking about a class, maybe art.
+# Anyway." are ~0.95, "That's great, you deserve it!" with and without "Honestly, " 0.82,
+# "signed up for a pottery course" and "... a watercolour course" 0.73 (bench/recall.py:
+# 0.75 and two kept per list did best over its three slices)
+NEAR_COPY = 0.75
+NEAR_KEPT = 2  # near copies a semantic list keeps: two alike facts ("I twisted my wrist",
+# "I twisted my ankle") may both be the answer; the third and later copies go
+DEEPEST = 400  # rows a semantic list looks through for near copies, at most
 BATCH = 512  # texts per model call: longer batches sort by length and pad less
 
 
@@ -43,11 +52,13 @@ class _Matrix:
     ids: np.ndarray  # message ids, ascending
     sessions: np.ndarray  # a code per row: rows with equal codes are one session
     texts: np.ndarray  # a key per row: equal for one speaker's equal vectors (a text said again)
+    speakers: np.ndarray  # a code per row: rows with equal codes were said by one speaker
     vectors: np.ndarray  # float16, as stored: half the memory, and torch's half-precision
     # matrix-vector product is ~5x faster than its float32 one here (memory-bound)
     last_id: int
     loaded_at: float
     codes: dict[str, int]
+    names: dict[str | None, int]
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
 
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
@@ -70,6 +81,21 @@ class Nearest:
 
     alone: list[TextMatch]
     in_context: list[TextMatch]
+    matrix: _Matrix | None = None
+
+    def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
+        """For messages given best first: each one that says again what an earlier one
+        said (same speaker, cosine >= NEAR_COPY) mapped to that earlier one. Messages
+        without a vector in the index are left out."""
+        if self.matrix is None or not message_ids:
+            return {}
+        ids = np.asarray(message_ids, dtype=np.int64)
+        at = np.searchsorted(self.matrix.ids, ids)
+        at = np.minimum(at, len(self.matrix.ids) - 1)
+        known = self.matrix.ids[at] == ids
+        rows, ids = at[known], ids[known]
+        first = _first_saying(rows, self.matrix)
+        return {int(ids[i]): int(ids[f]) for i, f in enumerate(first) if f != i}
 
 
 class SemanticIndex:
@@ -123,8 +149,7 @@ class SemanticIndex:
                 np.where(hidden, -np.inf, alone),
                 np.where(hidden, -np.inf, in_context),
             )
-        groups = matrix.texts if distinct else None
-        tops = [_best_rows(scores, groups, limit) for scores in (alone, in_context)]
+        tops = _nearest_rows((alone, in_context), matrix if distinct else None, limit)
         rows = {int(i) for top in tops for i in top}
         found = {
             m.message_id: m
@@ -138,7 +163,7 @@ class SemanticIndex:
                 if np.isfinite(scores[i]) and int(matrix.ids[i]) in found
             ]
             lists.append(ranked)
-        return Nearest(alone=lists[0], in_context=lists[1])
+        return Nearest(alone=lists[0], in_context=lists[1], matrix=matrix)
 
     def _matrix(self, scope: str) -> _Matrix | None:
         vectors = self.store.vectors
@@ -162,11 +187,15 @@ class SemanticIndex:
         self, cached: _Matrix | None, rows: list[tuple[int, str, bytes, str | None]], now: float
     ) -> _Matrix:
         codes = cached.codes if cached is not None else {}
+        names = cached.names if cached is not None else {}
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         sessions = np.fromiter(
             (codes.setdefault(r[1], len(codes)) for r in rows), dtype=np.int64, count=len(rows)
         )
         texts = np.fromiter((hash((r[2], r[3])) for r in rows), dtype=np.int64, count=len(rows))
+        speakers = np.fromiter(
+            (names.setdefault(r[3], len(names)) for r in rows), dtype=np.int64, count=len(rows)
+        )
         if rows:
             new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float16)
             new = new.reshape(len(rows), -1).copy()  # writable: torch shares its memory
@@ -176,13 +205,15 @@ class SemanticIndex:
             ids = np.concatenate([cached.ids, ids])
             sessions = np.concatenate([cached.sessions, sessions])
             texts = np.concatenate([cached.texts, texts])
+            speakers = np.concatenate([cached.speakers, speakers])
             new = np.concatenate([cached.vectors, new]) if len(rows) else cached.vectors
         if len(ids) > self.max_vectors:  # the newest messages are kept
             keep = slice(len(ids) - self.max_vectors, None)
             ids, sessions, texts, new = ids[keep], sessions[keep], texts[keep], new[keep]
+            speakers = speakers[keep]
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
-        return _Matrix(ids, sessions, texts, new, last, loaded_at, codes)
+        return _Matrix(ids, sessions, texts, speakers, new, last, loaded_at, codes, names)
 
 
 def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.ndarray:
@@ -201,6 +232,68 @@ def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.
         if len(kept) >= limit or take == n:
             return kept[:limit]
         take = min(n, take * 4)
+
+
+def _nearest_rows(
+    lists: tuple[np.ndarray, ...], distinct: _Matrix | None, limit: int
+) -> list[np.ndarray]:
+    """The `limit` best rows of each list of scores; with `distinct`, a text said again
+    (word for word, or nearly: `_first_saying`) is listed once (NEAR_KEPT times). Looks
+    deeper while copies leave a list short, up to DEEPEST rows a list."""
+    if distinct is None:
+        return [_best_rows(scores, None, limit) for scores in lists]
+    n = len(lists[0])
+    want = limit * 2
+    while True:
+        tops = [_best_rows(scores, distinct.texts, want) for scores in lists]
+        kept = _without_near_copies(tops, lists[0], distinct, limit)
+        if all(len(t) >= limit for t in kept) or want >= min(n, DEEPEST):
+            return kept
+        want = min(n, DEEPEST, want * 2)
+
+
+def _without_near_copies(
+    tops: list[np.ndarray], order: np.ndarray, matrix: _Matrix, limit: int
+) -> list[np.ndarray]:
+    """Each list of rows (best first) less the rows saying again what a better one said
+    (`_first_saying`), cut to `limit`. The copies are found once for all the lists, over
+    their rows ordered by `order` scores: one product of a few hundred vectors."""
+    rows = np.unique(np.concatenate(tops))
+    rows = rows[np.lexsort((-rows, -order[rows]))]
+    root = _first_saying(rows, matrix)
+    while True:  # a copy of a copy belongs to the first one's group
+        up = root[root]
+        if np.array_equal(up, root):
+            break
+        root = up
+    by_row = np.argsort(rows)
+    out = []
+    for top in tops:
+        labels = root[by_row[np.searchsorted(rows[by_row], top)]]
+        out.append(top[_nth(labels) < NEAR_KEPT][:limit])
+    return out
+
+
+def _nth(labels: np.ndarray) -> np.ndarray:
+    """For each position: how many earlier positions hold the same label."""
+    order = np.argsort(labels, kind="stable")
+    ranked = labels[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(labels)]))
+    nth = np.empty(len(labels), dtype=np.int64)
+    nth[order] = np.arange(len(labels)) - run_start
+    return nth
+
+
+def _first_saying(rows: np.ndarray, matrix: _Matrix) -> np.ndarray:
+    """For `rows` best first: the position of the first row of the same speaker whose
+    vector is within NEAR_COPY of each one's (its own position when none is before it)."""
+    vectors = torch.from_numpy(matrix.vectors).index_select(0, torch.from_numpy(rows)).float()
+    near = (vectors @ vectors.T).numpy() >= NEAR_COPY
+    speakers = matrix.speakers[rows]
+    near &= speakers[:, None] == speakers[None, :]
+    np.fill_diagonal(near, True)
+    return near.argmax(axis=1)
 
 
 def embed_pending(
