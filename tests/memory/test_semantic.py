@@ -282,4 +282,5 @@ def test_a_line_said_again_in_other_words_does_not_crowd_out_the_answer(tmp_path
     assert PLANTED in texts
     copies = near.same_as([m.message_id for m in near.alone])
     assert copies == {near.alone[1].message_id: near.alone[0].message_id}
+    assert near.same_as([10**9]) == {}  # no vector for it (yet): no copy of anything
     store.close()

@@ -31,11 +31,11 @@ log = logging.getLogger(__name__)
 
 RELOAD_S = 300.0  # a full reload drops vectors of deleted messages from memory
 CACHED_SCOPES = 8
-# at or above this cosine, two messages of one speaker say nearly the same thing: "I'm
-# thinking about a class, maybe art." and "Ha, I'm thinking about a class, maybe art.
-# Anyway." are ~0.95, "That's great, you deserve it!" with and without "Honestly, " 0.82,
-# "signed up for a pottery course" and "... a watercolour course" 0.73 (bench/recall.py:
-# 0.75 and two kept per list did best over its three slices)
+# at or above this cosine similarity, two messages of one speaker say nearly the same
+# thing: "I'm thinking about a class, maybe art." and "Ha, I'm thinking about a class,
+# maybe art. Anyway." are ~0.95, "That's great, you deserve it!" with and without
+# "Honestly, " 0.82, "signed up for a pottery course" and "... a watercolour course" 0.73
+# (bench/recall.py: 0.75 and two kept per list did best over its three slices)
 NEAR_COPY = 0.75
 NEAR_KEPT = 2  # near copies a semantic list keeps: two alike facts ("I twisted my wrist",
 # "I twisted my ankle") may both be the answer; the third and later copies go
@@ -94,6 +94,8 @@ class Nearest:
         at = np.minimum(at, len(self.matrix.ids) - 1)
         known = self.matrix.ids[at] == ids
         rows, ids = at[known], ids[known]
+        if not len(rows):
+            return {}
         first = _first_saying(rows, self.matrix)
         return {int(ids[i]): int(ids[f]) for i, f in enumerate(first) if f != i}
 
