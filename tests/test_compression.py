@@ -187,6 +187,12 @@ async def test_failed_summary_falls_back_and_backs_off(small: Runtime, fake: Fak
     policy = small.agent.policy
     assert policy.stats.compressions >= 2
     assert policy.stats.summary_calls == 1  # later passes were inside the cooldown
+    from hermes.server.metrics import Metrics
+
+    scraped = Metrics(small).render(None).decode()  # what /metrics shows
+    assert f"hermes_compressions_total {float(policy.stats.compressions)}" in scraped
+    assert f"hermes_compression_fallbacks_total {float(policy.stats.fallbacks)}" in scraped
+    assert policy.stats.fallbacks >= 1
     text = prompt_text(main_requests(fake)[-1])
     assert "automatic summary" in text and "Decision: use postgres-" in text
 

@@ -47,6 +47,20 @@ HealthCheck = Callable[["Runtime"], Awaitable[HealthResult]]
 
 
 @dataclass(frozen=True)
+class Count:
+    """One sample of a counter a part reports on `/metrics` (`hermes_<name>_total`): read
+    when the metrics are scraped, from counts the part keeps anyway."""
+
+    name: str
+    help: str
+    value: float
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+Counts = Callable[["Runtime"], Iterable[Count]]
+
+
+@dataclass(frozen=True)
 class Service:
     """A background part of `hermes serve` (cron ticker, gateway) with an async start and stop.
     Services start in registration order after the runtime is open and stop in reverse."""
@@ -82,6 +96,7 @@ class Registry:
     deliverers: list[Callable[[Runtime], Deliverer]] = field(default_factory=list)
     commands: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
     health_checks: list[tuple[str, HealthCheck]] = field(default_factory=list)
+    counts: list[Counts] = field(default_factory=list)
     tool_sources: list[Callable[[Runtime], ToolSource]] = field(default_factory=list)
     loaded: list[str] = field(default_factory=list)
 
@@ -135,6 +150,10 @@ class Registry:
     def health(self, name: str, check: HealthCheck) -> None:
         """A `/health` component: `check(runtime)` returns at least `{"status": "ok"|…}`."""
         self.health_checks.append((name, check))
+
+    def metrics(self, counts: Counts) -> None:
+        """Counters for `/metrics`: `counts(runtime)` yields `Count`s at each scrape."""
+        self.counts.append(counts)
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from hermes.runtime import build_runtime
 from hermes.server.app import create_app
 from hermes.testing.fake_model import FakeModel, Text
 from tests.conftest import run_cli
-from tests.cron.conftest import outputs
+from tests.cron.conftest import Webhook, outputs
 
 KEY = "hermes"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -240,3 +240,27 @@ def test_seed_tutorial_job_over_a_real_server(
         server.terminate()
         server.communicate(timeout=30)
     assert server.returncode == 0
+
+
+async def test_metrics_count_cron_runs_and_their_deliveries(
+    client: httpx.AsyncClient, fake: FakeModel, settings: Settings, webhook: Webhook
+) -> None:
+    fake.default = Text("Standup: all good.")
+    job = (
+        await client.post("/api/jobs", headers=AUTH, json={**STANDUP, "deliver": webhook.url})
+    ).json()["job"]
+    assert (await client.post(f"/api/jobs/{job['id']}/run", headers=AUTH)).status_code == 200
+    deadline = time.monotonic() + 10
+    while (
+        not (await client.get(f"/api/jobs/{job['id']}", headers=AUTH))
+        .json()["job"]
+        .get("last_status")
+    ):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    text = (await client.get("/metrics", headers=AUTH)).text
+    assert 'hermes_cron_runs_total{outcome="ok"} 1.0' in text
+    assert 'hermes_cron_runs_total{outcome="error"} 0.0' in text
+    assert 'hermes_cron_deliveries_total{outcome="delivered",target="webhook"} 1.0' in text
+    assert "hermes_cron_late_runs_total 0.0" in text
+    assert "hermes_compressions_total 0.0" in text

@@ -73,6 +73,7 @@ async def test_missed_slots_run_once_on_catch_up(
     assert saved["next_run_at"] == "2030-01-07T14:00:00+00:00"
     assert saved["repeat"]["completed"] == 1
     assert len(fake.chat_requests()) == 1
+    assert scheduler.stats.late == 1 and scheduler.stats.runs["ok"] == 1  # for /metrics
 
 
 async def test_the_background_ticker_catches_up_on_start(

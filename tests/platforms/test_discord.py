@@ -108,6 +108,11 @@ async def test_channel_user_sessions_and_allowed_channels(
         await dc.wait_for_sent(3)  # messages are handled in order: "elsewhere" was dropped
         assert served.status("discord").messages_in == 3 and len(fake.chat_requests()) == 3
         assert dc.texts()[-1] == "three"
+        # the third reply is counted once its send returns
+        await until(lambda: served.status("discord").messages_out == 3, what="3 counted out")
+        metrics = (await served.client.get("/metrics")).text
+        assert 'hermes_gateway_messages_total{direction="in",platform="discord"} 3.0' in metrics
+        assert 'hermes_gateway_messages_total{direction="out",platform="discord"} 3.0' in metrics
 
 
 async def test_rate_limits_are_waited_and_a_dropped_gateway_resumes(

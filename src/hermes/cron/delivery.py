@@ -32,6 +32,7 @@ NO_DELIVERER = (
 class DeliveryReport:
     delivered: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # the targets of `errors`
     skipped: str | None = None  # why nothing was sent ("silent", "empty", "local")
 
     @property
@@ -157,6 +158,7 @@ async def deliver(
                 )
             if error:
                 report.errors.append(error)
+                report.failed.append(target)
             else:
                 report.delivered.append(target)
     finally:

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from hermes.plugins import Registry, Service
+from hermes.plugins import Count, Registry, Service
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -31,9 +32,32 @@ def _ticker(runtime: Runtime) -> Service | None:
     return Service("cron ticker", start, scheduler.stop)
 
 
+def _counts(runtime: Runtime) -> Iterator[Count]:
+    """Cron runs by outcome, late (catch-up) runs and deliveries, for `/metrics`."""
+    from hermes.cron.ticker import Scheduler
+
+    scheduler = runtime.services.find(Scheduler)
+    if scheduler is None:
+        return
+    stats = scheduler.stats
+    runs = "Cron job runs by outcome (ok, error, delivery_failed, interrupted, cancelled)."
+    for outcome in dict.fromkeys(("ok", "error", "delivery_failed", *sorted(stats.runs))):
+        yield Count("cron_runs", runs, stats.runs[outcome], {"outcome": outcome})
+    yield Count(
+        "cron_late_runs",
+        "Scheduled runs started over two ticks after their slot: Hermes was down or busy, "
+        "and the slots it missed became this one catch-up run.",
+        stats.late,
+    )
+    sent = "Cron answers delivered or failed, by target kind (webhook, telegram, home, …)."
+    for (kind, outcome), n in sorted(stats.deliveries.items()):
+        yield Count("cron_deliveries", sent, n, {"target": kind, "outcome": outcome})
+
+
 def register(hermes: Registry) -> None:
     from hermes.cron.tool import cronjob
 
     hermes.tool(cronjob, group="cron", enabled=lambda settings: settings.cron.enabled)
     hermes.component(_scheduler)
     hermes.service(_ticker)
+    hermes.metrics(_counts)

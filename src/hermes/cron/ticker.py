@@ -17,8 +17,10 @@ import os
 import re
 import shutil
 import socket
+import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -155,6 +157,38 @@ def quick_summary(raw: bytes, *, default: bool) -> tuple[str | None, datetime | 
     return scope, earliest, b'"run_claim"' in raw
 
 
+def target_kind(target: str) -> str:
+    """A delivery target's kind, for counting: `webhook`, `telegram` (of `telegram:42`), …"""
+    if target.startswith(("http://", "https://")):
+        return "webhook"
+    return target.partition(":")[0] or "unknown"
+
+
+@dataclass
+class CronStats:
+    """What this process's scheduler did since it started (read by `/metrics`); counted
+    from the event loop and from the worker threads that edit jobs files."""
+
+    runs: Counter[str] = field(default_factory=Counter)  # by outcome, as `last_status`
+    late: int = 0  # scheduled runs claimed over two ticks after their slot
+    deliveries: Counter[tuple[str, str]] = field(default_factory=Counter)  # (kind, outcome)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def ran(self, outcome: str) -> None:
+        with self._lock:
+            self.runs[outcome] += 1
+
+    def ran_late(self) -> None:
+        with self._lock:
+            self.late += 1
+
+    def delivered(self, report: DeliveryReport | None) -> None:
+        sent = [(target_kind(t), "delivered") for t in (report.delivered if report else ())]
+        failed = [(target_kind(t), "failed") for t in (report.failed if report else ())]
+        with self._lock:
+            self.deliveries.update(sent + failed)
+
+
 class Scheduler:
     """Ticks over every scope's jobs.json and runs what is due through `agent`."""
 
@@ -185,6 +219,7 @@ class Scheduler:
         self._stopping = False
         self.skipped: list[str] = []
         """Jobs files the last tick could not read (corrupt, locked), with why."""
+        self.stats = CronStats()
 
     def store(self, scope: str, now: datetime | None = None) -> JobStore:
         clock = (lambda: now) if now is not None else self.clock
@@ -310,6 +345,8 @@ class Scheduler:
     def _claim(self, job: Job, now: datetime) -> None:
         """Mark the job as running and move its schedule on, before anything runs."""
         slot = from_iso(job.get("next_run_at")) or now
+        if now - slot > timedelta(seconds=2 * self.settings.cron.tick_seconds):
+            self.stats.ran_late()  # Hermes was down or busy: missed slots became this one run
         job["run_claim"] = {
             "at": to_iso(now, self.tz),
             "by": self.holder,
@@ -351,6 +388,7 @@ class Scheduler:
             if not isinstance(claim, dict) or not self._claim_is_stale(scope, job, claim, now):
                 continue
             closed = True
+            self.stats.ran("interrupted")
             job.pop("run_claim", None)
             job["last_run_at"] = claim.get("at")
             job["last_status"] = "error"
@@ -388,6 +426,7 @@ class Scheduler:
                     deliverers=self.agent.services.find(Deliverers),
                 )
                 await asyncio.to_thread(record_delivery, result.output_path, report)
+                self.stats.delivered(report)
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_off(scope, job, claim, None, None))
             raise
@@ -440,8 +479,10 @@ class Scheduler:
             if result is None:
                 job["last_status"], job["last_run_at"] = "error", claim.get("at")
                 job["last_error"] = "the run was cancelled because Hermes is shutting down"
+                self.stats.ran("cancelled")
             else:
                 self._record(job, result, report)
+                self.stats.ran(job["last_status"])
             if claim.get("kind") == "scheduled" and not _runs_left(job):
                 job["state"], job["enabled"] = "completed", False
 

@@ -3,9 +3,10 @@ deliverer, the `send_message` tool, `hermes gateway …` and the `/health` entry
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from hermes.plugins import Registry, Service
+from hermes.plugins import Count, Registry, Service
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -43,6 +44,41 @@ async def _health(runtime: Runtime) -> dict[str, Any]:
     return {"status": "ok" if up else "degraded", "adapters": adapters}
 
 
+def _counts(runtime: Runtime) -> Iterator[Count]:
+    """Messages in and out, refusals and restarts per platform, for `/metrics`."""
+    from hermes.gateway.runner import Gateway
+
+    gateway = runtime.services.find(Gateway)
+    if gateway is None:
+        return
+    messages = "Gateway messages by platform and direction (in: received, out: sent)."
+    for platform, status in sorted(gateway.status.items()):
+        yield Count(
+            "gateway_messages",
+            messages,
+            status.messages_in,
+            {"platform": platform, "direction": "in"},
+        )
+        yield Count(
+            "gateway_messages",
+            messages,
+            status.messages_out,
+            {"platform": platform, "direction": "out"},
+        )
+        yield Count(
+            "gateway_refused",
+            "Messages from people not allowed (no model call), by platform.",
+            status.refused,
+            {"platform": platform},
+        )
+        yield Count(
+            "gateway_restarts",
+            "Times a platform adapter was restarted after failing, by platform.",
+            status.restarts,
+            {"platform": platform},
+        )
+
+
 def _webhooks() -> Any:
     from hermes.gateway.webhooks import router
 
@@ -71,3 +107,4 @@ def register(hermes: Registry) -> None:
     hermes.tool(send_message, group="messaging", enabled=_messaging_on)
     hermes.command("gateway", _commands)
     hermes.health("gateway", _health)
+    hermes.metrics(_counts)

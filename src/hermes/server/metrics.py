@@ -1,13 +1,15 @@
 """Prometheus `/metrics` (protected by the server key): what an operator graphs and alerts on.
 
 Requests by route and status with latency histograms, turns by surface, tokens, model errors by
-kind, quota refusals, leases held, and jobs runs. Each app has its own `CollectorRegistry`
-(several apps in one test process never collide); counts that only exist process-wide (model
-errors, raised deep in the model client) are read from `hermes.server.errors` at scrape time.
+kind, quota refusals, leases held, compressions, and what the parts count (cron runs and
+deliveries, gateway messages: `Registry.metrics`). Each app has its own `CollectorRegistry`
+(several apps in one test process never collide); counts kept elsewhere (model errors, raised
+deep in the model client; the parts' and the compressor's own counters) are read at scrape time.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -21,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hermes.plugins import Count
 from hermes.server import errors
 from hermes.server.errors import APIError
 
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
 
     from hermes.agent.loop import Agent, TurnResult
     from hermes.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -41,6 +46,51 @@ class _ModelErrors(Collector):
         for kind, count in sorted(errors.MODEL_ERROR_COUNTS.items()):
             family.add_metric([kind], count)
         yield family
+
+
+class _RuntimeCounts(Collector):
+    """Counters the runtime keeps anyway, read at each scrape: the compressor's and the
+    parts' (`Registry.metrics`)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        families: dict[str, CounterMetricFamily] = {}
+
+        def add(count: Count) -> None:
+            family = families.get(count.name)
+            if family is None:
+                family = families[count.name] = CounterMetricFamily(
+                    f"hermes_{count.name}", count.help, labels=sorted(count.labels)
+                )
+            family.add_metric([count.labels[k] for k in sorted(count.labels)], count.value)
+
+        for count in _compression_counts(self.runtime):
+            add(count)
+        for counts in self.runtime.registry.counts:
+            try:
+                for count in counts(self.runtime):
+                    add(count)
+            except Exception:  # one part's bug must not take /metrics down
+                log.exception("a part's metrics could not be read")
+        yield from families.values()
+
+
+def _compression_counts(runtime: Runtime) -> Iterator[Count]:
+    stats = getattr(runtime.agent.policy, "stats", None)
+    if stats is None:
+        return
+    yield Count(
+        "compressions",
+        "Context compressions (the middle of a long session summarised).",
+        stats.compressions,
+    )
+    yield Count(
+        "compression_fallbacks",
+        "Compressions that kept a plain excerpt because the summary call failed.",
+        stats.fallbacks,
+    )
 
 
 class Metrics:
@@ -68,6 +118,7 @@ class Metrics:
         locks = runtime.agent.locks
         self.leases.set_function(lambda: float(getattr(locks, "held", 0)))
         r.register(_ModelErrors())
+        r.register(_RuntimeCounts(runtime))
 
     async def after_turn(self, result: TurnResult, _agent: Agent) -> None:
         self.turns.labels(result.source or "unknown").inc()
