@@ -29,9 +29,21 @@ def weather(city: str) -> str:
     """
     return f"Sunny in {city}"
 
+def forecasts(runtime):
+    from hermes.plugins import Count
+
+    yield Count("weather_forecasts", "Forecasts given.", 3, {"city": "Oslo"})
+
+
+def broken_counts(runtime):
+    raise RuntimeError("the counter file is gone")
+
+
 def register(hermes):
     hermes.tool(weather, group="web")
     hermes.prompt_block(lambda settings: lambda ctx: f"Weather desk open for {ctx.platform}.")
+    hermes.metrics(broken_counts)
+    hermes.metrics(forecasts)
 '''
 
 
@@ -104,6 +116,20 @@ async def test_entry_point_plugin_adds_a_tool_and_a_prompt_block(
     assert "Weather desk open for cli." in first["messages"][0]["content"]
     tool_results = [m for m in second["messages"] if m["role"] == "tool"]
     assert tool_results[-1]["content"] == "Sunny in Oslo"
+
+
+def test_a_plugin_adds_counters_to_metrics_and_a_broken_one_is_skipped(
+    installed_plugin: None, settings: Settings
+) -> None:
+    from hermes.server.metrics import Metrics
+
+    runtime = build_runtime(settings, registry=load_registry())
+    try:
+        scraped = Metrics(runtime).render(None).decode()
+    finally:
+        asyncio.run(runtime.aclose())
+    assert 'hermes_weather_forecasts_total{city="Oslo"} 3.0' in scraped
+    assert 'hermes_cron_runs_total{outcome="ok"} 0.0' in scraped  # the built-in parts' too
 
 
 def test_a_broken_plugin_is_skipped_and_hermes_still_loads(
