@@ -258,3 +258,23 @@ def test_hidden_ranges_leave_the_prompt_but_not_the_store(store: Store) -> None:
         store.hide_messages("default", "u", start=2, end=2)
     store.delete_session("default", "u")
     assert store.hidden_ranges("default", "u") == []
+
+
+def test_scoped_keys_are_kept_hashed_and_revoked(store: Store) -> None:
+    from hermes.auth.keys import create_key, hash_secret, list_keys, revoke, verify
+
+    token, record = create_key(store, "alice", label="laptop")
+    _, expired = create_key(store, "bob", expires_in=-1)
+    found = verify(store, token)
+    assert found is not None and (found.id, found.user, found.label) == (
+        record.id,
+        "alice",
+        "laptop",
+    )
+    assert verify(store, token[:-2] + "xx") is None
+    assert [k.id for k in list_keys(store)] == [record.id, expired.id]
+    exported = dict((r.id, h) for r, h in store.export_api_keys())  # type: ignore[attr-defined]
+    assert exported[record.id] == hash_secret(token) and token not in exported.values()
+    assert revoke(store, record.id) and not revoke(store, record.id)
+    assert verify(store, token) is None
+    assert list_keys(store)[0].revoked_at is not None

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from hermes.auth.keys import create_key, revoke, verify
 from hermes.cli.main import app
 from hermes.config.settings import load_settings
 from hermes.cron.jobs import create_job
@@ -50,18 +51,37 @@ def test_copy_a_home_to_postgresql_and_back(
             notes.save(state, ["Likes green tea", "Lives in Oslo"])
         tz = resolve_timezone(settings.timezone)
         create_job(JobStore(home, "default", tz), schedule="every 1h", prompt="news", name="news")
+        token, key = create_key(store, "ann")
     finally:
         store.close()
 
     runner = CliRunner()
     result = runner.invoke(app, ["db", "copy", "--from", source, "--to", pg_url])
     assert result.exit_code == 0, result.output
-    assert "copied 6 session(s) (0 already there), 2 note entr(ies), 1 job(s)" in result.output
+    assert (
+        "copied 6 session(s) (0 already there), 2 note entr(ies), 1 job(s), 1 scoped key(s)"
+        in result.output
+    )
+    pg = open_store(pg_url)
+    try:
+        found = verify(pg, token)  # the same secret works against the new database
+        assert found is not None and found.user == "ann"
+    finally:
+        pg.close()
+    store = open_store(source)
+    try:
+        assert revoke(store, key.id)
+    finally:
+        store.close()
     again = runner.invoke(app, ["db", "copy", "--from", source, "--to", pg_url])
-    assert "copied 0 session(s) (6 already there), 0 note entr(ies), 0 job(s)" in again.output
+    assert (
+        "copied 0 session(s) (6 already there), 0 note entr(ies), 0 job(s), 0 scoped key(s)"
+        in again.output
+    )
 
     pg = open_store(pg_url)
     try:
+        assert verify(pg, token) is None  # the revocation was carried over too
         assert pg.count_messages("user:ann") == 6
         assert pg.match_messages("default", ["kettle"], view="message")
         assert pg.latest_compaction("default", "chat-0") is not None

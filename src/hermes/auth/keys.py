@@ -29,11 +29,11 @@ class KeyError_(Exception):  # noqa: N801 - `KeyError` is a builtin
 
 
 def key_store(store: Store) -> ApiKeyStore:
-    """The store's key table, or a clear error for a backend that does not keep keys yet."""
+    """The store's key table, or a clear error for a backend that keeps none (a plugin's)."""
     if not isinstance(store, ApiKeyStore):
         raise KeyError_(
-            f"scoped API keys are not kept by the {type(store).__name__} backend yet; "
-            "use the SQLite store (the default) to create them"
+            f"scoped API keys are not kept by the {type(store).__name__} backend; "
+            "use SQLite (the default) or PostgreSQL"
         )
     return store
 

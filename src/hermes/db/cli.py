@@ -11,7 +11,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from hermes.cli.common import fail, settings_or_exit
 from hermes.config.settings import Settings
-from hermes.db.copy import CopyReport, copy_jobs, copy_notes, copy_sessions, count, scopes_of
+from hermes.db.copy import (
+    CopyReport,
+    copy_jobs,
+    copy_keys,
+    copy_notes,
+    copy_sessions,
+    count,
+    scopes_of,
+)
 from hermes.store.base import Store, StoreError
 from hermes.store.opener import open_store
 from hermes.store.urls import redact
@@ -98,7 +106,8 @@ def copy_cmd(
     ),
     target: str = typer.Option(..., "--to", help="The database to fill (made current first)."),
 ) -> None:
-    """Copy sessions, notes and cron jobs between databases; run again to finish or re-check."""
+    """Copy sessions, notes, cron jobs and scoped API keys between databases; run again to
+    finish or re-check."""
     if redact(source) == redact(target):
         fail("--from and --to name the same database; nothing to copy", 2)
     settings = settings_or_exit()
@@ -117,8 +126,8 @@ def copy_cmd(
         dst.close()
     typer.echo(
         f"copied {report.copied_sessions} session(s) ({report.skipped_sessions} already there), "
-        f"{report.notes_added} note entr(ies), {report.jobs_added} job(s) "
-        f"from {redact(source)} to {redact(target)}"
+        f"{report.notes_added} note entr(ies), {report.jobs_added} job(s), "
+        f"{report.keys_added} scoped key(s) from {redact(source)} to {redact(target)}"
     )
     for scope, dst_count in sorted(report.target.items()):
         src_count = report.source[scope]
@@ -147,6 +156,7 @@ def _copy(settings: Settings, src: Store, dst: Store) -> CopyReport:
             copy_sessions(src, dst, scope, report, lambda n: progress.advance(task, n))
             report.notes_added += copy_notes(settings, src, dst, scope)
             report.jobs_added += copy_jobs(settings, src, dst, scope)
+    report.keys_added = copy_keys(src, dst)
     for scope in scopes:
         report.target[scope] = count(dst, scope)
     return report

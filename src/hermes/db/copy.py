@@ -17,6 +17,7 @@ from hermes.config.settings import Settings
 from hermes.cron.schedule import resolve_timezone
 from hermes.cron.store import JobStore
 from hermes.memory.notes import FILES, open_notes
+from hermes.store.api_keys import ApiKeyStore
 from hermes.store.base import DEFAULT_SCOPE, NewMessage, NewSession, SessionRecord, Store
 
 BATCH_SESSIONS = 200
@@ -35,6 +36,7 @@ class CopyReport:
     skipped_sessions: int = 0
     notes_added: int = 0
     jobs_added: int = 0
+    keys_added: int = 0
     source: dict[str, ScopeCount] = field(default_factory=dict)
     target: dict[str, ScopeCount] = field(default_factory=dict)
 
@@ -149,6 +151,23 @@ def copy_jobs(settings: Settings, src: Store, dst: Store, scope: str) -> int:
                 job.pop("run_claim", None)
                 have.append(job)
                 added += 1
+    return added
+
+
+def copy_keys(src: Store, dst: Store) -> int:
+    """Scoped API keys (by id, with their secrets' hashes, so they keep working) the target
+    lacks, and revocations it missed; returns how many keys were added."""
+    if not isinstance(src, ApiKeyStore) or not isinstance(dst, ApiKeyStore):
+        return 0
+    have = {r.id: r for r in dst.list_api_keys()}
+    added = 0
+    for record, secret_hash in src.export_api_keys():
+        mine = have.get(record.id)
+        if mine is None:
+            dst.add_api_key(record, secret_hash)
+            added += 1
+        elif record.revoked_at is not None and mine.revoked_at is None:
+            dst.revoke_api_key(record.id)
     return added
 
 

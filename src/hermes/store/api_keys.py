@@ -1,4 +1,5 @@
-"""Scoped API keys in state.db: only a SHA-256 of each secret is kept (migration 9)."""
+"""Scoped API keys: only a SHA-256 of each secret is kept (SQLite migration 9 here,
+PostgreSQL migration 5 in postgres/api_keys.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_user ON api_keys (user_id);
 """
 
-_COLUMNS = "id, user_id, label, created_at, expires_at, revoked_at"
+KEY_COLUMNS = "id, user_id, label, created_at, expires_at, revoked_at"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,7 @@ class ApiKeyRecord:
 
 @runtime_checkable
 class ApiKeyStore(Protocol):
-    """A store that keeps scoped API keys (SQLite today)."""
+    """A store that keeps scoped API keys (SQLite and PostgreSQL)."""
 
     def add_api_key(self, record: ApiKeyRecord, secret_hash: str) -> None: ...
 
@@ -61,8 +62,13 @@ class ApiKeyStore(Protocol):
 
     def revoke_api_key(self, key_id: str) -> bool: ...
 
+    def export_api_keys(self) -> list[tuple[ApiKeyRecord, str]]:
+        """Every key with its secret's hash, for `hermes db copy` (the secrets stay unknown)."""
+        ...
 
-def _record(row: tuple[Any, ...]) -> ApiKeyRecord:
+
+def key_row(row: tuple[Any, ...]) -> ApiKeyRecord:
+    """An `ApiKeyRecord` from a row of KEY_COLUMNS."""
     return ApiKeyRecord(row[0], row[1], row[2], row[3], row[4], row[5])
 
 
@@ -79,7 +85,7 @@ class ApiKeyStoreMixin:
     def add_api_key(self, record: ApiKeyRecord, secret_hash: str) -> None:
         with self._write() as conn:
             conn.execute(
-                f"INSERT INTO api_keys ({_COLUMNS}, secret_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO api_keys ({KEY_COLUMNS}, secret_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.id,
                     record.user,
@@ -92,12 +98,18 @@ class ApiKeyStoreMixin:
             )
 
     def api_key_by_hash(self, secret_hash: str) -> ApiKeyRecord | None:
-        rows = self._read(f"SELECT {_COLUMNS} FROM api_keys WHERE secret_hash = ?", (secret_hash,))
-        return _record(rows[0]) if rows else None
+        rows = self._read(
+            f"SELECT {KEY_COLUMNS} FROM api_keys WHERE secret_hash = ?", (secret_hash,)
+        )
+        return key_row(rows[0]) if rows else None
 
     def list_api_keys(self) -> list[ApiKeyRecord]:
-        rows = self._read(f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at")
-        return [_record(r) for r in rows]
+        rows = self._read(f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created_at")
+        return [key_row(r) for r in rows]
+
+    def export_api_keys(self) -> list[tuple[ApiKeyRecord, str]]:
+        rows = self._read(f"SELECT {KEY_COLUMNS}, secret_hash FROM api_keys ORDER BY created_at")
+        return [(key_row(r), str(r[6])) for r in rows]
 
     def revoke_api_key(self, key_id: str) -> bool:
         with self._write() as conn:

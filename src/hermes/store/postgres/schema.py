@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hermes.store.postgres.api_keys import M005_API_KEYS
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS
 
 # Scripts written without spaces between words (same ranges as the SQLite trigram view).
@@ -139,4 +140,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(2, "shared_state", M002_SHARED_STATE),
     PgMigration(3, "hidden_messages", M003_HIDDEN_MESSAGES),
     PgMigration(4, "message_vectors", M004_MESSAGE_VECTORS),
+    PgMigration(5, "api_keys", M005_API_KEYS),
 ]

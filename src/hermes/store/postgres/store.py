@@ -28,6 +28,7 @@ from hermes.store.base import (
     VectorStore,
 )
 from hermes.store.leases import holder_is_dead
+from hermes.store.postgres.api_keys import PgApiKeysMixin
 from hermes.store.postgres.idempotency import PgIdempotency
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
@@ -77,7 +78,7 @@ def _message(row: tuple[Any, ...]) -> MessageRecord:
     )
 
 
-class PostgresStore(PgSearchMixin):
+class PostgresStore(PgSearchMixin, PgApiKeysMixin):
     """Sessions, messages, search, leases and shared state in one PostgreSQL database."""
 
     def __init__(self, url: str, *, pool_size: int = 10, migrate: bool = True) -> None:
