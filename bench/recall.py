@@ -257,6 +257,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  without cron demotion (no cron here)", replace(DEFAULT_CONFIG, demoted=1.0)),
     ("  without per-session cap", replace(DEFAULT_CONFIG, per_session=0)),
     ("  repeated texts not shown once first", replace(DEFAULT_CONFIG, repeats=0)),
+    ("  near copies not set aside", replace(DEFAULT_CONFIG, near_copies=False)),
     ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
     ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),

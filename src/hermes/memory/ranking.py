@@ -47,6 +47,7 @@ class RankConfig:
     recency: float = 0.01
     per_session: int = 2
     repeats: int = 1  # hits with a text already shown this often go after the others (0: off)
+    near_copies: bool = True  # ... and (by meaning) with nearly the same text as a better one
     demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
     speaker: float = 2.0  # boost for a turn by the person the question names
     stopwords: bool = True
@@ -81,6 +82,7 @@ class SemanticSearch(Protocol):
         exclude_sessions: Sequence[str] = (),
         context: float = 0.5,
         distinct: bool = True,
+        near_copies: bool = True,
     ) -> NearestLists: ...
 
 
@@ -162,6 +164,7 @@ def rank_messages(
             exclude_sessions=exclude_sessions,
             context=config.context,
             distinct=config.repeats > 0,
+            near_copies=config.near_copies,
         )
         lists = [
             ([m for m in near.alone if m.score >= config.semantic_floor], config.semantic),
@@ -240,7 +243,7 @@ def _with_semantic(
     fused: dict[int, float] = defaultdict(float)
     match: dict[int, TextMatch] = {}
     ordered = sorted(lexical, key=lambda m: (-m.score, m.message_id))
-    keys = _repeat_keys(ordered, near.same_as if config.repeats else None)
+    keys = _repeat_keys(ordered, near.same_as if config.repeats and config.near_copies else None)
     for found, weight in [(ordered, 1.0), *semantic]:
         for rank, m in enumerate(_repeats_last(found, config.repeats, keys)):
             fused[m.message_id] += weight / (config.semantic_k + rank + 1)

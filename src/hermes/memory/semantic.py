@@ -127,11 +127,13 @@ class SemanticIndex:
         exclude_sessions: Sequence[str] = (),
         context: float = 0.5,
         distinct: bool = True,
+        near_copies: bool = True,
     ) -> Nearest:
         """The `limit` messages of `scope` nearest to `query`, best first (score = cosine;
         in context: plus `context` times the best neighbour's). `distinct`: a text said
         many times (the same vector, the same speaker) is listed once, by its best-scoring
-        message, so a common phrase cannot fill the list."""
+        message, so a common phrase cannot fill the list; with `near_copies`, a text said
+        again in nearly the same words is listed at most NEAR_KEPT times too."""
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
@@ -151,7 +153,11 @@ class SemanticIndex:
                 np.where(hidden, -np.inf, alone),
                 np.where(hidden, -np.inf, in_context),
             )
-        tops = _nearest_rows((alone, in_context), matrix if distinct else None, limit)
+        if distinct and near_copies:
+            tops = _nearest_rows((alone, in_context), matrix, limit)
+        else:
+            groups = matrix.texts if distinct else None
+            tops = [_best_rows(scores, groups, limit) for scores in (alone, in_context)]
         rows = {int(i) for top in tops for i in top}
         found = {
             m.message_id: m
@@ -236,19 +242,15 @@ def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.
         take = min(n, take * 4)
 
 
-def _nearest_rows(
-    lists: tuple[np.ndarray, ...], distinct: _Matrix | None, limit: int
-) -> list[np.ndarray]:
-    """The `limit` best rows of each list of scores; with `distinct`, a text said again
-    (word for word, or nearly: `_first_saying`) is listed once (NEAR_KEPT times). Looks
-    deeper while copies leave a list short, up to DEEPEST rows a list."""
-    if distinct is None:
-        return [_best_rows(scores, None, limit) for scores in lists]
+def _nearest_rows(lists: tuple[np.ndarray, ...], matrix: _Matrix, limit: int) -> list[np.ndarray]:
+    """The `limit` best rows of each list of scores, a text said again listed once (word
+    for word) or NEAR_KEPT times (nearly: `_first_saying`). Looks deeper while copies
+    leave a list short, up to DEEPEST rows a list."""
     n = len(lists[0])
     want = limit * 2
     while True:
-        tops = [_best_rows(scores, distinct.texts, want) for scores in lists]
-        kept = _without_near_copies(tops, lists[0], distinct, limit)
+        tops = [_best_rows(scores, matrix.texts, want) for scores in lists]
+        kept = _without_near_copies(tops, lists[0], matrix, limit)
         if all(len(t) >= limit for t in kept) or want >= min(n, DEEPEST):
             return kept
         want = min(n, DEEPEST, want * 2)
