@@ -67,6 +67,12 @@ class ApiKeyStore(Protocol):
         ...
 
 
+def key_params(record: ApiKeyRecord, secret_hash: str) -> tuple[Any, ...]:
+    """The values of KEY_COLUMNS and then secret_hash, for an INSERT."""
+    r = record
+    return (r.id, r.user, r.label, r.created_at, r.expires_at, r.revoked_at, secret_hash)
+
+
 def key_row(row: tuple[Any, ...]) -> ApiKeyRecord:
     """An `ApiKeyRecord` from a row of KEY_COLUMNS."""
     return ApiKeyRecord(row[0], row[1], row[2], row[3], row[4], row[5])
@@ -86,15 +92,7 @@ class ApiKeyStoreMixin:
         with self._write() as conn:
             conn.execute(
                 f"INSERT INTO api_keys ({KEY_COLUMNS}, secret_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id,
-                    record.user,
-                    record.label,
-                    record.created_at,
-                    record.expires_at,
-                    record.revoked_at,
-                    secret_hash,
-                ),
+                key_params(record, secret_hash),
             )
 
     def api_key_by_hash(self, secret_hash: str) -> ApiKeyRecord | None:

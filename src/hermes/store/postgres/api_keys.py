@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from hermes.store.api_keys import KEY_COLUMNS, ApiKeyRecord, key_row
+from hermes.store.api_keys import KEY_COLUMNS, ApiKeyRecord, key_params, key_row
 
 if TYPE_CHECKING:
     from hermes.store.postgres.pool import Database
@@ -35,15 +35,7 @@ class PgApiKeysMixin:
             conn.execute(
                 f"INSERT INTO api_keys ({KEY_COLUMNS}, secret_hash) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (
-                    record.id,
-                    record.user,
-                    record.label,
-                    record.created_at,
-                    record.expires_at,
-                    record.revoked_at,
-                    secret_hash,
-                ),
+                key_params(record, secret_hash),
             )
 
     def api_key_by_hash(self, secret_hash: str) -> ApiKeyRecord | None:
