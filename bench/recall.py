@@ -261,6 +261,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
     ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),
+    ("  questions about now: no newest-first", replace(DEFAULT_CONFIG, present=0.0)),
 ]
 
 

@@ -392,3 +392,16 @@ def test_row_scores_count_forms_of_a_word_as_the_stemmed_index_does() -> None:
         "study": ["studied"],
         "paint": ["painter"],
     }
+
+
+def test_a_question_about_now_favours_the_newer_statement(store: SQLiteStore) -> None:
+    add(store, "default", "old", ("user", "I work at the bakery downtown."), ts=1_000.0)
+    add(store, "default", "mid", ("user", "Weather chat, nothing about jobs."), ts=2_000.0)
+    newer = "Big change: these days I work at the city museum, a long commute but worth it."
+    add(store, "default", "new", ("user", newer), ts=3_000.0)
+    assert [h.session_id for h in rank_messages(store, "default", "Where do I work?")] == [
+        "old",
+        "new",
+    ]
+    for asked in ("Where do I work now?", "Where do I currently work?", "Do I still work?"):
+        assert rank_messages(store, "default", asked)[0].session_id == "new", asked

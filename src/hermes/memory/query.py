@@ -62,6 +62,16 @@ def all_terms(text: str) -> list[str]:
     return seen[:MAX_TERMS]
 
 
+_NOW = frozenset({"now", "currently", "current", "nowadays", "anymore", "still", "latest"})
+
+
+def asks_about_now(query: str) -> bool:
+    """Whether a question asks what is true now ("Where does Jon work now?", "Is she still
+    in Leeds?"), which the newest of several statements answers."""
+    words = _WORD.findall(query[:MAX_QUERY_CHARS].lower())
+    return bool(_NOW.intersection(words)) or "these days" in " ".join(words)
+
+
 def query_words(text: str) -> frozenset[str]:
     """Every lowercased word of the query (names included), for matching speakers."""
     return frozenset(_WORD.findall(text[:MAX_QUERY_CHARS].lower()))

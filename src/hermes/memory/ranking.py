@@ -31,7 +31,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from hermes.memory.query import all_terms, likely_role, named_period, query_terms, query_words
+from hermes.memory.query import (
+    all_terms,
+    asks_about_now,
+    likely_role,
+    named_period,
+    query_terms,
+    query_words,
+)
 from hermes.store.base import Searcher, SearchView, TextMatch
 
 
@@ -45,6 +52,7 @@ class RankConfig:
     candidates: int = 200
     role: float = 1.0
     recency: float = 0.01
+    present: float = 1.0  # a question about now: the newest candidate's score counts double
     per_session: int = 2
     repeats: int = 1  # hits with a text already shown this often go after the others (0: off)
     near_copies: bool = True  # ... and (by meaning) with nearly the same text as a better one
@@ -107,8 +115,10 @@ def _fuse(
     role: str | None,
     words: frozenset[str],
     period: tuple[float, float] | None = None,
+    now: bool = False,
 ) -> list[Ranked]:
-    """Scores normalised to the best candidate, a role prior, recency to break ties."""
+    """Scores normalised to the best candidate, a role prior, recency to break ties (or,
+    with `now`, a question about the present, to favour the newest statements)."""
     if not cands:
         return []
     top = max(c.score for c in cands) or 1.0
@@ -125,6 +135,8 @@ def _fuse(
             score *= 1.0 + config.speaker
         if period is not None and period[0] <= c.timestamp < period[1]:
             score *= 1.0 + config.period
+        if now:  # the newer of two statements is likelier what is true now
+            score *= 1.0 + config.present * time_pos[c.timestamp]
         score += config.recency * time_pos[c.timestamp]
         out.append(
             Ranked(c.message_id, c.session_id, c.index, c.role, c.timestamp, score, c.text_key)
@@ -174,7 +186,8 @@ def rank_messages(
             ),
         ]
         cands = _with_semantic(cands, lists, config, near)
-    ranked = _fuse(cands, config, likely_role(query), query_words(query), period)
+    now = asks_about_now(query)
+    ranked = _fuse(cands, config, likely_role(query), query_words(query), period, now)
     return _diversify(ranked, config)[:limit]
 
 
