@@ -53,6 +53,8 @@ def test_pending_put_load_and_scope(store: Store) -> None:
     assert [(sid, v) for _, sid, v, _ in vectors.load(MODEL, "alice")] == [
         ("a1", f"v{mid}".encode()) for mid, scope, _ in pending if scope == "alice"
     ]
+    # who said it: unnamed, the role (a user and an assistant are never one speaker)
+    assert [who for *_, who in vectors.load(MODEL, "alice")] == ["role:user", "role:assistant"]
     assert vectors.count(MODEL, "bob") == 1 and vectors.count(MODEL, "carol") == 0
     described = store.describe_messages("alice", [mid for mid, _, _ in pending])
     assert [(m.session_id, m.index, m.role) for m in described] == [

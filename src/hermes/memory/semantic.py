@@ -58,7 +58,7 @@ class _Matrix:
     last_id: int
     loaded_at: float
     codes: dict[str, int]
-    names: dict[str | None, int]
+    names: dict[str, int]
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
 
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
@@ -192,7 +192,7 @@ class SemanticIndex:
             return cached
 
     def _extend(
-        self, cached: _Matrix | None, rows: list[tuple[int, str, bytes, str | None]], now: float
+        self, cached: _Matrix | None, rows: list[tuple[int, str, bytes, str]], now: float
     ) -> _Matrix:
         codes = cached.codes if cached is not None else {}
         names = cached.names if cached is not None else {}

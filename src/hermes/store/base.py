@@ -256,9 +256,10 @@ class VectorStore(Protocol):
 
     def load(
         self, model: str, scope: str, *, after_id: int = 0
-    ) -> list[tuple[int, str, bytes, str | None]]:
-        """(message id, session id, vector, speaker's name) of `scope`, by id, after
-        `after_id`."""
+    ) -> list[tuple[int, str, bytes, str]]:
+        """(message id, session id, vector, who said it) of `scope`, by id, after
+        `after_id`. Who said it: `name:<name>`, or `role:<role>` for an unnamed message, so
+        an unnamed user and assistant are never taken for one speaker."""
         ...
 
     def count(self, model: str, scope: str) -> int: ...

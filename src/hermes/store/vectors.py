@@ -92,12 +92,13 @@ class SQLiteVectorStore:
 
     def load(
         self, model: str, scope: str, *, after_id: int = 0
-    ) -> list[tuple[int, str, bytes, str | None]]:
-        """(message id, session id, vector bytes, speaker name) of `scope` by id, from
-        `after_id` on."""
+    ) -> list[tuple[int, str, bytes, str]]:
+        """(message id, session id, vector bytes, who said it) of `scope` by id, from
+        `after_id` on (see `VectorStore.load`)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT v.id, m.session_id, v.vec, m.name FROM message_vectors v "
+                "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role) "
+                "FROM message_vectors v "
                 "JOIN messages m ON m.id = v.id "
                 "WHERE v.scope = ? AND v.model = ? AND v.id > ? ORDER BY v.id",
                 (scope, model, after_id),

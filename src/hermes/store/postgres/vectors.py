@@ -84,9 +84,10 @@ class PgVectorStore:
 
     def load(
         self, model: str, scope: str, *, after_id: int = 0
-    ) -> list[tuple[int, str, bytes, str | None]]:
+    ) -> list[tuple[int, str, bytes, str]]:
         rows = self._db.fetch(
-            "SELECT v.id, m.session_id, v.vec, m.name FROM message_vectors v "
+            "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role) "
+            "FROM message_vectors v "
             "JOIN messages m ON m.id = v.id "
             "WHERE v.scope = %s AND v.model = %s AND v.id > %s ORDER BY v.id",
             (scope, model, after_id),
