@@ -52,7 +52,7 @@ class RankConfig:
     candidates: int = 200
     role: float = 1.0
     recency: float = 0.01
-    present: float = 1.0  # a question about now: the newest candidate's score counts double
+    present: float = 0.5  # a question about now: the newest candidate's score counts 1.5x
     per_session: int = 2
     repeats: int = 1  # hits with a text already shown this often go after the others (0: off)
     near_copies: bool = True  # ... and (by meaning) with nearly the same text as a better one
