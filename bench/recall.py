@@ -1,7 +1,7 @@
 """Recall benchmark for `session_search`: one command, prints tables.
 
     .venv/bin/python bench/recall.py            # 10k and 1M stored messages
-    .venv/bin/python bench/recall.py --skip-1m  # 10k only (~3 min with embeddings)
+    .venv/bin/python bench/recall.py --skip-1m  # 10k only (~5 min with embeddings)
 
 Three slices of questions, each with the message(s) that hold the answer:
 - `dialogue` (bench/recall_dialogue.py): conversations between two named friends over
