@@ -88,7 +88,8 @@ def _compression_counts(runtime: Runtime) -> Iterator[Count]:
     )
     yield Count(
         "compression_fallbacks",
-        "Compressions that kept a plain excerpt because the summary call failed.",
+        "Summaries replaced by a plain excerpt: the summary call failed, or is backing off "
+        "after failures.",
         stats.fallbacks,
     )
 
