@@ -255,6 +255,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  without role prior", replace(DEFAULT_CONFIG, role=0.0)),
     ("  without speaker boost", replace(DEFAULT_CONFIG, speaker=0.0)),
     ("  without cron demotion (no cron here)", replace(DEFAULT_CONFIG, demoted=1.0)),
+    ("  questions not demoted", replace(DEFAULT_CONFIG, question=1.0)),
     ("  without per-session cap", replace(DEFAULT_CONFIG, per_session=0)),
     ("  repeated texts not shown once first", replace(DEFAULT_CONFIG, repeats=0)),
     ("  near copies not set aside", replace(DEFAULT_CONFIG, near_copies=False)),

@@ -405,3 +405,15 @@ def test_a_question_about_now_favours_the_newer_statement(store: SQLiteStore) ->
     ]
     for asked in ("Where do I work now?", "Where do I currently work?", "Do I still work?"):
         assert rank_messages(store, "default", asked)[0].session_id == "new", asked
+
+
+def test_a_turn_that_only_asks_ranks_below_one_that_tells(store: SQLiteStore) -> None:
+    add(store, "default", "asked", ("user", "Should I move to Denver or Austin?"), ts=2_000.0)
+    add(store, "default", "told", ("user", "I moved to Denver in May, finally unpacked."), ts=1.0)
+    assert [h.session_id for h in rank_messages(store, "default", "Where did I move?")] == [
+        "told",
+        "asked",
+    ]
+    plain = replace(DEFAULT_CONFIG, question=1.0)
+    hits = rank_messages(store, "default", "Where did I move?", config=plain)
+    assert hits[0].session_id == "asked"  # by words alone the question matches better

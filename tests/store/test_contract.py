@@ -278,3 +278,18 @@ def test_scoped_keys_are_kept_hashed_and_revoked(store: Store) -> None:
     assert revoke(store, record.id) and not revoke(store, record.id)
     assert verify(store, token) is None
     assert list_keys(store)[0].revoked_at is not None
+
+
+def test_matches_say_which_messages_only_ask(store: Store) -> None:
+    said = [
+        ("user", "Ooh, which concert?"),
+        ("assistant", "Back from the concert! Have you been?"),
+        ("user", "The concert was loud."),
+        ("assistant", "Which concert was it?\n"),
+    ]
+    store.ensure_session("default", "s", source="api")
+    store.append_messages("default", "s", [NewMessage(r, c) for r, c in said])
+    found = store.match_messages("default", ["concert"], view="message", limit=10)
+    assert {m.index: m.asks for m in found} == {0: True, 1: False, 2: False, 3: True}
+    described = store.describe_messages("default", [m.message_id for m in found])
+    assert [m.asks for m in described] == [True, False, False, True]

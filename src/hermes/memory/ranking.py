@@ -57,6 +57,7 @@ class RankConfig:
     repeats: int = 1  # hits with a text already shown this often go after the others (0: off)
     near_copies: bool = True  # ... and (by meaning) with nearly the same text as a better one
     demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
+    question: float = 0.5  # score factor for a turn that only asks ("Ooh, which one?")
     speaker: float = 2.0  # boost for a turn by the person the question names
     stopwords: bool = True
     semantic: float = 3.0  # weight of the semantic list in the fusion (0: words only)
@@ -131,6 +132,8 @@ def _fuse(
             score *= 1.0 + config.role
         if c.source in DEMOTED_SOURCES:
             score *= config.demoted
+        if c.asks:  # asks for an answer rather than holding one
+            score *= config.question
         if c.speaker and c.speaker.lower() in words:
             score *= 1.0 + config.speaker
         if period is not None and period[0] <= c.timestamp < period[1]:

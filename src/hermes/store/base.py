@@ -159,6 +159,7 @@ class TextMatch:
     source: str = ""
     speaker: str | None = None  # the message's `name`, when people are named
     text_key: int = 0  # equal for the same text by the same speaker (`text_key()`); 0: unknown
+    asks: bool = False  # the message only asks a question (`only_asks()`): it holds no answer
 
     def with_score(self, score: float) -> TextMatch:
         """This match with another score (dataclasses.replace costs several times more, and
@@ -173,7 +174,16 @@ class TextMatch:
             self.source,
             self.speaker,
             self.text_key,
+            self.asks,
         )
+
+
+def only_asks(content: str | None) -> bool:
+    """Whether a message is a question and nothing else ("Ooh, which one?"): it ends with a
+    question mark and holds no sentence ending in "." or "!" ("I'm back from Iceland! Have
+    you been?" tells something). Same rule as postgres.search.ONLY_ASKS."""
+    text = (content or "").strip()
+    return text.endswith("?") and "." not in text and "!" not in text
 
 
 def text_key(content: str | None, speaker: str | None) -> int:

@@ -23,6 +23,7 @@ from hermes.store.base import (
     SearchView,
     StoreError,
     TextMatch,
+    only_asks,
     text_key,
 )
 from hermes.store.row_scores import Weights, bm25_rows
@@ -145,6 +146,7 @@ def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
         source=row[5],
         speaker=row[6],
         text_key=text_key(row[7], row[6]),
+        asks=only_asks(row[7]),
     )
 
 

@@ -31,6 +31,10 @@ BODY_CHARS = 20000
 SNIPPET_WORDS = 24
 WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighbours, speaker, body
 MAX_CANDIDATES = 5000
+# store.base.only_asks in SQL: a question and nothing else (ends with "?", no "." or "!")
+ONLY_ASKS = (
+    "(m.content ~ '[?][[:space:]]*$' AND strpos(m.content, '.') = 0 AND strpos(m.content, '!') = 0)"
+)
 
 _VECTORS = f"""
 WITH conv AS (
@@ -118,7 +122,7 @@ class PgSearchMixin:
         column, config, rank = _VIEW_PLANS[view]
         sql = (
             f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, r.score, m.name, "
-            f"md5(m.content) FROM messages m, to_tsquery('{config}', %(q)s) q, "
+            f"md5(m.content), {ONLY_ASKS} FROM messages m, to_tsquery('{config}', %(q)s) q, "
             f"LATERAL (SELECT {rank} AS score) r, "
             f"sessions s "
             f"WHERE m.scope = %(scope)s AND m.{column} @@ q "
@@ -142,7 +146,7 @@ class PgSearchMixin:
         hits = " + ".join(["(m.content ILIKE %s)::int"] * len(patterns))
         sql = (
             f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, ({hits}) AS score, "
-            f"m.name, md5(m.content) "
+            f"m.name, md5(m.content), {ONLY_ASKS} "
             f"FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE m.unsegmented AND m.scope = %s AND m.content ILIKE ANY(%s) "
             f"AND NOT (m.session_id = ANY(%s)) ORDER BY score DESC, m.id LIMIT %s"
@@ -157,7 +161,7 @@ class PgSearchMixin:
             return []
         rows = self._db.fetch(
             "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
-            "md5(m.content) "
+            f"md5(m.content), {ONLY_ASKS} "
             "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
             (scope, ids),
@@ -176,6 +180,7 @@ class PgSearchMixin:
             source=r[5],
             speaker=r[7],
             text_key=text_key(r[8], r[7]),
+            asks=bool(r[9]),
         )
 
     def message_snippets(
