@@ -286,10 +286,13 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
         ("assistant", "Back from the concert! Have you been?"),
         ("user", "The concert was loud."),
         ("assistant", "Which concert was it?\n"),
+        ("user", "concert 在哪里？"),
+        ("assistant", "concert 很好。你去了吗？"),
     ]
     store.ensure_session("default", "s", source="api")
     store.append_messages("default", "s", [NewMessage(r, c) for r, c in said])
     found = store.match_messages("default", ["concert"], view="message", limit=10)
-    assert {m.index: m.asks for m in found} == {0: True, 1: False, 2: False, 3: True}
+    asks = {0: True, 1: False, 2: False, 3: True, 4: True, 5: False}
+    assert {m.index: m.asks for m in found} == asks
     described = store.describe_messages("default", [m.message_id for m in found])
-    assert [m.asks for m in described] == [True, False, False, True]
+    assert [m.asks for m in described] == list(asks.values())

@@ -32,9 +32,7 @@ SNIPPET_WORDS = 24
 WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighbours, speaker, body
 MAX_CANDIDATES = 5000
 # store.base.only_asks in SQL: a question and nothing else (ends with "?", no "." or "!")
-ONLY_ASKS = (
-    "(m.content ~ '[?][[:space:]]*$' AND strpos(m.content, '.') = 0 AND strpos(m.content, '!') = 0)"
-)
+ONLY_ASKS = "(m.content ~ '[?？][[:space:]]*$' AND m.content !~ '[.!。！]')"
 
 _VECTORS = f"""
 WITH conv AS (
