@@ -322,6 +322,13 @@ class Conversation:
         self.plan: dict[int, list[list[Turn]]] = {i: [] for i in range(sessions)}
         self.questions: list[Question] = []
         self._pending: list[tuple[Question, list[str]]] = []
+        # what each question is about, to widen its evidence once both people are built:
+        # (its place in _pending, whose, event keys, month asked about or None)
+        self._about: list[tuple[int, int, tuple[str, ...], str | None]] = []
+        # distractors: (speaker, event key) -> [(session, mark ref)]; a distractor says
+        # something true of its speaker, so where that speaker is asked about that event
+        # (without naming its value) it answers the question too
+        self._voiced: dict[tuple[int, str], list[tuple[int, str]]] = {}
 
     def chat(self, text: str) -> str:
         """A stock line as said this time (varied, or word for word)."""
@@ -385,18 +392,37 @@ class Conversation:
                     said.append((later, mark))
                 marks[event["key"]] = mark
                 q = event["ask"].format(n=self.names[who], v=value)
+                if kind in ("single", "split"):  # (an update or a date: only this one)
+                    self._about.append((len(self._pending), who, (event["key"],), None))
                 self._pending.append((Question(q, kind), [f"{mark[0]}#{mark[1]}"]))
                 # the friend says something alike about themselves (a distractor)
                 d = rng.randrange(n)
                 dtext = rng.choice(event["say"]).format(v=other, when="recently")
+                dmark = (f"{event['key']}-{1 - who}-{d}-d", 0)
                 self.plan[d].append(
-                    [Turn(1 - who, dtext), Turn(who, self.chat("Oh nice, good for you!"))]
+                    [Turn(1 - who, dtext, dmark), Turn(who, self.chat("Oh nice, good for you!"))]
                 )
+                voiced = self._voiced.setdefault((1 - who, event["key"]), [])
+                voiced.append((d, f"{dmark[0]}#{dmark[1]}"))
             for a, b, ask in MULTI:
                 if a in marks and b in marks:
                     refs = [f"{marks[k][0]}#{marks[k][1]}" for k in (a, b)]
+                    self._about.append((len(self._pending), who, (a, b), None))
                     self._pending.append((Question(ask.format(n=self.names[who]), "multi"), refs))
             self._ask_period(who, said)
+        self._widen()
+
+    def _widen(self) -> None:
+        """Add to each question the distractors that are true answers to it: said by its
+        person, about its event (or, for a month, any of theirs from then)."""
+        for at, who, keys, month in self._about:
+            question, refs = self._pending[at]
+            for (speaker, key), voiced in sorted(self._voiced.items()):
+                if speaker != who or (month is None and key not in keys):
+                    continue
+                for s, ref in voiced:
+                    if month is None or self.dates[s].strftime("%B %Y") == month:
+                        refs.append(ref)
 
     def _ask_period(self, who: int, said: list[tuple[int, tuple[str, int]]]) -> None:
         """A question naming a month, answered by any of the person's news that month (no
@@ -406,6 +432,7 @@ class Conversation:
             months.setdefault(self.dates[s].strftime("%B %Y"), []).append(f"{mark[0]}#{mark[1]}")
         month = max(sorted(months), key=lambda m: len(months[m]))
         query = f"What was {self.names[who]} up to in {month}?"
+        self._about.append((len(self._pending), who, (), month))
         self._pending.append((Question(query, "period"), months[month]))
 
     def sessions(self) -> Iterator[dict]:

@@ -68,14 +68,24 @@ class RankConfig:
     context_weight: float = 2.0  # ... and the weight of that ranking in the fusion
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
+    speaker_meaning: float = 2.0  # weight of the semantic list of the named speaker's turns
+    supersede: float = 0.6  # question about now: an older statement this alike (cosine)
+    # to a newer one of its speaker goes below it (0: off)
+    supersede_top: int = 10  # ... among this many best candidates
+    replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
 
 
 class NearestLists(Protocol):
     alone: list[TextMatch]
     in_context: list[TextMatch]
+    by_speaker: list[TextMatch]
 
     def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
         """Messages (given best first) that say again what an earlier one said, mapped to it."""
+        ...
+
+    def same_subject(self, message_ids: Sequence[int], floor: float) -> list[tuple[int, int]]:
+        """Pairs of the messages said by one speaker on one subject (cosine >= floor)."""
         ...
 
 
@@ -92,6 +102,7 @@ class SemanticSearch(Protocol):
         context: float = 0.5,
         distinct: bool = True,
         near_copies: bool = True,
+        speakers: Sequence[str] = (),
     ) -> NearestLists: ...
 
 
@@ -180,6 +191,7 @@ def rank_messages(
             context=config.context,
             distinct=config.repeats > 0,
             near_copies=config.near_copies,
+            speakers=sorted(speakers & query_words(query)) if config.speaker_meaning else (),
         )
         lists = [
             ([m for m in near.alone if m.score >= config.semantic_floor], config.semantic),
@@ -187,11 +199,75 @@ def rank_messages(
                 [m for m in near.in_context if m.score >= config.semantic_floor],
                 config.context_weight,
             ),
+            (
+                [m for m in near.by_speaker if m.score >= config.semantic_floor],
+                config.speaker_meaning,
+            ),
         ]
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period, now)
+    if now and near is not None and config.supersede:
+        ranked = _superseded_last(ranked, near, config)
+    if config.replies:
+        ranked = _with_replies(store, scope, ranked, config.replies)
     return _diversify(ranked, config)[:limit]
+
+
+def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -> list[Ranked]:
+    """A hit among the `top` best that the other speaker answered with only a question
+    ("I stayed up all night because of a novel." / "Which one?") is followed by its
+    speaker's reply ("'Circe'."): the answer the question asks for is often there. The
+    reply ranks just below the hit, unless it already ranks higher."""
+    best = ranked[:top]
+    places = [(r.session_id, r.index + k) for r in best for k in (0, 1, 2)]
+    turns = {(m.session_id, m.index): m for m in store.messages_at(scope, places)}
+    have = {r.message_id: r for r in ranked}
+    changed = False
+    for r in best:
+        hit, ask, reply = (turns.get((r.session_id, r.index + k)) for k in (0, 1, 2))
+        if hit is None or ask is None or reply is None or not ask.asks:
+            continue
+        if ask.role == hit.role or (reply.role, reply.speaker) != (hit.role, hit.speaker):
+            continue
+        score = r.score * 0.999
+        known = have.get(reply.message_id)
+        if known is None:
+            known = have[reply.message_id] = Ranked(
+                reply.message_id,
+                reply.session_id,
+                reply.index,
+                reply.role,
+                reply.timestamp,
+                score,
+                reply.text_key,
+            )
+        changed |= score > known.score or known.score == score
+        known.score = max(known.score, score)
+    if not changed:
+        return ranked
+    out = list(have.values())
+    out.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
+    return out
+
+
+def _superseded_last(ranked: list[Ranked], near: NearestLists, config: RankConfig) -> list[Ranked]:
+    """For a question about now: among the best candidates, a statement that a newer one of
+    its speaker on the same subject supersedes moves just below that newer one."""
+    top = ranked[: config.supersede_top]
+    by_id = {r.message_id: r for r in top}
+    pairs = [
+        (x, y) if x.timestamp < y.timestamp else (y, x)
+        for x, y in (
+            (by_id[a], by_id[b])
+            for a, b in near.same_subject([r.message_id for r in top], config.supersede)
+        )
+    ]
+    for old, new in sorted(pairs, key=lambda p: -p[1].timestamp):  # the newest first
+        if old.timestamp < new.timestamp and old.score > new.score:
+            old.score = new.score * 0.999
+    top.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
+    return top + ranked[config.supersede_top :]
 
 
 def _repeat_keys(

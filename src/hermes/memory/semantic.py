@@ -17,7 +17,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -82,6 +82,7 @@ class Nearest:
     alone: list[TextMatch]
     in_context: list[TextMatch]
     matrix: _Matrix | None = None
+    by_speaker: list[TextMatch] = field(default_factory=list)
 
     def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
         """For messages given best first: each one that says again what an earlier one
@@ -98,6 +99,25 @@ class Nearest:
             return {}
         first = _first_saying(rows, self.matrix)
         return {int(ids[i]): int(ids[f]) for i, f in enumerate(first) if f != i}
+
+    def same_subject(self, message_ids: Sequence[int], floor: float) -> list[tuple[int, int]]:
+        """Pairs of the given messages said by one speaker whose vectors are at least
+        `floor` alike (cosine): statements on one subject, of which the newer may
+        supersede the older. Messages without a vector are left out."""
+        if self.matrix is None or not message_ids:
+            return []
+        ids = np.asarray(message_ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.matrix.ids, ids), len(self.matrix.ids) - 1)
+        known = self.matrix.ids[at] == ids
+        rows, ids = at[known], ids[known]
+        if len(rows) < 2:
+            return []
+        vectors = torch.from_numpy(self.matrix.vectors).index_select(0, torch.from_numpy(rows))
+        alike = (vectors.float() @ vectors.float().T).numpy() >= floor
+        speakers = self.matrix.speakers[rows]
+        alike &= speakers[:, None] == speakers[None, :]
+        a, b = np.nonzero(np.triu(alike, 1))
+        return [(int(ids[i]), int(ids[j])) for i, j in zip(a, b, strict=True)]
 
 
 class SemanticIndex:
@@ -128,6 +148,7 @@ class SemanticIndex:
         context: float = 0.5,
         distinct: bool = True,
         near_copies: bool = True,
+        speakers: Sequence[str] = (),
     ) -> Nearest:
         """The `limit` messages of `scope` nearest to `query`, best first (score = cosine;
         in context: plus `context` times the best neighbour's). `distinct`: a text said
@@ -153,25 +174,33 @@ class SemanticIndex:
                 np.where(hidden, -np.inf, alone),
                 np.where(hidden, -np.inf, in_context),
             )
+        scored = [alone, in_context]
+        wanted = {s.lower() for s in speakers}
+        named = [
+            c for k, c in matrix.names.items() if k.startswith("name:") and k[5:].lower() in wanted
+        ]
+        if named:
+            scored.append(np.where(np.isin(matrix.speakers, named), alone, -np.inf))
         if distinct and near_copies:
-            tops = _nearest_rows((alone, in_context), matrix, limit)
+            tops = _nearest_rows(tuple(scored), matrix, limit)
         else:
             groups = matrix.texts if distinct else None
-            tops = [_best_rows(scores, groups, limit) for scores in (alone, in_context)]
+            tops = [_best_rows(scores, groups, limit) for scores in scored]
         rows = {int(i) for top in tops for i in top}
         found = {
             m.message_id: m
             for m in self.store.describe_messages(scope, [int(matrix.ids[i]) for i in rows])
         }
         lists = []
-        for top, scores in zip(tops, (alone, in_context), strict=True):
+        for top, scores in zip(tops, scored, strict=True):
             ranked = [
                 found[int(matrix.ids[i])].with_score(float(scores[i]))
                 for i in top
                 if np.isfinite(scores[i]) and int(matrix.ids[i]) in found
             ]
             lists.append(ranked)
-        return Nearest(alone=lists[0], in_context=lists[1], matrix=matrix)
+        by_speaker = lists[2] if len(lists) > 2 else []
+        return Nearest(alone=lists[0], in_context=lists[1], matrix=matrix, by_speaker=by_speaker)
 
     def _matrix(self, scope: str) -> _Matrix | None:
         vectors = self.store.vectors
@@ -244,38 +273,31 @@ def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.
 
 def _nearest_rows(lists: tuple[np.ndarray, ...], matrix: _Matrix, limit: int) -> list[np.ndarray]:
     """The `limit` best rows of each list of scores, a text said again listed once (word
-    for word) or NEAR_KEPT times (nearly: `_first_saying`). Looks deeper while copies
-    leave a list short, up to DEEPEST rows a list."""
+    for word) or NEAR_KEPT times (nearly: `_first_saying`). A list whose copies leave it
+    short looks deeper, up to DEEPEST rows (one speaker's list is mostly copies)."""
     n = len(lists[0])
-    want = limit * 2
-    while True:
-        tops = [_best_rows(scores, matrix.texts, want) for scores in lists]
-        kept = _without_near_copies(tops, lists[0], matrix, limit)
-        if all(len(t) >= limit for t in kept) or want >= min(n, DEEPEST):
-            return kept
-        want = min(n, DEEPEST, want * 2)
+    out = []
+    for scores in lists:
+        want = limit * 2
+        while True:
+            top = _best_rows(scores, matrix.texts, want)
+            kept = top[_nth(_copy_groups(top, matrix)) < NEAR_KEPT][:limit]
+            if len(kept) >= limit or want >= min(n, DEEPEST):
+                break
+            want = min(n, DEEPEST, want * 2)
+        out.append(kept)
+    return out
 
 
-def _without_near_copies(
-    tops: list[np.ndarray], order: np.ndarray, matrix: _Matrix, limit: int
-) -> list[np.ndarray]:
-    """Each list of rows (best first) less the rows saying again what a better one said
-    (`_first_saying`), cut to `limit`. The copies are found once for all the lists, over
-    their rows ordered by `order` scores: one product of a few hundred vectors."""
-    rows = np.unique(np.concatenate(tops))
-    rows = rows[np.lexsort((-rows, -order[rows]))]
+def _copy_groups(rows: np.ndarray, matrix: _Matrix) -> np.ndarray:
+    """A label per row (best first): the position of the first row of its group of near
+    copies (a copy of a copy belongs to the first one's group)."""
     root = _first_saying(rows, matrix)
-    while True:  # a copy of a copy belongs to the first one's group
+    while True:
         up = root[root]
         if np.array_equal(up, root):
-            break
+            return root
         root = up
-    by_row = np.argsort(rows)
-    out = []
-    for top in tops:
-        labels = root[by_row[np.searchsorted(rows[by_row], top)]]
-        out.append(top[_nth(labels) < NEAR_KEPT][:limit])
-    return out
 
 
 def _nth(labels: np.ndarray) -> np.ndarray:

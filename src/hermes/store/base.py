@@ -236,6 +236,12 @@ class Searcher(Protocol):
         they are and who said them."""
         ...
 
+    def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
+        """The conversational messages of `scope` at the given (session id, message index)
+        places (score 0, id order); places holding nothing, or a tool turn, are left out.
+        Lets a ranking look at the turns after a hit (a follow-up question, its answer)."""
+        ...
+
     def check_search_index(self) -> SearchIndexHealth:
         """Verify the search index against the stored messages (may read the whole index)."""
         ...

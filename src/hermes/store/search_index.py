@@ -347,6 +347,20 @@ class SearchIndexMixin:
         with self._lock:
             return self._with_meta([(i, 0.0) for i in ids], scope)
 
+    def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
+        """The conversational messages at (session id, index) places of `scope`."""
+        wanted = list(dict.fromkeys((str(s), int(i)) for s, i in places))
+        if not wanted:
+            return []
+        pairs = ",".join("(?, ?)" for _ in wanted)
+        with self._lock:
+            ids = self._conn.execute(
+                "SELECT id FROM messages WHERE scope = ? AND role IN ('user', 'assistant') "
+                f"AND (session_id, idx) IN (VALUES {pairs})",
+                (scope, *(x for place in wanted for x in place)),
+            ).fetchall()
+            return self._with_meta([(int(r[0]), 0.0) for r in ids], scope)
+
     def message_snippets(
         self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
     ) -> dict[int, str]:

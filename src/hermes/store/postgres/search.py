@@ -33,6 +33,12 @@ WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighb
 MAX_CANDIDATES = 5000
 # store.base.only_asks in SQL: a question and nothing else (ends with "?", no "." or "!")
 ONLY_ASKS = "(m.content ~ '[?？][[:space:]]*$' AND m.content !~ '[.!。！]')"
+# where messages found by other means are and who said them (score 0)
+_DESCRIBED = (
+    "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
+    f"md5(m.content), {ONLY_ASKS} "
+    "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
+)
 
 _VECTORS = f"""
 WITH conv AS (
@@ -158,11 +164,21 @@ class PgSearchMixin:
         if not ids:
             return []
         rows = self._db.fetch(
-            "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
-            f"md5(m.content), {ONLY_ASKS} "
-            "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
-            "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
+            _DESCRIBED + "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
             (scope, ids),
+        )
+        return [self._match(r) for r in rows]
+
+    def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
+        """The conversational messages at (session id, index) places of `scope`."""
+        wanted = list(dict.fromkeys((str(s), int(i)) for s, i in places))
+        if not wanted:
+            return []
+        rows = self._db.fetch(
+            _DESCRIBED + "WHERE m.scope = %s AND m.role IN ('user', 'assistant') "
+            "AND (m.session_id, m.idx) IN (SELECT * FROM unnest(%s::text[], %s::int[])) "
+            "ORDER BY m.id",
+            (scope, [p[0] for p in wanted], [p[1] for p in wanted]),
         )
         return [self._match(r) for r in rows]
 
