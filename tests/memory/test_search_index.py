@@ -417,3 +417,37 @@ def test_a_turn_that_only_asks_ranks_below_one_that_tells(store: SQLiteStore) ->
     plain = replace(DEFAULT_CONFIG, question=1.0)
     hits = rank_messages(store, "default", "Where did I move?", config=plain)
     assert hits[0].session_id == "asked"  # by words alone the question matches better
+
+
+def test_the_reply_to_a_follow_up_question_comes_with_its_hit(store: SQLiteStore) -> None:
+    """The teaser matches the question's words; the answer is in the reply to the friend's
+    follow-up question, which shares no word with it."""
+    add(
+        store,
+        "default",
+        "chat",
+        ("user", "I stayed up two nights in a row because of a novel."),
+        ("assistant", "Which one hooked you like that?"),
+        ("user", "'Circe'. I could not put it down."),
+        ("assistant", "Sounds great, enjoy the rest of your week."),
+    )
+    add(
+        store,
+        "default",
+        "told",  # the friend's turn after the hit tells something too: no reply joins
+        ("user", "The library has a novel section now."),
+        ("assistant", "Oh nice! Which branch?"),
+        ("user", "The one by the station, open late on Fridays."),
+    )
+    hits = [
+        (h.session_id, h.index) for h in rank_messages(store, "default", "Which novel kept me up?")
+    ]
+    assert ("chat", 2) in hits[:3]
+    assert hits.index(("chat", 2)) == hits.index(("chat", 0)) + 1  # just below its hit
+    assert ("told", 2) not in hits
+    off = replace(DEFAULT_CONFIG, replies=0)
+    hits = [
+        (h.session_id, h.index)
+        for h in rank_messages(store, "default", "Which novel kept me up?", config=off)
+    ]
+    assert ("chat", 2) not in hits

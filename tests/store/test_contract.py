@@ -296,3 +296,30 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
     assert {m.index: m.asks for m in found} == asks
     described = store.describe_messages("default", [m.message_id for m in found])
     assert [m.asks for m in described] == list(asks.values())
+
+
+def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store) -> None:
+    store.ensure_session("default", "s", source="api")
+    store.append_messages(
+        "default",
+        "s",
+        [
+            NewMessage("user", "I read a novel all night.", name="Ann"),
+            NewMessage("assistant", "Which one?"),
+            NewMessage("assistant", None, tool_calls=[{"id": "c", "type": "function"}]),
+            NewMessage("tool", "done", tool_call_id="c", tool_name="t"),
+            NewMessage("user", "Circe."),
+        ],
+    )
+    store.ensure_session("other", "s", source="api")
+    store.append_messages("other", "s", [NewMessage("user", "not yours")])
+    found = store.messages_at(
+        "default", [("s", 4), ("s", 0), ("s", 1), ("s", 2), ("s", 3), ("s", 9), ("x", 0)]
+    )
+    assert [(m.index, m.role, m.speaker, m.asks) for m in found] == [
+        (0, "user", "Ann", False),
+        (1, "assistant", None, True),
+        (4, "user", None, False),
+    ]
+    assert store.messages_at("default", []) == []
+    assert [m.index for m in store.messages_at("other", [("s", 0), ("s", 1)])] == [0]

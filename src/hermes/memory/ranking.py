@@ -69,9 +69,6 @@ class RankConfig:
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
     speaker_meaning: float = 2.0  # weight of the semantic list of the named speaker's turns
-    supersede: float = 0.6  # question about now: an older statement this alike (cosine)
-    # to a newer one of its speaker goes below it (0: off)
-    supersede_top: int = 10  # ... among this many best candidates
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
 
 
@@ -82,10 +79,6 @@ class NearestLists(Protocol):
 
     def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
         """Messages (given best first) that say again what an earlier one said, mapped to it."""
-        ...
-
-    def same_subject(self, message_ids: Sequence[int], floor: float) -> list[tuple[int, int]]:
-        """Pairs of the messages said by one speaker on one subject (cosine >= floor)."""
         ...
 
 
@@ -194,21 +187,13 @@ def rank_messages(
             speakers=sorted(speakers & query_words(query)) if config.speaker_meaning else (),
         )
         lists = [
-            ([m for m in near.alone if m.score >= config.semantic_floor], config.semantic),
-            (
-                [m for m in near.in_context if m.score >= config.semantic_floor],
-                config.context_weight,
-            ),
-            (
-                [m for m in near.by_speaker if m.score >= config.semantic_floor],
-                config.speaker_meaning,
-            ),
+            (_similar(near.alone, config), config.semantic),
+            (_similar(near.in_context, config), config.context_weight),
+            (_similar(near.by_speaker, config), config.speaker_meaning),
         ]
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period, now)
-    if now and near is not None and config.supersede:
-        ranked = _superseded_last(ranked, near, config)
     if config.replies:
         ranked = _with_replies(store, scope, ranked, config.replies)
     return _diversify(ranked, config)[:limit]
@@ -251,23 +236,9 @@ def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -
     return out
 
 
-def _superseded_last(ranked: list[Ranked], near: NearestLists, config: RankConfig) -> list[Ranked]:
-    """For a question about now: among the best candidates, a statement that a newer one of
-    its speaker on the same subject supersedes moves just below that newer one."""
-    top = ranked[: config.supersede_top]
-    by_id = {r.message_id: r for r in top}
-    pairs = [
-        (x, y) if x.timestamp < y.timestamp else (y, x)
-        for x, y in (
-            (by_id[a], by_id[b])
-            for a, b in near.same_subject([r.message_id for r in top], config.supersede)
-        )
-    ]
-    for old, new in sorted(pairs, key=lambda p: -p[1].timestamp):  # the newest first
-        if old.timestamp < new.timestamp and old.score > new.score:
-            old.score = new.score * 0.999
-    top.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
-    return top + ranked[config.supersede_top :]
+def _similar(found: list[TextMatch], config: RankConfig) -> list[TextMatch]:
+    """The semantic hits similar enough to count as evidence."""
+    return [m for m in found if m.score >= config.semantic_floor]
 
 
 def _repeat_keys(

@@ -100,25 +100,6 @@ class Nearest:
         first = _first_saying(rows, self.matrix)
         return {int(ids[i]): int(ids[f]) for i, f in enumerate(first) if f != i}
 
-    def same_subject(self, message_ids: Sequence[int], floor: float) -> list[tuple[int, int]]:
-        """Pairs of the given messages said by one speaker whose vectors are at least
-        `floor` alike (cosine): statements on one subject, of which the newer may
-        supersede the older. Messages without a vector are left out."""
-        if self.matrix is None or not message_ids:
-            return []
-        ids = np.asarray(message_ids, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.matrix.ids, ids), len(self.matrix.ids) - 1)
-        known = self.matrix.ids[at] == ids
-        rows, ids = at[known], ids[known]
-        if len(rows) < 2:
-            return []
-        vectors = torch.from_numpy(self.matrix.vectors).index_select(0, torch.from_numpy(rows))
-        alike = (vectors.float() @ vectors.float().T).numpy() >= floor
-        speakers = self.matrix.speakers[rows]
-        alike &= speakers[:, None] == speakers[None, :]
-        a, b = np.nonzero(np.triu(alike, 1))
-        return [(int(ids[i]), int(ids[j])) for i, j in zip(a, b, strict=True)]
-
 
 class SemanticIndex:
     """Nearest messages of a scope to a query, by cosine similarity of their embeddings."""

@@ -356,7 +356,7 @@ class SearchIndexMixin:
         with self._lock:
             ids = self._conn.execute(
                 "SELECT id FROM messages WHERE scope = ? AND role IN ('user', 'assistant') "
-                f"AND (session_id, idx) IN (VALUES {pairs})",
+                f"AND coalesce(content, '') <> '' AND (session_id, idx) IN (VALUES {pairs})",
                 (scope, *(x for place in wanted for x in place)),
             ).fetchall()
             return self._with_meta([(int(r[0]), 0.0) for r in ids], scope)

@@ -176,7 +176,7 @@ class PgSearchMixin:
             return []
         rows = self._db.fetch(
             _DESCRIBED + "WHERE m.scope = %s AND m.role IN ('user', 'assistant') "
-            "AND (m.session_id, m.idx) IN (SELECT * FROM unnest(%s::text[], %s::int[])) "
+            "AND coalesce(m.content, '') <> '' AND (m.session_id, m.idx) IN (SELECT * FROM unnest(%s::text[], %s::int[])) "
             "ORDER BY m.id",
             (scope, [p[0] for p in wanted], [p[1] for p in wanted]),
         )

@@ -1,0 +1,98 @@
+"""Ranking rules that need meaning (the embedding model): the named person's own turns
+searched by meaning. The test also shows the rule off loses the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hermes.config.settings import load_settings
+from hermes.memory import embeddings
+from hermes.memory.ranking import DEFAULT_CONFIG, rank_messages
+from hermes.memory.semantic import SemanticIndex, embed_pending
+from hermes.store.base import NewMessage
+from hermes.store.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.semantic
+
+
+@pytest.fixture
+def store(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    s = SQLiteStore(home / "state.db")
+    yield s
+    s.close()
+
+
+def _index(store: SQLiteStore) -> SemanticIndex:
+    embedder = embeddings.load(load_settings())
+    assert embedder is not None
+    embed_pending(store, embedder)
+    return SemanticIndex(store, embedder)
+
+
+def _say(store: SQLiteStore, session: str, turns: list[tuple[str, str]], ts: float) -> None:
+    """A session of (speaker, text) turns, the first speaker as the user."""
+    store.ensure_session("default", session, source="import", started_at=ts)
+    first = turns[0][0]
+    store.append_messages(
+        "default",
+        session,
+        [
+            NewMessage("user" if who == first else "assistant", text, name=who, timestamp=ts + i)
+            for i, (who, text) in enumerate(turns)
+        ],
+    )
+
+
+def _places(hits) -> list[tuple[str, int]]:
+    return [(h.session_id, h.index) for h in hits]
+
+
+def test_the_named_persons_own_turns_are_searched_by_meaning(store: SQLiteStore) -> None:
+    """150 other people say they enrolled in a class, each nearer the question by meaning
+    than Audrey's own words are, so a search over everyone's turns lists them all before
+    hers; her turn shares no word with the question and she says much else, so her name
+    alone does not pick it either. Searching her turns by meaning finds it."""
+    for i in range(150):
+        _say(
+            store,
+            f"o{i:03d}",
+            [
+                (f"Person{i}", f"I enrolled in a class at the college, lesson {i} was fun."),
+                (f"Friend{i}", "Nice, good for you!"),
+            ],
+            ts=1_000_000.0 + i * 100,
+        )
+    chatter = [
+        "The weather finally turned, we had a picnic in the park.",
+        "Work has been hectic, lots of meetings and deadlines.",
+        "My family came over for dinner, it was loud but fun.",
+        "We went hiking along the river, the trail was muddy.",
+    ]
+    for s in range(60):
+        _say(
+            store,
+            f"a{s:02d}",
+            [("Audrey", chatter[s % 4] + f" Day {s}."), ("Andrew", "Ha, sounds like a week.")],
+            ts=2_000_000.0 + s * 100,
+        )
+    answer = "Signed up for watercolour lessons on Monday evenings, ten weeks of painting!"
+    _say(store, "audrey", [("Audrey", answer), ("Andrew", "Ooh, lovely.")], ts=3_000_000.0)
+    index = _index(store)
+    question = "What class did Audrey enroll in?"
+
+    near = index.search("default", "What class did they enroll in?", limit=100, speakers=["audrey"])
+    assert ("audrey", 0) not in _places(near.alone)  # everyone's list: 100 other people
+    assert ("audrey", 0) in _places(near.by_speaker)[:3]
+    assert {m.speaker for m in near.by_speaker} == {"Audrey"}
+
+    hits = rank_messages(store, "default", question, semantic=index)
+    assert ("audrey", 0) in _places(hits)[:3]
+    off = replace(DEFAULT_CONFIG, speaker_meaning=0.0)
+    assert ("audrey", 0) not in _places(
+        rank_messages(store, "default", question, config=off, semantic=index)
+    )
