@@ -354,10 +354,13 @@ class SearchIndexMixin:
             return []
         pairs = ",".join("(?, ?)" for _ in wanted)
         with self._lock:
+            # the places drive the join (CROSS JOIN keeps that order): one index lookup
+            # each; `(session_id, idx) IN (VALUES ...)` would scan the whole scope
             ids = self._conn.execute(
-                "SELECT id FROM messages WHERE scope = ? AND role IN ('user', 'assistant') "
-                f"AND coalesce(content, '') <> '' AND (session_id, idx) IN (VALUES {pairs})",
-                (scope, *(x for place in wanted for x in place)),
+                f"SELECT m.id FROM (VALUES {pairs}) AS p CROSS JOIN messages m "
+                "ON m.scope = ? AND m.session_id = p.column1 AND m.idx = p.column2 "
+                "WHERE m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''",
+                (*(x for place in wanted for x in place), scope),
             ).fetchall()
             return self._with_meta([(int(r[0]), 0.0) for r in ids], scope)
 

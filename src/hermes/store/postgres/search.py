@@ -37,7 +37,6 @@ ONLY_ASKS = "(m.content ~ '[?？][[:space:]]*$' AND m.content !~ '[.!。！]')"
 _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
     f"md5(m.content), {ONLY_ASKS} "
-    "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
 )
 
 _VECTORS = f"""
@@ -164,7 +163,9 @@ class PgSearchMixin:
         if not ids:
             return []
         rows = self._db.fetch(
-            _DESCRIBED + "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
+            _DESCRIBED
+            + "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
+            "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
             (scope, ids),
         )
         return [self._match(r) for r in rows]
@@ -174,11 +175,14 @@ class PgSearchMixin:
         wanted = list(dict.fromkeys((str(s), int(i)) for s, i in places))
         if not wanted:
             return []
+        # the few places drive the join: one index lookup each, never a scan of the scope
         rows = self._db.fetch(
-            _DESCRIBED + "WHERE m.scope = %s AND m.role IN ('user', 'assistant') "
-            "AND coalesce(m.content, '') <> '' AND (m.session_id, m.idx) IN (SELECT * FROM unnest(%s::text[], %s::int[])) "
+            _DESCRIBED + "FROM unnest(%s::text[], %s::int[]) AS p(session_id, idx) "
+            "JOIN messages m ON m.scope = %s AND m.session_id = p.session_id AND m.idx = p.idx "
+            "JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
+            "WHERE m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> '' "
             "ORDER BY m.id",
-            (scope, [p[0] for p in wanted], [p[1] for p in wanted]),
+            ([p[0] for p in wanted], [p[1] for p in wanted], scope),
         )
         return [self._match(r) for r in rows]
 
