@@ -251,6 +251,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  without the named speaker's own list", replace(DEFAULT_CONFIG, speaker_meaning=0.0)),
     ("  replies to follow-ups not brought in", replace(DEFAULT_CONFIG, replies=0)),
     ("  without date awareness", replace(DEFAULT_CONFIG, period=0.0)),
+    ("  semantic lists keep other times too", replace(DEFAULT_CONFIG, period_only=False)),
     ("  no similarity floor", replace(DEFAULT_CONFIG, semantic_floor=-1.0)),
     ("  without neighbouring turns", replace(DEFAULT_CONFIG, view="message")),
     ("  without stopword removal", replace(DEFAULT_CONFIG, stopwords=False)),

@@ -1,10 +1,12 @@
 """Ranking rules that need meaning (the embedding model): the named person's own turns
-searched by meaning. The test also shows the rule off loses the answer."""
+searched by meaning, and a question naming a month answered from that month. Each test
+also shows that with the rule off the answer is lost."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,41 @@ def test_the_named_persons_own_turns_are_searched_by_meaning(store: SQLiteStore)
     assert ("audrey", 0) not in _places(
         rank_messages(store, "default", question, config=off, semantic=index)
     )
+
+
+def test_a_question_naming_a_month_is_answered_from_that_month(store: SQLiteStore) -> None:
+    """ "What was Dave up to in May 2023?" is nearer, by meaning, to Dave asking about the
+    weekend (in any month) than to his news from May; the semantic lists keep only turns
+    from May, so they cannot outvote the month's turns the words found."""
+    asks = [
+        "What are your plans for the weekend?",
+        "So what are you up to this weekend?",
+        "Any plans for the weekend?",
+        "What are you doing this weekend, anything fun?",
+    ]
+    chat = [
+        "Work has been hectic, lots of meetings.",
+        "The weather finally turned, we had a picnic.",
+        "My family came over for dinner, loud but fun.",
+        "We went hiking along the river, the trail was muddy.",
+    ]
+    news = "We signed the lease on an apartment in Austin, moving day is soon."
+    start = datetime(2023, 1, 9, 19, tzinfo=UTC)
+    for i in range(30):
+        day = start + timedelta(days=10 * i)
+        turns = [
+            ("Dave", f"{chat[i % 4]} (week {i})"),
+            ("Calvin", "Ha, same here."),
+            ("Dave", f"{asks[i % 4]} Week {i}?"),
+            ("Calvin", "Not much, resting."),
+        ]
+        if day.month == 5 and i % 2 == 0:
+            turns.insert(2, ("Dave", news))
+        _say(store, f"s{i:02d}", turns, ts=day.timestamp())
+    index = _index(store)
+    question = "What was Dave up to in May 2023?"
+    hits = rank_messages(store, "default", question, semantic=index)
+    assert _places(hits)[0] in {("s12", 2), ("s14", 2)}  # the news from May
+    anytime = replace(DEFAULT_CONFIG, period_only=False)
+    hits = rank_messages(store, "default", question, config=anytime, semantic=index)
+    assert not {("s12", 2), ("s14", 2)} & set(_places(hits)[:5])

@@ -11,7 +11,9 @@ bench/recall.py (its ablation table removes one at a time):
 - recency as a tie-breaker (an updated fact's newer statement wins a tie);
 - speaker awareness: a turn said by the person the question names counts triple (the
   store drops a name that is in too many rows from candidate picking, so it counts here);
-- date awareness: a turn from the day, month or year the question names counts double;
+- date awareness: a turn from the day, month or year the question names counts double,
+  and only such turns count in the semantic lists (by meaning, "what was she up to in
+  May?" is near small talk from every month);
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - at most `per_session` hits per session before other sessions get their turn, and a text
   said again (the same message in several sessions) once before the others: a repeat
@@ -67,6 +69,7 @@ class RankConfig:
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
     context_weight: float = 2.0  # ... and the weight of that ranking in the fusion
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
+    period_only: bool = True  # ... and the semantic lists keep only turns from then
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
     speaker_meaning: float = 2.0  # weight of the semantic list of the named speaker's turns
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
@@ -187,9 +190,9 @@ def rank_messages(
             speakers=sorted(speakers & query_words(query)) if config.speaker_meaning else (),
         )
         lists = [
-            (_similar(near.alone, config), config.semantic),
-            (_similar(near.in_context, config), config.context_weight),
-            (_similar(near.by_speaker, config), config.speaker_meaning),
+            (_similar(near.alone, config, period), config.semantic),
+            (_similar(near.in_context, config, period), config.context_weight),
+            (_similar(near.by_speaker, config, period), config.speaker_meaning),
         ]
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
@@ -236,8 +239,15 @@ def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -
     return out
 
 
-def _similar(found: list[TextMatch], config: RankConfig) -> list[TextMatch]:
-    """The semantic hits similar enough to count as evidence."""
+def _similar(
+    found: list[TextMatch], config: RankConfig, period: tuple[float, float] | None
+) -> list[TextMatch]:
+    """The semantic hits that count as evidence: similar enough, and (when the question
+    names a time and `period_only`) from then. "What was Dave up to in May 2023?" is near,
+    by meaning, to "What are your plans for the weekend?" from any month; by words the
+    question's month finds that month's turns, and these must not be outvoted."""
+    if period is not None and config.period_only:
+        found = [m for m in found if period[0] <= m.timestamp < period[1]]
     return [m for m in found if m.score >= config.semantic_floor]
 
 
