@@ -5,8 +5,11 @@ dates matter). Planted events are said in other words than the later question as
 some split over two turns (a teaser, then the detail after the friend asks), some stated
 with a relative date ("yesterday", "last Tuesday") so only the session's date places them,
 some superseded by a later update (only the newest statement is evidence), and the other
-speaker says similar things about themselves (distractors the question's name rules out).
-Questions refer to the speakers by name and come in five kinds: single (one turn holds the
+speaker says similar things about themselves (distractors the question's name rules out;
+where the asked person voices one about an event they are asked about, it is true of them
+too, so it counts as evidence: "What is Jon allergic to?" has two right answers when Jon
+said both "I react to gluten" and, as Gina's distractor, "I react to shellfish").
+Questions refer to the speakers by name and come in six kinds: single (one turn holds the
 answer), split (the answer sits in the reply after a teaser), temporal (when did it
 happen), update (what is true now), multi (two events of the same person together), period
 (what was someone up to in a named month: any of their news from then).
@@ -329,6 +332,8 @@ class Conversation:
         # something true of its speaker, so where that speaker is asked about that event
         # (without naming its value) it answers the question too
         self._voiced: dict[tuple[int, str], list[tuple[int, str]]] = {}
+        # update questions: (place in _pending, whose, event key, session of the update)
+        self._updates: list[tuple[int, int, str, int]] = []
 
     def chat(self, text: str) -> str:
         """A stock line as said this time (varied, or word for word)."""
@@ -392,8 +397,10 @@ class Conversation:
                     said.append((later, mark))
                 marks[event["key"]] = mark
                 q = event["ask"].format(n=self.names[who], v=value)
-                if kind in ("single", "split"):  # (an update or a date: only this one)
+                if kind in ("single", "split"):  # (a date: only this one)
                     self._about.append((len(self._pending), who, (event["key"],), None))
+                if kind == "update":
+                    self._updates.append((len(self._pending), who, event["key"], later))
                 self._pending.append((Question(q, kind), [f"{mark[0]}#{mark[1]}"]))
                 # the friend says something alike about themselves (a distractor)
                 d = rng.randrange(n)
@@ -423,6 +430,11 @@ class Conversation:
                 for s, ref in voiced:
                     if month is None or self.dates[s].strftime("%B %Y") == month:
                         refs.append(ref)
+        # what is true now: a distractor the person voiced after their update is newer
+        for at, who, key, updated in self._updates:
+            newer = [(s, ref) for s, ref in self._voiced.get((who, key), []) if s > updated]
+            if newer:
+                self._pending[at][1][:] = [max(newer)[1]]
 
     def _ask_period(self, who: int, said: list[tuple[int, tuple[str, int]]]) -> None:
         """A question naming a month, answered by any of the person's news that month (no

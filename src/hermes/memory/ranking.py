@@ -221,7 +221,7 @@ def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -
         score = r.score * 0.999
         known = have.get(reply.message_id)
         if known is None:
-            known = have[reply.message_id] = Ranked(
+            have[reply.message_id] = Ranked(
                 reply.message_id,
                 reply.session_id,
                 reply.index,
@@ -230,8 +230,11 @@ def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -
                 score,
                 reply.text_key,
             )
-        changed |= score > known.score or known.score == score
-        known.score = max(known.score, score)
+        elif known.score < score:
+            known.score = score
+        else:
+            continue
+        changed = True
     if not changed:
         return ranked
     out = list(have.values())
