@@ -60,6 +60,16 @@ class _Matrix:
     codes: dict[str, int]
     names: dict[str, int]
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
+    _newest: np.ndarray | None = None
+
+    def newest_of_each_text(self) -> np.ndarray:
+        """A mask of the rows that are the newest of their text (`texts` key)."""
+        if self._newest is None:
+            _, last = np.unique(self.texts[::-1], return_index=True)
+            mask = np.zeros(len(self.texts), dtype=bool)
+            mask[len(self.texts) - 1 - last] = True
+            self._newest = mask
+        return self._newest
 
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
         """Row of the previous and next message of the same session (-1: none)."""
@@ -160,13 +170,23 @@ class SemanticIndex:
         named = [
             c for k, c in matrix.names.items() if k.startswith("name:") and k[5:].lower() in wanted
         ]
-        if named:
-            scored.append(np.where(np.isin(matrix.speakers, named), alone, -np.inf))
+        theirs = np.isin(matrix.speakers, named) if named else None
+        if theirs is not None:
+            scored.append(np.where(theirs, alone, -np.inf))
+        groups = matrix.texts if distinct else None
+        picks: list[tuple[np.ndarray, np.ndarray | None]] = [(x, groups) for x in scored]
+        if distinct and not codes:
+            # a text said again is the same vector, so by its own similarity all its rows
+            # tie: its newest row stands for it, and one top-k finds distinct texts (picking
+            # the best of each group looked deeper, again and again, among many repeats)
+            once = matrix.newest_of_each_text()
+            picks[0] = (np.where(once, alone, -np.inf), None)
+            if theirs is not None:
+                picks[2] = (np.where(once & theirs, alone, -np.inf), None)
         if distinct and near_copies:
-            tops = _nearest_rows(tuple(scored), matrix, limit)
+            tops = _nearest_rows(picks, matrix, limit)
         else:
-            groups = matrix.texts if distinct else None
-            tops = [_best_rows(scores, groups, limit) for scores in scored]
+            tops = [_best_rows(x, g, limit) for x, g in picks]
         rows = {int(i) for top in tops for i in top}
         found = {
             m.message_id: m
@@ -253,16 +273,18 @@ def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.
         take = min(n, take * 4)
 
 
-def _nearest_rows(lists: tuple[np.ndarray, ...], matrix: _Matrix, limit: int) -> list[np.ndarray]:
+def _nearest_rows(
+    lists: list[tuple[np.ndarray, np.ndarray | None]], matrix: _Matrix, limit: int
+) -> list[np.ndarray]:
     """The `limit` best rows of each list of scores, a text said again listed once (word
     for word) or NEAR_KEPT times (nearly: `_first_saying`). A list whose copies leave it
     short looks deeper, up to DEEPEST rows (one speaker's list is mostly copies)."""
-    n = len(lists[0])
+    n = len(lists[0][0])
     out = []
-    for scores in lists:
+    for scores, groups in lists:
         want = limit * 2
         while True:
-            top = _best_rows(scores, matrix.texts, want)
+            top = _best_rows(scores, groups, want)
             kept = top[_nth(_copy_groups(top, matrix)) < NEAR_KEPT][:limit]
             if len(kept) >= limit or want >= min(n, DEEPEST):
                 break
