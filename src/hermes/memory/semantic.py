@@ -149,7 +149,7 @@ class SemanticIndex:
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
-        query_vector = torch.from_numpy(self.embedder.encode([query])[0]).half()
+        query_vector = torch.from_numpy(self.embedder.encode_query(query)).half()
         # torch, not numpy: numpy's BLAS threads spinning beside torch's own pool (the
         # encoder's) slow both several-fold; torch's pool does the product on every core
         alone = torch.mv(torch.from_numpy(matrix.vectors), query_vector).float().numpy()
