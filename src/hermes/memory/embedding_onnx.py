@@ -146,7 +146,12 @@ class OnnxMiniLM:
             self._session = onnxruntime.InferenceSession(
                 str(path), options, providers=["CPUExecutionProvider"]
             )
-        self._query_session = self._query_graph(onnxruntime, options, path, cache)
+        # a question is a few tokens: one thread runs it faster than waking a second one
+        # (1.2 vs 2.5 ms beside the search's own threads)
+        single = onnxruntime.SessionOptions()
+        single.log_severity_level = 3
+        single.intra_op_num_threads = 1
+        self._query_session = self._query_graph(onnxruntime, single, path, cache)
         self._tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest

@@ -142,12 +142,14 @@ SearchView = Literal["message", "exact", "window", "trigram"]
 SEARCH_VIEWS: tuple[SearchView, ...] = ("message", "exact", "window", "trigram")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TextMatch:
     """One conversational message that matched a query in one view.
 
     `score` is higher-is-better and only comparable within one `match_messages` call (the
     caller fuses views by rank, never by raw score, so backends need not agree on scales).
+    Treat it as a value (`with_score` makes a changed copy). Not frozen: a frozen
+    dataclass's constructor costs ~5x more, and one search builds a thousand or more.
     """
 
     message_id: int
