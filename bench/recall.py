@@ -3,13 +3,15 @@
     .venv/bin/python bench/recall.py            # 10k and 1M stored messages
     .venv/bin/python bench/recall.py --skip-1m  # 10k only (~5 min with embeddings)
 
-Three slices of questions, each with the message(s) that hold the answer:
+Four slices of questions, each with the message(s) that hold the answer:
 - `dialogue` (bench/recall_dialogue.py): conversations between two named friends over
   months, questions of kinds single / split / temporal / update / multi / period, all in one scope;
 - `varied` (10k only): the same kind of conversations, but the small talk and reactions are
   composed from parts, so a turn is rarely said twice word for word (in `dialogue` nearly
   every filler turn is one of ~30 stock lines, which flatters the rule that shows a
   repeated text once; real chat, and most likely the held-out benchmark, is like `varied`);
+- `long` (10k only): `varied`, with most turns saying their point among one or two other
+  sentences, as people write in long chats (a whole turn's embedding is then diluted);
 - `chat` (bench/recall_data.py, the earlier synthetic set): a user and the assistant, one
   scope per persona, kinds direct / spread / updated / assistant. (10k scale only.)
 The 1M scale adds ~990k messages of other people's chat to the dialogue scope (one scope of
@@ -67,6 +69,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 Hits = list[tuple[str, int]]
 DIALOGUE_SCOPE = "bench"
 VARIED_SCOPE = "bench-varied"
+LONG_SCOPE = "bench-long"
 
 
 def hermes(home: Path, *args: str, semantic: bool = True) -> str:
@@ -159,6 +162,11 @@ def build(
         vq = write_dialogues(data / "varied", conversations=10, sessions=32, seed=seed, varied=True)
         slices.append(Slice("varied", [{**q, "user": VARIED_SCOPE} for q in vq]))
         files.append((data / "varied" / "dialogues.jsonl", VARIED_SCOPE))
+        lq = write_dialogues(
+            data / "long", conversations=10, sessions=32, seed=seed, varied=True, long=True
+        )
+        slices.append(Slice("long", [{**q, "user": LONG_SCOPE} for q in lq]))
+        files.append((data / "long" / "dialogues.jsonl", LONG_SCOPE))
         chat = data / "chat"
         write_dataset(chat, personas=10, per_persona=1000, seed=seed)
         cq = [json.loads(line) for line in (chat / "questions.jsonl").open()]
@@ -262,6 +270,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  without per-session cap", replace(DEFAULT_CONFIG, per_session=0)),
     ("  repeated texts not shown once first", replace(DEFAULT_CONFIG, repeats=0)),
     ("  near copies not set aside", replace(DEFAULT_CONFIG, near_copies=False)),
+    ("  sentences not scored on their own", replace(DEFAULT_CONFIG, sentences=0.0)),
     ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
     ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),
@@ -416,10 +425,10 @@ def main() -> None:
         "|--------:|----------|-----------|-----:|------:|------:|------:|------:|-------:|-------:|"
     )
     print("\n".join(rows))
-    print("\nAblations, in-process (dialogue R@1 | R@5 | R@10 | p95 ms, then varied, then chat):")
+    print("\nAblations, in-process (dialogue R@1 | R@5 | R@10 | p95 ms, then varied, long, chat):")
     print(
         "| scale | ranking                                | "
-        + " | ".join(f"{k} R@1 | {k} R@5 | {k} R@10 | {k} p95 " for k in "dvc")
+        + " | ".join(f"{k} R@1 | {k} R@5 | {k} R@10 | {k} p95 " for k in "dvlc")
         + " |"
     )
     print("\n".join(abl))

@@ -314,8 +314,10 @@ class Conversation:
         sessions: int,
         *,
         varied: bool = False,
+        long: bool = False,
     ) -> None:
         self.rng, self.no, self.names, self.varied = rng, no, names, varied
+        self.long = long
         start = datetime(2023, 1, 9, 19, 0, tzinfo=UTC) + timedelta(days=3 * no)
         self.dates = []
         day = start
@@ -341,6 +343,13 @@ class Conversation:
 
     def filler(self) -> str:
         return small_talk(self.rng) if self.varied else self.rng.choice(FILLER)
+
+    def longer(self, text: str) -> str:
+        """A turn as people write them in long chats: the point among other sentences
+        ("Hey! The kids are wild this week. I signed up for a pottery course. How's work?")."""
+        before = self.filler() + " " if self.rng.random() < 0.6 else ""
+        after = " " + self.filler() if self.rng.random() < 0.6 else ""
+        return f"{before}{text}{after}"
 
     def sid(self, s: int) -> str:
         return f"c{self.no:02d}-s{s + 1:02d}"
@@ -468,7 +477,7 @@ class Conversation:
                     {
                         "role": "user" if t.speaker == 0 else "assistant",
                         "name": self.names[t.speaker],
-                        "content": t.text,
+                        "content": self.longer(t.text) if self.long else t.text,
                         "timestamp": (date + timedelta(seconds=40 * i)).timestamp(),
                     }
                 )
@@ -527,15 +536,20 @@ def write_dialogues(
     extra: int = 0,
     seed: int = 11,
     varied: bool = False,
+    long: bool = False,
 ) -> list[dict]:
     """Write <out>/dialogues.jsonl and <out>/filler-*.jsonl; return the questions.
-    `varied`: small talk and reactions are rarely said twice word for word."""
+    `varied`: small talk and reactions are rarely said twice word for word; `long` (with
+    `varied`): most turns say their point among one or two other sentences, as in long
+    chats, where a whole turn's embedding is diluted by the rest."""
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     questions: list[dict] = []
     with (out / "dialogues.jsonl").open("w", encoding="utf-8") as fh:
         for no in range(conversations):
-            convo = Conversation(rng, no, PAIRS[no % len(PAIRS)], sessions, varied=varied)
+            convo = Conversation(
+                rng, no, PAIRS[no % len(PAIRS)], sessions, varied=varied, long=long
+            )
             convo.build(events_per_person=8)
             for session in convo.sessions():
                 fh.write(json.dumps(session) + "\n")

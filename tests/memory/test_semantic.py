@@ -307,3 +307,56 @@ def test_a_line_said_again_in_other_words_does_not_crowd_out_the_answer(tmp_path
     assert copies == {near.alone[1].message_id: near.alone[0].message_id}
     assert near.same_as([10**9]) == {}  # no vector for it (yet): no copy of anything
     store.close()
+
+
+def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypatch):
+    """A long turn says its point among other sentences; its whole embedding is diluted
+    (0.16 to the question, below three unrelated turns at 0.17), its sentence is not
+    (0.28). A message counts by its best sentence too, so the turn comes first."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    long_turn = (
+        "The kids had a school project about animals, the house is full of glue. "
+        "I finally signed up for a pottery course at the community centre, first one is "
+        "Monday! Anyway, how is your week going so far?"
+    )
+    near_misses = [
+        "School starts next week, we still need to buy notebooks and pencils.",
+        "I finally finished the report for my manager, what a relief.",
+        "Did you sign the kids up for anything this summer? Ours are bored already.",
+    ]
+    lines = [_session(f"n{i}", [text, FILLER[i]]) for i, text in enumerate(near_misses)]
+    lines.append(_session("long", [FILLER[4], FILLER[5], long_turn], start=1.6e9))
+    data = tmp_path / "history.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    assert run_cli("sessions", "import", str(data)).returncode == 0
+    assert _hits(QUESTION)[0] == ("long", 2)
+
+    from hermes.memory.semantic import SemanticIndex
+
+    store = SQLiteStore(load_settings().home / "state.db")
+    embedder = embeddings.load(load_settings())
+    assert embedder is not None
+    assert store.vectors is not None
+    stored = {sid: vec for _, sid, vec, _ in store.vectors.load(embedder.name, "default")}
+    assert len(stored["long"]) == 2 * 384 * 4  # the whole text and its three sentences
+    index = SemanticIndex(store, embedder)
+    first = index.search("default", QUESTION, limit=4).alone[0]
+    assert (first.session_id, first.index) == ("long", 2)
+    whole_only = index.search("default", QUESTION, limit=4, sentences=0.0).alone
+    assert ("long", 2) not in [(m.session_id, m.index) for m in whole_only[:3]]
+    store.close()
+
+
+def test_a_message_is_split_into_the_sentences_that_say_something() -> None:
+    from hermes.memory.semantic import parts
+
+    assert parts("I finally signed up for a pottery course at the centre.") == []
+    assert parts("Haha, yes! Totally.") == []
+    assert parts("Hey! The kids are wild this week, glue everywhere. I signed up for a "
+                 "pottery course. How's work?") == [
+        "The kids are wild this week, glue everywhere.",
+        "I signed up for a pottery course.",
+    ]  # fmt: skip
+    assert parts("陶芸教室に申し込みました、月曜日から。よろしく。") == [
+        "陶芸教室に申し込みました、月曜日から。"
+    ]

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes.memory.embeddings import DIMENSIONS
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -121,6 +123,7 @@ class OnnxMiniLM:
     """Texts to unit-length float32 vectors with ONNX Runtime (thread-safe, no lock)."""
 
     runtime = "onnxruntime"
+    dimensions = DIMENSIONS
 
     def __init__(self, name: str, cache: Path) -> None:
         import onnxruntime  # type: ignore[import-untyped]

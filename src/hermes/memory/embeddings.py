@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSIONS = 384  # of that model's vectors
 MAX_CHARS = 2000  # the model reads 256 word pieces; longer text only costs time
 EXTRA_HINT = "pip install 'hermes-agent-server[embeddings]'"
 
@@ -36,6 +37,7 @@ class Embedder(Protocol):
     """Texts to unit-length float32 vectors; `name` tags the vectors it makes."""
 
     name: str
+    dimensions: int
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -55,6 +57,7 @@ class MiniLM:
     """all-MiniLM-L6-v2 by sentence-transformers (PyTorch): the fallback runtime."""
 
     name = MODEL_NAME
+    dimensions = DIMENSIONS
     runtime = "sentence-transformers"
 
     def __init__(self) -> None:

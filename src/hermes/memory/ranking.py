@@ -22,7 +22,8 @@ bench/recall.py (its ablation table removes one at a time):
 - with the `embeddings` extra, the nearest messages by meaning (semantic.py) fused with
   the lexical candidates by reciprocal rank before the priors above apply; the question is
   embedded with the names of the scope's speakers made pronouns (the speaker prior covers
-  who; the embedding should match what happened).
+  who; the embedding should match what happened); a long message counts by its best
+  sentence too, a little below its whole text (its point among other sentences).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class RankConfig:
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
     speaker_meaning: float = 2.0  # weight of the semantic list of the named speaker's turns
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
+    sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
 
 
 class NearestLists(Protocol):
@@ -99,6 +101,7 @@ class SemanticSearch(Protocol):
         distinct: bool = True,
         near_copies: bool = True,
         speakers: Sequence[str] = (),
+        sentences: float = 0.9,
     ) -> NearestLists: ...
 
 
@@ -188,6 +191,7 @@ def rank_messages(
             distinct=config.repeats > 0,
             near_copies=config.near_copies,
             speakers=sorted(speakers & query_words(query)) if config.speaker_meaning else (),
+            sentences=config.sentences,
         )
         lists = [
             (_similar(near.alone, config, period), config.semantic),

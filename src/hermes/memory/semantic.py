@@ -12,6 +12,7 @@ The ranking (ranking.py) fuses these hits with the lexical ones by rank.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import weakref
@@ -41,10 +42,37 @@ NEAR_KEPT = 2  # near copies a semantic list keeps: two alike facts ("I twisted 
 # "I twisted my ankle") may both be the answer; the third and later copies go
 DEEPEST = 400  # rows a semantic list looks through for near copies, at most
 BATCH = 512  # texts per model call: longer batches sort by length and pad less
+PART_WORDS = 6  # a shorter sentence ("It's been a week.") gets no vector of its own
+PART_CHARS = 12  # ... nor one of fewer characters in a script without spaces (Japanese)
+MAX_PARTS = 8  # sentences of one message embedded on their own, at most
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
+    """A message's vectors as stored: its whole text's, then its sentences' (`parts`)."""
     return vector.astype(np.float16).tobytes()
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+def parts(text: str) -> list[str]:
+    """The sentences of a message that get vectors of their own besides the whole text's.
+
+    A long turn says its point among other sentences ("Hey! The kids are wild this week. I
+    signed up for a pottery course. How's work?"); its whole embedding is the average of
+    all of them, and a question about the course meets it at half the similarity of the
+    sentence alone (0.45 -> 0.22 with MiniLM). A message scores the best of its vectors.
+    None for a message of one sentence: its whole vector is that sentence's."""
+    sentences = [s for s in _SENTENCE_END.split(text[: embeddings.MAX_CHARS].strip()) if s]
+    if len(sentences) < 2:
+        return []
+    return [s for s in sentences if _says_enough(s)][:MAX_PARTS]
+
+
+def _says_enough(sentence: str) -> bool:
+    """PART_WORDS words, or (a script written without spaces) PART_CHARS characters."""
+    words = sentence.split()
+    return len(words) >= PART_WORDS or (len(words) == 1 and len(sentence) >= PART_CHARS)
 
 
 @dataclass
@@ -59,8 +87,24 @@ class _Matrix:
     loaded_at: float
     codes: dict[str, int]
     names: dict[str, int]
+    # the sentences' vectors of messages that have them (`parts`), and the row of each
+    # one's message (ascending: a message's sentences are neighbours)
+    parts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float16))
+    part_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
     _newest: np.ndarray | None = None
+
+    def similarity(self, query: torch.Tensor, weight: float) -> np.ndarray:
+        """Each message's cosine similarity to `query`: the best of its whole text's and
+        `weight` times its sentences' (0: the whole text's only)."""
+        alone = torch.mv(torch.from_numpy(self.vectors), query).float().numpy()
+        if len(self.part_rows) and weight > 0:
+            by_part = torch.mv(torch.from_numpy(self.parts), query).float().numpy()
+            starts = np.flatnonzero(np.r_[True, self.part_rows[1:] != self.part_rows[:-1]])
+            owners = self.part_rows[starts]
+            best = np.maximum.reduceat(by_part, starts) * weight
+            alone[owners] = np.maximum(alone[owners], best)
+        return alone
 
     def newest_of_each_text(self) -> np.ndarray:
         """A mask of the rows that are the newest of their text (`texts` key)."""
@@ -140,19 +184,22 @@ class SemanticIndex:
         distinct: bool = True,
         near_copies: bool = True,
         speakers: Sequence[str] = (),
+        sentences: float = 0.9,
     ) -> Nearest:
-        """The `limit` messages of `scope` nearest to `query`, best first (score = cosine;
-        in context: plus `context` times the best neighbour's). `distinct`: a text said
+        """The `limit` messages of `scope` nearest to `query`, best first (score = cosine,
+        of the whole text or `sentences` times that of its best sentence (`parts`); in
+        context: plus `context` times the best neighbour's). `distinct`: a text said
         many times (the same vector, the same speaker) is listed once, by its best-scoring
         message, so a common phrase cannot fill the list; with `near_copies`, a text said
-        again in nearly the same words is listed at most NEAR_KEPT times too."""
+        again in nearly the same words is listed at most NEAR_KEPT times too. `speakers`:
+        a third list of only their turns."""
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
         query_vector = torch.from_numpy(self.embedder.encode_query(query)).half()
         # torch, not numpy: numpy's BLAS threads spinning beside torch's own pool (the
         # encoder's) slow both several-fold; torch's pool does the product on every core
-        alone = torch.mv(torch.from_numpy(matrix.vectors), query_vector).float().numpy()
+        alone = matrix.similarity(query_vector, sentences)
         prev, nxt = matrix.neighbours()
         around = np.maximum(
             np.where(prev >= 0, alone[prev], -1.0), np.where(nxt >= 0, alone[nxt], -1.0)
@@ -235,24 +282,36 @@ class SemanticIndex:
         speakers = np.fromiter(
             (names.setdefault(r[3], len(names)) for r in rows), dtype=np.int64, count=len(rows)
         )
-        if rows:
-            new = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float16)
-            new = new.reshape(len(rows), -1).copy()  # writable: torch shares its memory
-        else:
-            new = np.zeros((0, 0), dtype=np.float16)
+        size = 2 * self.embedder.dimensions  # bytes of one float16 vector
+        new = np.frombuffer(b"".join(r[2][:size] for r in rows), dtype=np.float16)
+        new = new.reshape(len(rows), self.embedder.dimensions).copy()  # writable for torch
+        extra = [(n, r[2][size:]) for n, r in enumerate(rows) if len(r[2]) > size]
+        parts = np.frombuffer(b"".join(b for _, b in extra), dtype=np.float16)
+        parts = parts.reshape(-1, self.embedder.dimensions).copy()
+        part_rows = np.repeat(
+            np.fromiter((n for n, _ in extra), dtype=np.int64, count=len(extra)),
+            [len(b) // size for _, b in extra],
+        ).astype(np.int64)
         if cached is not None and len(cached.ids):
+            part_rows = np.concatenate([cached.part_rows, part_rows + len(cached.ids)])
+            parts = np.concatenate([cached.parts.reshape(-1, new.shape[1]), parts])
             ids = np.concatenate([cached.ids, ids])
             sessions = np.concatenate([cached.sessions, sessions])
             texts = np.concatenate([cached.texts, texts])
             speakers = np.concatenate([cached.speakers, speakers])
             new = np.concatenate([cached.vectors, new]) if len(rows) else cached.vectors
         if len(ids) > self.max_vectors:  # the newest messages are kept
-            keep = slice(len(ids) - self.max_vectors, None)
+            cut = len(ids) - self.max_vectors
+            keep = slice(cut, None)
             ids, sessions, texts, new = ids[keep], sessions[keep], texts[keep], new[keep]
             speakers = speakers[keep]
+            kept_parts = part_rows >= cut
+            parts, part_rows = parts[kept_parts], part_rows[kept_parts] - cut
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
-        return _Matrix(ids, sessions, texts, speakers, new, last, loaded_at, codes, names)
+        return _Matrix(
+            ids, sessions, texts, speakers, new, last, loaded_at, codes, names, parts, part_rows
+        )
 
 
 def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.ndarray:
@@ -349,10 +408,15 @@ def embed_pending(
         rows = vectors.pending(embedder.name, scope=scope, after_id=after_id, limit=size)
         if not rows:
             break
-        encoded = embedder.encode([text for _, _, text in rows])
+        pieces = [[text, *parts(text)] for _, _, text in rows]
+        encoded = embedder.encode([piece for said in pieces for piece in said])
+        ends = np.cumsum([len(said) for said in pieces]).tolist()
         vectors.put(
             embedder.name,
-            [(mid, sc, to_bytes(v)) for (mid, sc, _), v in zip(rows, encoded, strict=True)],
+            [
+                (mid, sc, to_bytes(encoded[end - len(said) : end]))
+                for (mid, sc, _), said, end in zip(rows, pieces, ends, strict=True)
+            ],
         )
         after_id = rows[-1][0]
         done += len(rows)
