@@ -15,6 +15,7 @@ from hermes.config.settings import load_settings
 from hermes.memory import embeddings
 from hermes.memory.indexer import SemanticIndexer
 from hermes.memory.search import session_search
+from hermes.memory.semantic import SemanticIndex
 from hermes.services import Services
 from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore
@@ -63,6 +64,21 @@ def _hits(query: str, *args: str) -> list[tuple[str, int]]:
     r = run_cli("sessions", "search", query, "--json", *args)
     assert r.returncode == 0, r.stderr
     return [(h["session_id"], h["message_index"]) for h in json.loads(r.stdout)["hits"]]
+
+
+def _import(tmp_path: Path, lines: list[str]) -> None:
+    data = tmp_path / "history.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    r = run_cli("sessions", "import", str(data))
+    assert r.returncode == 0, r.stderr
+
+
+def _index() -> tuple[SQLiteStore, SemanticIndex]:
+    """The store of this test's home and a semantic index over it (close the store)."""
+    store = SQLiteStore(load_settings().home / "state.db")
+    embedder = embeddings.load(load_settings())
+    assert embedder is not None
+    return store, SemanticIndex(store, embedder)
 
 
 def test_a_paraphrased_question_finds_the_turn_words_cannot(history, monkeypatch):
@@ -241,19 +257,12 @@ def test_a_phrase_said_in_every_session_does_not_crowd_out_the_answer(tmp_path, 
     answer = "We saw Coldplay live two days ago, the energy in the crowd was amazing."
     lines = [_session(f"s{i:03d}", [repeated, FILLER[i % 8]]) for i in range(150)]
     lines.append(_session("gig", [FILLER[0], FILLER[1], answer, FILLER[2]]))
-    data = tmp_path / "history.jsonl"
-    data.write_text("\n".join(lines) + "\n")
-    assert run_cli("sessions", "import", str(data)).returncode == 0
+    _import(tmp_path, lines)
     hits = _hits("When did I go to the concert?")
     assert ("gig", 2) in hits[:2]
     assert sum(1 for sid, i in hits if sid.startswith("s") and i == 0) == 1
     # the index itself: the live session's turns left out, the rest still listed in full
-    from hermes.memory.semantic import SemanticIndex
-
-    store = SQLiteStore(load_settings().home / "state.db")
-    embedder = embeddings.load(load_settings())
-    assert embedder is not None
-    index = SemanticIndex(store, embedder)
+    store, index = _index()
     near = index.search(
         "default", "When did I go to the concert?", limit=5, exclude_sessions=["gig"]
     )
@@ -285,16 +294,10 @@ def test_a_line_said_again_in_other_words_does_not_crowd_out_the_answer(tmp_path
     said = [o + line + c for o in openers for c in closers]  # fmt: skip
     lines = [_session(f"v{i:02d}", [text, FILLER[i % 8]]) for i, text in enumerate(said)]
     lines.append(_session("planted", [FILLER[0], FILLER[1], PLANTED, FILLER[3]], start=1.6e9))
-    data = tmp_path / "history.jsonl"
-    data.write_text("\n".join(lines) + "\n")
-    assert run_cli("sessions", "import", str(data)).returncode == 0
+    _import(tmp_path, lines)
     assert _hits(QUESTION)[0] == ("planted", 2)
-    from hermes.memory.semantic import SemanticIndex
-
-    store = SQLiteStore(load_settings().home / "state.db")
-    embedder = embeddings.load(load_settings())
-    assert embedder is not None
-    near = SemanticIndex(store, embedder).search("default", QUESTION, limit=5)
+    store, index = _index()
+    near = index.search("default", QUESTION, limit=5)
     texts = [
         store.connection.execute(
             "SELECT content FROM messages WHERE id = ?", (m.message_id,)
@@ -326,24 +329,24 @@ def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypa
     ]
     lines = [_session(f"n{i}", [text, FILLER[i]]) for i, text in enumerate(near_misses)]
     lines.append(_session("long", [FILLER[4], FILLER[5], long_turn], start=1.6e9))
-    data = tmp_path / "history.jsonl"
-    data.write_text("\n".join(lines) + "\n")
-    assert run_cli("sessions", "import", str(data)).returncode == 0
+    _import(tmp_path, lines)
     assert _hits(QUESTION)[0] == ("long", 2)
 
-    from hermes.memory.semantic import SemanticIndex
-
-    store = SQLiteStore(load_settings().home / "state.db")
-    embedder = embeddings.load(load_settings())
-    assert embedder is not None
+    store, index = _index()
     assert store.vectors is not None
-    stored = {sid: vec for _, sid, vec, _ in store.vectors.load(embedder.name, "default")}
+    stored = {sid: v for _, sid, v, _ in store.vectors.load(embeddings.MODEL_NAME, "default")}
     assert len(stored["long"]) == 2 * 384 * 4  # the whole text and its three sentences
-    index = SemanticIndex(store, embedder)
     first = index.search("default", QUESTION, limit=4).alone[0]
     assert (first.session_id, first.index) == ("long", 2)
     whole_only = index.search("default", QUESTION, limit=4, sentences=0.0).alone
     assert ("long", 2) not in [(m.session_id, m.index) for m in whole_only[:3]]
+    # sentences count against the same cap as messages: the newest ones are kept
+    small = SemanticIndex(store, index.embedder, max_vectors=2)
+    assert small.search("default", QUESTION, limit=4).alone[0].session_id == "long"
+    matrix = small._matrix("default")
+    assert matrix is not None
+    assert len(matrix.ids) == 2 and len(matrix.parts) == 2
+    assert list(matrix.part_rows) == [1, 1]  # two of the long turn's three sentences
     store.close()
 
 

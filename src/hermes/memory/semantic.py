@@ -307,6 +307,9 @@ class SemanticIndex:
             speakers = speakers[keep]
             kept_parts = part_rows >= cut
             parts, part_rows = parts[kept_parts], part_rows[kept_parts] - cut
+        if len(part_rows) > self.max_vectors:  # memory and search time at most doubled:
+            # the oldest messages' sentences go first (their whole texts stay)
+            parts, part_rows = parts[-self.max_vectors :], part_rows[-self.max_vectors :]
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
         return _Matrix(
