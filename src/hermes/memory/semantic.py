@@ -285,7 +285,11 @@ class SemanticIndex:
         size = 2 * self.embedder.dimensions  # bytes of one float16 vector
         new = np.frombuffer(b"".join(r[2][:size] for r in rows), dtype=np.float16)
         new = new.reshape(len(rows), self.embedder.dimensions).copy()  # writable for torch
-        extra = [(n, r[2][size:]) for n, r in enumerate(rows) if len(r[2]) > size]
+        extra = [
+            (n, r[2][size:])
+            for n, r in enumerate(rows)
+            if len(r[2]) > size and not len(r[2]) % size
+        ]
         parts = np.frombuffer(b"".join(b for _, b in extra), dtype=np.float16)
         parts = parts.reshape(-1, self.embedder.dimensions).copy()
         part_rows = np.repeat(
