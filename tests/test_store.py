@@ -247,3 +247,34 @@ def test_common_words_do_not_pick_candidates(
     hits = store.match_messages("default", ["hello", "zebra"], view="message")
     assert sorted(h.index for h in hits) == [8, 9]  # "hello"-only rows left out
     assert len(store.match_messages("default", ["hello"], view="message")) == 9  # all common
+
+
+def test_a_word_found_common_is_not_counted_again_for_a_while(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a common word's rows walks COMMON_ROWS of them: the verdict is kept (for
+    COMMON_TTL_S), a rare word's is not (it may become common as messages arrive)."""
+    import hermes.store.search_index as index
+
+    monkeypatch.setattr(index, "COMMON_ROWS", 3)
+    store.ensure_session("default", "s", source="cli")
+    texts = [f"hello number {i}" for i in range(8)] + ["zebra", "hello zebra"]
+    store.append_messages("default", "s", [NewMessage("user", t) for t in texts])
+    counts: list[str] = []
+
+    def counted(sql: str) -> None:
+        if sql.startswith("SELECT COUNT(*) FROM (SELECT rowid"):
+            counts.append(sql)
+
+    store.connection.set_trace_callback(counted)
+    first = store.match_messages("default", ["hello", "zebra"], view="message")
+    assert len(counts) == 2  # both words counted
+    counts.clear()
+    again = store.match_messages("default", ["hello", "zebra"], view="message")
+    assert [h.index for h in again] == [h.index for h in first]
+    assert len(counts) == 1 and "zebra" in counts[0]  # "hello" known to be common
+    counts.clear()
+    monkeypatch.setattr(index, "COMMON_TTL_S", 0.0)
+    store.match_messages("default", ["hello", "zebra"], view="message")
+    store.connection.set_trace_callback(None)
+    assert len(counts) == 2  # expired: counted again

@@ -40,6 +40,8 @@ UNRANKED_ROWS = 1000  # rows holding every (common) word, up to this many, are r
 COMMON_ROWS = 3000  # a word in more rows of the scope than this does not pick candidates
 DOMINANT_SHARE = 0.5  # a scope with this share of all messages is searched without its tag
 SHARE_TTL_S = 60.0
+COMMON_TTL_S = 300.0  # how long a word found in more than COMMON_ROWS rows counts as common
+COMMON_KEPT = 10_000  # common words remembered per store, at most
 # the characters the trigram view's GLOB selects (search_schema._UNSEGMENTED), for Python
 UNSEGMENTED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 SNIPPET_TOKENS = 24
@@ -301,9 +303,18 @@ class SearchIndexMixin:
         speaker's name, "work") would make BM25 score every one of them while it barely
         ranks; the ranking above the store weighs speakers itself. All common: []."""
         table, _, _ = _plan(view, scope, terms[:1])
+        # a word found common stays so for a while: counting its rows walks COMMON_ROWS of
+        # them (~0.3 ms each time a name or "work" is asked about); a rare one is recounted
+        common: dict[tuple[str, str, bool, int, str], float] = self.__dict__.setdefault(
+            "_common_words", {}
+        )
+        now = time.monotonic()
         rare = []
         with self._lock:
             for term in terms:
+                key = (table, scope, tagged, COMMON_ROWS, term)
+                if now - common.get(key, -COMMON_TTL_S) < COMMON_TTL_S:
+                    continue
                 match = _plan(view, scope, [term])[2]
                 match = match if tagged else _untagged(match)
                 rows = self._conn.execute(
@@ -313,6 +324,10 @@ class SearchIndexMixin:
                 ).fetchone()[0]
                 if rows <= COMMON_ROWS:
                     rare.append(term)
+                else:
+                    if len(common) >= COMMON_KEPT:
+                        common.clear()
+                    common[key] = now
         return rare
 
     def _ranked_ids(
