@@ -2,6 +2,7 @@ import sqlite3
 import threading
 from contextlib import closing
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -234,16 +235,22 @@ def test_damaged_search_index_is_reported_and_rebuilt(store: SQLiteStore) -> Non
     assert [m.index for m in store.match_messages("default", ["kettle"], view="exact")] == [0]
 
 
-def test_common_words_do_not_pick_candidates(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A word found in very many rows does not make BM25 score them all: rarer words pick."""
+def _hello_in_nine_rows(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """ "hello" in 9 rows (common: over COMMON_ROWS = 3), "zebra" in 2; the index module."""
     import hermes.store.search_index as index
 
     monkeypatch.setattr(index, "COMMON_ROWS", 3)
     store.ensure_session("default", "s", source="cli")
     texts = [f"hello number {i}" for i in range(8)] + ["zebra", "hello zebra"]
     store.append_messages("default", "s", [NewMessage("user", t) for t in texts])
+    return index
+
+
+def test_common_words_do_not_pick_candidates(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word found in very many rows does not make BM25 score them all: rarer words pick."""
+    _hello_in_nine_rows(store, monkeypatch)
     hits = store.match_messages("default", ["hello", "zebra"], view="message")
     assert sorted(h.index for h in hits) == [8, 9]  # "hello"-only rows left out
     assert len(store.match_messages("default", ["hello"], view="message")) == 9  # all common
@@ -254,12 +261,7 @@ def test_a_word_found_common_is_not_counted_again_for_a_while(
 ) -> None:
     """Counting a common word's rows walks COMMON_ROWS of them: the verdict is kept (for
     COMMON_TTL_S), a rare word's is not (it may become common as messages arrive)."""
-    import hermes.store.search_index as index
-
-    monkeypatch.setattr(index, "COMMON_ROWS", 3)
-    store.ensure_session("default", "s", source="cli")
-    texts = [f"hello number {i}" for i in range(8)] + ["zebra", "hello zebra"]
-    store.append_messages("default", "s", [NewMessage("user", t) for t in texts])
+    index = _hello_in_nine_rows(store, monkeypatch)
     counts: list[str] = []
 
     def counted(sql: str) -> None:
