@@ -36,6 +36,16 @@ FILLER = [
     "The neighbours are renovating again, so much noise.",
 ]
 QUESTION = "which class did I enroll in"  # shares no content word with PLANTED
+LONG_TURN = (  # PLANTED said among other sentences
+    "The kids had a school project about animals, the house is full of glue. "
+    "I finally signed up for a pottery course at the community centre, first one is "
+    "Monday! Anyway, how is your week going so far?"
+)
+NEAR_MISSES = [  # closer to QUESTION than LONG_TURN's whole text is
+    "School starts next week, we still need to buy notebooks and pencils.",
+    "I finally finished the report for my manager, what a relief.",
+    "Did you sign the kids up for anything this summer? Ours are bored already.",
+]
 
 
 def _session(sid: str, texts: list[str], start: float = 1_700_000_000) -> str:
@@ -317,18 +327,8 @@ def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypa
     (0.16 to the question, below three unrelated turns at 0.17), its sentence is not
     (0.28). A message counts by its best sentence too, so the turn comes first."""
     monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
-    long_turn = (
-        "The kids had a school project about animals, the house is full of glue. "
-        "I finally signed up for a pottery course at the community centre, first one is "
-        "Monday! Anyway, how is your week going so far?"
-    )
-    near_misses = [
-        "School starts next week, we still need to buy notebooks and pencils.",
-        "I finally finished the report for my manager, what a relief.",
-        "Did you sign the kids up for anything this summer? Ours are bored already.",
-    ]
-    lines = [_session(f"n{i}", [text, FILLER[i]]) for i, text in enumerate(near_misses)]
-    lines.append(_session("long", [FILLER[4], FILLER[5], long_turn], start=1.6e9))
+    lines = [_session(f"n{i}", [text, FILLER[i]]) for i, text in enumerate(NEAR_MISSES)]
+    lines.append(_session("long", [FILLER[4], FILLER[5], LONG_TURN], start=1.6e9))
     _import(tmp_path, lines)
     assert _hits(QUESTION)[0] == ("long", 2)
 
@@ -347,6 +347,35 @@ def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypa
     assert matrix is not None
     assert len(matrix.ids) == 2 and len(matrix.parts) == 2
     assert list(matrix.part_rows) == [1, 1]  # two of the long turn's three sentences
+    store.close()
+
+
+def test_reindex_gives_older_long_messages_their_sentence_vectors(tmp_path, monkeypatch):
+    """A store embedded before sentence vectors existed holds one vector per message;
+    `hermes sessions reindex` adds the sentences' (encoding only them), after which the
+    long turn is found by its sentence as if it had been embedded today."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    lines = [_session(f"n{i}", [text, FILLER[i]]) for i, text in enumerate(NEAR_MISSES)]
+    lines.append(_session("long", [FILLER[4], FILLER[5], LONG_TURN], start=1.6e9))
+    _import(tmp_path, lines)
+    store = SQLiteStore(load_settings().home / "state.db")
+    one = 2 * 384
+    with store.connection:  # as an older Hermes stored them: the whole text's vector only
+        store.connection.execute("UPDATE message_vectors SET vec = substr(vec, 1, ?)", (one,))
+    assert _hits(QUESTION)[0] != ("long", 2)
+
+    r = run_cli("sessions", "reindex")
+    assert r.returncode == 0, r.stderr
+    assert "embedded the sentences of 3 older long messages on their own" in r.stdout
+    blobs = dict(
+        store.connection.execute(
+            "SELECT m.content, v.vec FROM message_vectors v JOIN messages m USING (id)"
+        ).fetchall()
+    )
+    assert len(blobs[LONG_TURN]) == 4 * one and len(blobs[FILLER[4]]) == one
+    assert _hits(QUESTION)[0] == ("long", 2)
+    again = run_cli("sessions", "reindex")  # nothing left to do: nothing said
+    assert again.returncode == 0 and "sentences" not in again.stdout
     store.close()
 
 

@@ -77,3 +77,24 @@ def test_vectors_leave_with_their_session_and_skip_deleted_messages(store: Store
     assert vectors.count(MODEL, "alice") == 0
     vectors.put(MODEL, [(mid, scope, b"x")])  # embedded while it was being deleted
     assert vectors.count(MODEL, "alice") == 0
+
+
+def test_whole_only_finds_messages_stored_with_one_vector(store: Store) -> None:
+    """Messages embedded before sentence vectors hold one vector of `size` bytes; the
+    re-embedding pass walks them by cursor, one scope or all."""
+    vectors = store.vectors
+    assert vectors is not None
+    _fill(store, "alice", "a1", ["one", "two", "three"])
+    _fill(store, "bob", "b1", ["four"])
+    (one, two, three, four) = vectors.pending(MODEL)
+    vectors.put(MODEL, [(one[0], "alice", b"ab"), (two[0], "alice", b"abcd")])
+    vectors.put(MODEL, [(three[0], "alice", b"cd"), (four[0], "bob", b"ef")])
+    found = vectors.whole_only(MODEL, 2)
+    assert [(mid, scope, text, vec) for mid, scope, text, vec in found] == [
+        (one[0], "alice", "one", b"ab"),
+        (three[0], "alice", "three", b"cd"),
+        (four[0], "bob", "four", b"ef"),
+    ]
+    assert [r[2] for r in vectors.whole_only(MODEL, 2, scope="bob")] == ["four"]
+    assert [r[2] for r in vectors.whole_only(MODEL, 2, after_id=one[0], limit=1)] == ["three"]
+    assert vectors.whole_only("another-model", 2) == []

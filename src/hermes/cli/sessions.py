@@ -63,6 +63,26 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
     return done
 
 
+def _embed_sentences(settings: Settings, store: Store) -> int:
+    """Give messages embedded before sentences got vectors of their own their sentences'
+    vectors (`semantic.embed_sentences`); how many were given some (0: semantic search off)."""
+    from hermes.memory import embeddings
+
+    try:
+        if store.vectors is None or not embeddings.enabled(settings):
+            return 0
+        embedder = embeddings.load(settings)
+    except embeddings.EmbeddingsUnavailableError as exc:
+        fail(str(exc), 1)
+    if embedder is None:
+        return 0
+    from hermes.memory.semantic import embed_sentences
+
+    with progress("looking for long messages embedded as one vector") as advance:
+        _, upgraded = embed_sentences(store, embedder, progress=advance)
+    return upgraded
+
+
 def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M") if ts else "-"
 
@@ -291,6 +311,7 @@ def reindex_cmd(
             rows = store.rebuild_search_index()
         after = store.check_search_index()
         embedded = _embed(settings, store, None) if after.ok else 0
+        sentences = _embed_sentences(settings, store) if after.ok else 0
     finally:
         store.close()
     if not after.ok:
@@ -299,6 +320,8 @@ def reindex_cmd(
     typer.echo(f"search index rebuilt ({rows:,} messages indexed; it {before})")
     if embedded:
         typer.echo(f"embedded {embedded:,} messages for semantic search")
+    if sentences:
+        typer.echo(f"embedded the sentences of {sentences:,} older long messages on their own")
 
 
 @app.command("delete")

@@ -4,7 +4,8 @@ A question rarely repeats the words of its answer ("what class did she enroll in
 "I signed up for a pottery course"); sentence embeddings find such turns where words do
 not. The store keeps one vector per conversational message (`Store.vectors`); this module
 fills missing vectors (`embed_pending`: at import, on `hermes sessions reindex`, and in the
-background of `hermes serve`) and answers nearest-neighbour queries from a per-process
+background of `hermes serve`; `embed_sentences` on reindex gives messages embedded before
+sentence vectors existed theirs) and answers nearest-neighbour queries from a per-process
 cache of each scope's matrix (exact dot products: a scope of 100k messages is ~10 ms).
 The ranking (ranking.py) fuses these hits with the lexical ones by rank.
 """
@@ -430,6 +431,41 @@ def embed_pending(
         if progress is not None:
             progress(len(rows))
     return done, after_id
+
+
+def embed_sentences(
+    store: Store,
+    embedder: Embedder,
+    *,
+    scope: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Give messages embedded before sentences got vectors of their own (one whole-text
+    vector) their sentences' vectors, after the whole text's they keep; (messages looked
+    at, messages given sentence vectors). Only the sentences are encoded."""
+    vectors = store.vectors
+    if vectors is None:
+        return 0, 0
+    size = 2 * embedder.dimensions  # bytes of one float16 vector
+    seen = upgraded = after_id = 0
+    while rows := vectors.whole_only(embedder.name, size, scope=scope, after_id=after_id):
+        split = [(row, said) for row in rows if (said := parts(row[2]))]
+        if split:
+            encoded = embedder.encode([s for _, said in split for s in said])
+            ends = np.cumsum([len(said) for _, said in split]).tolist()
+            vectors.put(
+                embedder.name,
+                [
+                    (mid, sc, whole + to_bytes(encoded[end - len(said) : end]))
+                    for ((mid, sc, _, whole), said), end in zip(split, ends, strict=True)
+                ],
+            )
+        after_id = rows[-1][0]
+        seen += len(rows)
+        upgraded += len(split)
+        if progress is not None:
+            progress(len(rows))
+    return seen, upgraded
 
 
 _indexes: weakref.WeakKeyDictionary[Store, SemanticIndex] = weakref.WeakKeyDictionary()

@@ -269,6 +269,20 @@ class VectorStore(Protocol):
 
     def count_pending(self, model: str, *, scope: str | None = None) -> int: ...
 
+    def whole_only(
+        self,
+        model: str,
+        size: int,
+        *,
+        scope: str | None = None,
+        after_id: int = 0,
+        limit: int = 256,
+    ) -> list[tuple[int, str, str, bytes]]:
+        """(message id, scope, text, vector) of messages whose vector of `model` is `size`
+        bytes long (one vector: embedded before sentences got vectors of their own), by
+        id, after `after_id`."""
+        ...
+
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
         """Store (message id, scope, vector); ids of messages deleted meanwhile are skipped."""
         ...

@@ -73,6 +73,29 @@ class SQLiteVectorStore:
             ).fetchone()
         return int(row[0])
 
+    def whole_only(
+        self,
+        model: str,
+        size: int,
+        *,
+        scope: str | None = None,
+        after_id: int = 0,
+        limit: int = 256,
+    ) -> list[tuple[int, str, str, bytes]]:
+        where = " AND v.scope = ?" if scope is not None else ""
+        params: tuple[object, ...] = (model, size, after_id) + (
+            (scope,) if scope is not None else ()
+        )
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT m.id, m.scope, {_SPOKEN}, v.vec FROM message_vectors v "
+                f"JOIN messages m ON m.id = v.id "
+                f"WHERE v.model = ? AND length(v.vec) = ? AND v.id > ?{where} "
+                f"ORDER BY v.id LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [(int(r[0]), r[1], r[2], bytes(r[3])) for r in rows]
+
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
         """Store (message id, scope, vector bytes); a message deleted meanwhile is skipped."""
         if not rows:

@@ -71,6 +71,28 @@ class PgVectorStore:
         )
         return int(rows[0][0])
 
+    def whole_only(
+        self,
+        model: str,
+        size: int,
+        *,
+        scope: str | None = None,
+        after_id: int = 0,
+        limit: int = 256,
+    ) -> list[tuple[int, str, str, bytes]]:
+        where = " AND v.scope = %s" if scope is not None else ""
+        params: tuple[object, ...] = (model, size, after_id) + (
+            (scope,) if scope is not None else ()
+        )
+        rows = self._db.fetch(
+            f"SELECT m.id, m.scope, {_SPOKEN}, v.vec FROM message_vectors v "
+            f"JOIN messages m ON m.id = v.id "
+            f"WHERE v.model = %s AND octet_length(v.vec) = %s AND v.id > %s{where} "
+            f"ORDER BY v.id LIMIT %s",
+            (*params, limit),
+        )
+        return [(int(r[0]), r[1], r[2], bytes(r[3])) for r in rows]
+
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
         if not rows:
             return
