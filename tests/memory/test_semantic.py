@@ -350,6 +350,43 @@ def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypa
     store.close()
 
 
+def test_a_line_said_again_amid_other_small_talk_does_not_crowd_out_the_answer(
+    tmp_path, monkeypatch
+):
+    """One line repeated in many long turns, each time among other sentences, is one line
+    said again: the turns' whole texts differ, but the sentence that scores is the same, so
+    its copies take two places in each semantic list and the answer keeps one."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    line = "A friend invited me to a concert next month, I might go."
+    around = [
+        "Work has been hectic, lots of meetings and deadlines.",
+        "The weather turned cold so fast this week, I need a new coat.",
+        "My car needs new tyres before winter, it's always something.",
+        "We had pizza on Friday and the kids loved every bite of it.",
+        "I'm reading a thriller at night and I can't put it down.",
+        "The neighbours are renovating again, there is so much noise.",
+        "I've been trying to cook more at home, made a curry last night.",
+        "We're redoing the garden this year, there is lots of planning.",
+    ]
+    lines = [
+        _session(f"s{i}", [f"{around[i]} {line} {around[-1 - i]}", FILLER[i]], start=1.6e9 + i)
+        for i in range(8)
+    ]
+    answer = (
+        "The kids have a school project about animals, glue everywhere. We saw Coldplay live "
+        "yesterday, the energy in the crowd was amazing. How has your week been so far?"
+    )
+    lines.insert(3, _session("answer", [FILLER[6], answer, FILLER[7]], start=1.5e9))
+    _import(tmp_path, lines)
+    question = "When did I go to the concert?"
+    assert ("answer", 1) in _hits(question)  # the eight copies took all ten places before
+
+    store, index = _index()
+    alone = [(m.session_id, m.index) for m in index.search("default", question, limit=5).alone]
+    assert alone[2] == ("answer", 1) and all(sid.startswith("s") for sid, _ in alone[:2])
+    store.close()
+
+
 def test_reindex_gives_older_long_messages_their_sentence_vectors(tmp_path, monkeypatch):
     """A store embedded before sentence vectors existed holds one vector per message;
     `hermes sessions reindex` adds the sentences' (encoding only them), after which the

@@ -95,17 +95,17 @@ class _Matrix:
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
     _newest: np.ndarray | None = None
 
-    def similarity(self, query: torch.Tensor, weight: float) -> np.ndarray:
+    def similarity(self, query: torch.Tensor, weight: float) -> _Scores:
         """Each message's cosine similarity to `query`: the best of its whole text's and
         `weight` times its sentences' (0: the whole text's only)."""
         alone = torch.mv(torch.from_numpy(self.vectors), query).float().numpy()
+        by_part = None
         if len(self.part_rows) and weight > 0:
-            by_part = torch.mv(torch.from_numpy(self.parts), query).float().numpy()
+            by_part = torch.mv(torch.from_numpy(self.parts), query).float().numpy() * weight
             starts = np.flatnonzero(np.r_[True, self.part_rows[1:] != self.part_rows[:-1]])
             owners = self.part_rows[starts]
-            best = np.maximum.reduceat(by_part, starts) * weight
-            alone[owners] = np.maximum(alone[owners], best)
-        return alone
+            alone[owners] = np.maximum(alone[owners], np.maximum.reduceat(by_part, starts))
+        return _Scores(self, alone, by_part)
 
     def newest_of_each_text(self) -> np.ndarray:
         """A mask of the rows that are the newest of their text (`texts` key)."""
@@ -130,29 +130,68 @@ class _Matrix:
 
 
 @dataclass
+class _Scores:
+    """A query's similarity to each row of a matrix, and what each row said that scored:
+    the sentence that carried its score, or its whole text."""
+
+    matrix: _Matrix
+    alone: np.ndarray  # per row, the best of whole text and weighted sentence
+    by_part: np.ndarray | None  # per sentence vector, its weighted similarity
+
+    def said(self, rows: np.ndarray) -> torch.Tensor:
+        """The vectors `rows` scored by (float32): a sentence's when it carried the row's
+        score, else the whole text's. "A friend invited me to a concert, I might go." said
+        amid other small talk in many turns is one line said again, not many texts."""
+        m = self.matrix
+        vectors = torch.from_numpy(m.vectors).index_select(0, torch.from_numpy(rows)).float()
+        if self.by_part is None or not len(rows):
+            return vectors
+        starts = np.searchsorted(m.part_rows, rows, side="left")
+        counts = np.searchsorted(m.part_rows, rows, side="right") - starts
+        has = np.flatnonzero(counts)
+        if not len(has):
+            return vectors
+        counts, starts = counts[has], starts[has]
+        offsets = np.cumsum(counts) - counts
+        at = np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()))
+        values = self.by_part[at]
+        best = np.maximum.reduceat(values, offsets)
+        won = values == np.repeat(best, counts)
+        segment = np.repeat(np.arange(len(has)), counts)
+        _, first = np.unique(segment[won], return_index=True)
+        winner = at[np.flatnonzero(won)[first]]
+        carried = best >= self.alone[rows[has]]  # the sentence, not the whole, scored
+        if carried.any():
+            picked = torch.from_numpy(m.parts[winner[carried]]).float()
+            vectors[torch.from_numpy(has[carried])] = picked
+        return vectors
+
+
+@dataclass
 class Nearest:
     """Messages nearest to a query: by their own text, and by their text with the
     neighbouring turns' similarity added (an answer split over a teaser and its reply)."""
 
     alone: list[TextMatch]
     in_context: list[TextMatch]
-    matrix: _Matrix | None = None
+    scores: _Scores | None = None
     by_speaker: list[TextMatch] = field(default_factory=list)
 
     def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
         """For messages given best first: each one that says again what an earlier one
         said (same speaker, cosine >= NEAR_COPY) mapped to that earlier one. Messages
         without a vector in the index are left out."""
-        if self.matrix is None or not message_ids:
+        if self.scores is None or not message_ids:
             return {}
+        matrix = self.scores.matrix
         ids = np.asarray(message_ids, dtype=np.int64)
-        at = np.searchsorted(self.matrix.ids, ids)
-        at = np.minimum(at, len(self.matrix.ids) - 1)
-        known = self.matrix.ids[at] == ids
+        at = np.searchsorted(matrix.ids, ids)
+        at = np.minimum(at, len(matrix.ids) - 1)
+        known = matrix.ids[at] == ids
         rows, ids = at[known], ids[known]
         if not len(rows):
             return {}
-        first = _first_saying(rows, self.matrix)
+        first = _first_saying(rows, self.scores)
         return {int(ids[i]): int(ids[f]) for i, f in enumerate(first) if f != i}
 
 
@@ -200,7 +239,8 @@ class SemanticIndex:
         query_vector = torch.from_numpy(self.embedder.encode_query(query)).half()
         # torch, not numpy: numpy's BLAS threads spinning beside torch's own pool (the
         # encoder's) slow both several-fold; torch's pool does the product on every core
-        alone = matrix.similarity(query_vector, sentences)
+        similarity = matrix.similarity(query_vector, sentences)
+        alone = similarity.alone
         prev, nxt = matrix.neighbours()
         around = np.maximum(
             np.where(prev >= 0, alone[prev], -1.0), np.where(nxt >= 0, alone[nxt], -1.0)
@@ -232,7 +272,7 @@ class SemanticIndex:
             if theirs is not None:
                 picks[2] = (np.where(once & theirs, alone, -np.inf), None)
         if distinct and near_copies:
-            tops = _nearest_rows(picks, matrix, limit)
+            tops = _nearest_rows(picks, similarity, limit)
         else:
             tops = [_best_rows(x, g, limit) for x, g in picks]
         rows = np.unique(np.concatenate(tops)) if tops else np.zeros(0, dtype=np.int64)
@@ -250,7 +290,7 @@ class SemanticIndex:
             ]
             lists.append(ranked)
         by_speaker = lists[2] if len(lists) > 2 else []
-        return Nearest(alone=lists[0], in_context=lists[1], matrix=matrix, by_speaker=by_speaker)
+        return Nearest(lists[0], lists[1], scores=similarity, by_speaker=by_speaker)
 
     def _matrix(self, scope: str) -> _Matrix | None:
         vectors = self.store.vectors
@@ -342,7 +382,7 @@ def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.
 
 
 def _nearest_rows(
-    lists: list[tuple[np.ndarray, np.ndarray | None]], matrix: _Matrix, limit: int
+    lists: list[tuple[np.ndarray, np.ndarray | None]], similarity: _Scores, limit: int
 ) -> list[np.ndarray]:
     """The `limit` best rows of each list of scores, a text said again listed once (word
     for word) or NEAR_KEPT times (nearly: `_first_saying`). A list whose copies leave it
@@ -353,7 +393,7 @@ def _nearest_rows(
         want = limit * 2
         while True:
             top = _best_rows(scores, groups, want)
-            kept = top[_nth(_copy_groups(top, matrix)) < NEAR_KEPT][:limit]
+            kept = top[_nth(_copy_groups(top, similarity)) < NEAR_KEPT][:limit]
             if len(kept) >= limit or want >= min(n, DEEPEST):
                 break
             want = min(n, DEEPEST, want * 2)
@@ -361,10 +401,10 @@ def _nearest_rows(
     return out
 
 
-def _copy_groups(rows: np.ndarray, matrix: _Matrix) -> np.ndarray:
+def _copy_groups(rows: np.ndarray, scores: _Scores) -> np.ndarray:
     """A label per row (best first): the position of the first row of its group of near
     copies (a copy of a copy belongs to the first one's group)."""
-    root = _first_saying(rows, matrix)
+    root = _first_saying(rows, scores)
     while True:
         up = root[root]
         if np.array_equal(up, root):
@@ -383,12 +423,13 @@ def _nth(labels: np.ndarray) -> np.ndarray:
     return nth
 
 
-def _first_saying(rows: np.ndarray, matrix: _Matrix) -> np.ndarray:
+def _first_saying(rows: np.ndarray, scores: _Scores) -> np.ndarray:
     """For `rows` best first: the position of the first row of the same speaker whose
-    vector is within NEAR_COPY of each one's (its own position when none is before it)."""
-    vectors = torch.from_numpy(matrix.vectors).index_select(0, torch.from_numpy(rows)).float()
+    vector (`_Scores.said`) is within NEAR_COPY of each one's (its own position when none
+    is before it)."""
+    vectors = scores.said(rows)
     near = (vectors @ vectors.T).numpy() >= NEAR_COPY
-    speakers = matrix.speakers[rows]
+    speakers = scores.matrix.speakers[rows]
     near &= speakers[:, None] == speakers[None, :]
     np.fill_diagonal(near, True)
     return near.argmax(axis=1)
