@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hermes.memory.ranking import DEFAULT_CONFIG, query_terms, rank_messages
 from hermes.memory.search import search_hits
@@ -392,6 +394,34 @@ def test_row_scores_count_forms_of_a_word_as_the_stemmed_index_does() -> None:
         "study": ["studied"],
         "paint": ["painter"],
     }
+
+
+_WORDISH = st.text(alphabet="workgpaintdé_ \n,'-", max_size=40)
+
+
+@given(
+    rows=st.lists(st.tuples(_WORDISH, st.sampled_from(["", "jon", "work"])), max_size=6),
+    terms=st.lists(st.sampled_from(["work", "go", "paint", "jon", "é"]), min_size=1, max_size=3),
+)
+def test_row_scores_score_each_row_as_scoring_it_alone_would(rows, terms) -> None:
+    """All rows are scanned at once (one pass per word over their joined texts): each
+    row's score must be what counting the forms in that row alone gives."""
+    from hermes.store.row_scores import K1, B, Weights, bm25_rows, form_pattern
+
+    weights = Weights()
+    lengths = [len(text.split()) for text, _ in rows]
+    average = max(sum(lengths) / len(lengths), 1.0) if rows else 1.0
+    alone = []
+    for (text, speaker), length in zip(rows, lengths, strict=True):
+        norm = K1 * (1 - B + B * length / average)
+        score = 0.0
+        for term in terms:
+            count = weights.body * len(form_pattern(term).findall(text))
+            count += weights.speaker if term in speaker.split() else 0.0
+            count = count or weights.elsewhere
+            score += count * (K1 + 1) / (count + norm)
+        alone.append(score)
+    assert bm25_rows(rows, terms, weights) == alone
 
 
 def test_a_question_about_now_favours_the_newer_statement(store: SQLiteStore) -> None:

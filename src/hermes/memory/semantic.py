@@ -94,6 +94,7 @@ class _Matrix:
     part_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
     _newest: np.ndarray | None = None
+    _part_groups: tuple[np.ndarray, np.ndarray] | None = None
 
     def similarity(self, query: torch.Tensor, weight: float) -> _Scores:
         """Each message's cosine similarity to `query`: the best of its whole text's and
@@ -102,10 +103,17 @@ class _Matrix:
         by_part = None
         if len(self.part_rows) and weight > 0:
             by_part = torch.mv(torch.from_numpy(self.parts), query).float().numpy() * weight
-            starts = np.flatnonzero(np.r_[True, self.part_rows[1:] != self.part_rows[:-1]])
-            owners = self.part_rows[starts]
+            starts, owners = self.part_groups()
             alone[owners] = np.maximum(alone[owners], np.maximum.reduceat(by_part, starts))
         return _Scores(self, alone, by_part)
+
+    def part_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each message's run of sentence vectors starts, and that message's row."""
+        if self._part_groups is None:
+            rows = self.part_rows
+            starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
+            self._part_groups = (starts, rows[starts])
+        return self._part_groups
 
     def newest_of_each_text(self) -> np.ndarray:
         """A mask of the rows that are the newest of their text (`texts` key)."""
