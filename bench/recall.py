@@ -271,6 +271,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  repeated texts not shown once first", replace(DEFAULT_CONFIG, repeats=0)),
     ("  near copies not set aside", replace(DEFAULT_CONFIG, near_copies=False)),
     ("  sentences not scored on their own", replace(DEFAULT_CONFIG, sentences=0.0)),
+    ("  near copies by whole texts only", replace(DEFAULT_CONFIG, sentence_copies=False)),
     ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
     ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),

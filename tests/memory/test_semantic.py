@@ -384,6 +384,8 @@ def test_a_line_said_again_amid_other_small_talk_does_not_crowd_out_the_answer(
     store, index = _index()
     alone = [(m.session_id, m.index) for m in index.search("default", question, limit=5).alone]
     assert alone[2] == ("answer", 1) and all(sid.startswith("s") for sid, _ in alone[:2])
+    by_whole_texts = index.search("default", question, limit=5, sentence_copies=False).alone
+    assert all(m.session_id.startswith("s") for m in by_whole_texts)  # eight "different" texts
     store.close()
 
 

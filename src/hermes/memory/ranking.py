@@ -75,6 +75,7 @@ class RankConfig:
     speaker_meaning: float = 2.0  # weight of the semantic list of the named speaker's turns
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
     sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
+    sentence_copies: bool = True  # near copies compared by what scored (a sentence or all)
 
 
 class NearestLists(Protocol):
@@ -102,6 +103,7 @@ class SemanticSearch(Protocol):
         near_copies: bool = True,
         speakers: Sequence[str] = (),
         sentences: float = 0.9,
+        sentence_copies: bool = True,
     ) -> NearestLists: ...
 
 
@@ -192,6 +194,7 @@ def rank_messages(
             near_copies=config.near_copies,
             speakers=sorted(speakers & query_words(query)) if config.speaker_meaning else (),
             sentences=config.sentences,
+            sentence_copies=config.sentence_copies,
         )
         lists = [
             (_similar(near.alone, config, period), config.semantic),

@@ -233,6 +233,7 @@ class SemanticIndex:
         near_copies: bool = True,
         speakers: Sequence[str] = (),
         sentences: float = 0.9,
+        sentence_copies: bool = True,
     ) -> Nearest:
         """The `limit` messages of `scope` nearest to `query`, best first (score = cosine,
         of the whole text or `sentences` times that of its best sentence (`parts`); in
@@ -240,7 +241,9 @@ class SemanticIndex:
         many times (the same vector, the same speaker) is listed once, by its best-scoring
         message, so a common phrase cannot fill the list; with `near_copies`, a text said
         again in nearly the same words is listed at most NEAR_KEPT times too. `speakers`:
-        a third list of only their turns."""
+        a third list of only their turns. `sentence_copies`: near copies are compared by
+        what scored (the best sentence, when it carried a message's score), else by whole
+        texts."""
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
@@ -248,6 +251,8 @@ class SemanticIndex:
         # torch, not numpy: numpy's BLAS threads spinning beside torch's own pool (the
         # encoder's) slow both several-fold; torch's pool does the product on every core
         similarity = matrix.similarity(query_vector, sentences)
+        if not sentence_copies:
+            similarity.by_part = None
         alone = similarity.alone
         prev, nxt = matrix.neighbours()
         around = np.maximum(
