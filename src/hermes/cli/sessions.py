@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,6 +17,9 @@ from hermes.config.settings import Settings
 from hermes.runtime import open_store
 from hermes.store.base import Store
 from hermes.store.transfer import ImportFormatError, export_sessions, import_sessions, parse_jsonl
+
+if TYPE_CHECKING:
+    from hermes.memory.embeddings import Embedder
 
 app = typer.Typer(
     help="List, show, search, export and import stored conversations.", no_args_is_help=True
@@ -33,31 +38,48 @@ def _semantic_or_exit(settings: Settings) -> None:
         fail(str(exc), 1)
 
 
-def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | None = None) -> int:
-    """Give messages without a vector one (semantic search), with a progress bar; 0 when
-    semantic search is off. More than `most` pending: none, and a hint on stderr."""
+def _embedder(
+    settings: Settings, store: Store, worth_it: Callable[[], bool] | None = None
+) -> Embedder | None:
+    """The embedding model, or None when semantic search is off for this store (or
+    `worth_it()` says there is nothing to do); exits saying why when it is on but cannot
+    load."""
     from hermes.memory import embeddings
 
     try:
         if store.vectors is None or not embeddings.enabled(settings):
-            return 0
+            return None
+        if worth_it is not None and not worth_it():
+            return None
+        return embeddings.load(settings)
+    except embeddings.EmbeddingsUnavailableError as exc:
+        fail(str(exc), 1)
+
+
+def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | None = None) -> int:
+    """Give messages without a vector one (semantic search), with a progress bar; 0 when
+    semantic search is off. More than `most` pending: none, and a hint on stderr."""
+    from hermes.memory import embeddings
+    from hermes.memory.semantic import embed_pending
+
+    pending = 0
+
+    def worth_it() -> bool:
+        nonlocal pending
+        assert store.vectors is not None
         pending = store.vectors.count_pending(embeddings.MODEL_NAME, scope=scope)
-        if not pending:
-            return 0
         if most is not None and pending > most:
             typer.echo(
                 f"note: {pending:,} messages are not in the semantic index yet; "
                 "`hermes sessions reindex` adds them (searching by words meanwhile)",
                 err=True,
             )
-            return 0
-        embedder = embeddings.load(settings)
-    except embeddings.EmbeddingsUnavailableError as exc:
-        fail(str(exc), 1)
+            return False
+        return pending > 0
+
+    embedder = _embedder(settings, store, worth_it)
     if embedder is None:
         return 0
-    from hermes.memory.semantic import embed_pending
-
     with progress("embedding messages for semantic search", pending) as advance:
         done, _ = embed_pending(store, embedder, scope=scope, progress=advance)
     return done
@@ -66,18 +88,11 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
 def _embed_sentences(settings: Settings, store: Store) -> int:
     """Give messages embedded before sentences got vectors of their own their sentences'
     vectors (`semantic.embed_sentences`); how many were given some (0: semantic search off)."""
-    from hermes.memory import embeddings
-
-    try:
-        if store.vectors is None or not embeddings.enabled(settings):
-            return 0
-        embedder = embeddings.load(settings)
-    except embeddings.EmbeddingsUnavailableError as exc:
-        fail(str(exc), 1)
-    if embedder is None:
-        return 0
     from hermes.memory.semantic import embed_sentences
 
+    embedder = _embedder(settings, store)
+    if embedder is None:
+        return 0
     with progress("looking for long messages embedded as one vector") as advance:
         _, upgraded = embed_sentences(store, embedder, progress=advance)
     return upgraded
