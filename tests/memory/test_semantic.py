@@ -109,6 +109,12 @@ def test_search_embeds_what_was_stored_without_vectors(history, monkeypatch):
     assert store.vectors is not None
     assert store.vectors.count(embeddings.MODEL_NAME, "default") == 0
     store.close()
+    # more missing than a search embeds first: it searches by words and says what to run
+    monkeypatch.setattr("hermes.cli.sessions.SEARCH_EMBED_MAX", 10)
+    r = run_cli("sessions", "search", QUESTION, "--json")
+    assert r.returncode == 0 and "`hermes sessions reindex` adds them" in r.stderr
+    assert "36 messages are not in the semantic index yet" in r.stderr
+    monkeypatch.setattr("hermes.cli.sessions.SEARCH_EMBED_MAX", 20_000)
     assert _hits(QUESTION)[0] == ("planted", 2)
     store = SQLiteStore(load_settings().home / "state.db")
     assert store.vectors is not None
