@@ -145,6 +145,7 @@ class _Scores:
     matrix: _Matrix
     alone: np.ndarray  # per row, the best of whole text and weighted sentence
     by_part: np.ndarray | None  # per sentence vector, its weighted similarity
+    _sentence: np.ndarray | None = None
 
     def said(self, rows: np.ndarray) -> torch.Tensor:
         """The vectors `rows` scored by (float32): a sentence's when it carried the row's
@@ -154,25 +155,39 @@ class _Scores:
         vectors = torch.from_numpy(m.vectors).index_select(0, torch.from_numpy(rows)).float()
         if self.by_part is None or not len(rows):
             return vectors
-        starts = np.searchsorted(m.part_rows, rows, side="left")
-        counts = np.searchsorted(m.part_rows, rows, side="right") - starts
+        if self._sentence is None:  # per row: the sentence that scored it, -1 none, -2 unknown
+            self._sentence = np.full(len(self.alone), -2, dtype=np.int64)
+        unknown = rows[self._sentence[rows] == -2]
+        if len(unknown):
+            self._sentence[unknown] = self._scoring_sentence(unknown)
+        sentence = self._sentence[rows]
+        by_sentence = np.flatnonzero(sentence >= 0)
+        if len(by_sentence):
+            picked = torch.from_numpy(m.parts[sentence[by_sentence]]).float()
+            vectors[torch.from_numpy(by_sentence)] = picked
+        return vectors
+
+    def _scoring_sentence(self, rows: np.ndarray) -> np.ndarray:
+        """For each row, the sentence vector that carried its score (-1: its whole text)."""
+        assert self.by_part is not None
+        part_rows = self.matrix.part_rows
+        starts = np.searchsorted(part_rows, rows, side="left")
+        counts = np.searchsorted(part_rows, rows, side="right") - starts
+        out = np.full(len(rows), -1, dtype=np.int64)
         has = np.flatnonzero(counts)
         if not len(has):
-            return vectors
+            return out
         counts, starts = counts[has], starts[has]
         offsets = np.cumsum(counts) - counts
         at = np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()))
         values = self.by_part[at]
         best = np.maximum.reduceat(values, offsets)
-        won = values == np.repeat(best, counts)
-        segment = np.repeat(np.arange(len(has)), counts)
-        _, first = np.unique(segment[won], return_index=True)
-        winner = at[np.flatnonzero(won)[first]]
         carried = best >= self.alone[rows[has]]  # the sentence, not the whole, scored
         if carried.any():
-            picked = torch.from_numpy(m.parts[winner[carried]]).float()
-            vectors[torch.from_numpy(has[carried])] = picked
-        return vectors
+            won = values == np.repeat(best, counts)  # the first sentence at its run's best
+            first = np.minimum.reduceat(np.where(won, at, len(self.by_part)), offsets)
+            out[has[carried]] = first[carried]
+        return out
 
 
 @dataclass
