@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall.py            # 10k and 1M stored messages
     .venv/bin/python bench/recall.py --skip-1m  # 10k only (~5 min with embeddings)
+    .venv/bin/python bench/recall.py --per-conversation  # each conversation its own scope
 
 Four slices of questions, each with the message(s) that hold the answer:
 - `dialogue` (bench/recall_dialogue.py): conversations between two named friends over
@@ -17,7 +18,9 @@ Four slices of questions, each with the message(s) that hold the answer:
 The 1M scale adds ~990k messages of other people's chat to the dialogue scope (one scope of
 1M messages: the latency goal). Data is imported with `hermes sessions import` and searched
 with `hermes sessions search --batch --json` (real subprocesses, the path a user or the
-held-out benchmark takes); recall@k = share of questions with an evidence message
+held-out benchmark takes; --per-conversation imports each conversation of the dialogue
+slices into a scope of its own, ~900 messages, as a benchmark that keeps them apart would);
+recall@k = share of questions with an evidence message
 (session id, message index) among the top k hits; latency = the `took_ms` each result line
 reports. The ablation table reruns the dialogue and chat questions in-process with one
 ranking idea changed at a time. Data lives in a temporary directory unless --workdir/--keep.
@@ -150,23 +153,50 @@ class Slice:
         return users
 
 
+def by_conversation(path: Path, scope: str) -> list[tuple[Path, str]]:
+    """A dialogues file split into one file per conversation (session ids "c03-s12"), each
+    to be imported into a scope of its own ("<scope>-c03")."""
+    conversations: dict[str, list[str]] = {}
+    for line in path.open(encoding="utf-8"):
+        conversations.setdefault(json.loads(line)["id"].split("-")[0], []).append(line)
+    files = []
+    for name, lines in sorted(conversations.items()):
+        part = path.with_name(f"{path.stem}-{name}.jsonl")
+        part.write_text("".join(lines), encoding="utf-8")
+        files.append((part, f"{scope}-{name}"))
+    return files
+
+
+def dialogue_slice(
+    name: str, questions: list[dict], path: Path, scope: str, apart: bool
+) -> tuple[Slice, list[tuple[Path, str]]]:
+    """A slice of dialogue questions and the files to import for it: all conversations in
+    one scope, or (`apart`) each in a scope of its own, searched in its own scope."""
+    if not apart:
+        return Slice(name, [{**q, "user": scope} for q in questions]), [(path, scope)]
+    asked = [{**q, "user": f"{scope}-{q['evidence'][0][0].split('-')[0]}"} for q in questions]
+    return Slice(name, asked), by_conversation(path, scope)
+
+
 def build(
-    root: Path, extra: int, with_chat: bool, seed: int
-) -> tuple[Path, list[Slice], int, float]:
+    root: Path, extra: int, with_chat: bool, seed: int, apart: bool = False
+) -> tuple[Path, list[Slice], int, float, int]:
     data, home = root / "data", root / "home"
     qs = write_dialogues(data, conversations=10, sessions=32, extra=extra, seed=seed)
-    slices = [Slice("dialogue", [{**q, "user": DIALOGUE_SCOPE} for q in qs])]
-    files = [(data / "dialogues.jsonl", DIALOGUE_SCOPE)]
+    first, files = dialogue_slice("dialogue", qs, data / "dialogues.jsonl", DIALOGUE_SCOPE, apart)
+    slices = [first]
     files += [(f, DIALOGUE_SCOPE) for f in sorted(data.glob("filler-*.jsonl"))]
     if with_chat:  # (10k) the same conversations with small talk rarely said twice
         vq = write_dialogues(data / "varied", conversations=10, sessions=32, seed=seed, varied=True)
-        slices.append(Slice("varied", [{**q, "user": VARIED_SCOPE} for q in vq]))
-        files.append((data / "varied" / "dialogues.jsonl", VARIED_SCOPE))
         lq = write_dialogues(
             data / "long", conversations=10, sessions=32, seed=seed, varied=True, long=True
         )
-        slices.append(Slice("long", [{**q, "user": LONG_SCOPE} for q in lq]))
-        files.append((data / "long" / "dialogues.jsonl", LONG_SCOPE))
+        for name, questions, scope in (("varied", vq, VARIED_SCOPE), ("long", lq, LONG_SCOPE)):
+            path = data / name / "dialogues.jsonl"
+            more, paths = dialogue_slice(name, questions, path, scope, apart)
+            slices.append(more)
+            files += paths
+    if with_chat and not apart:  # (one scope per persona already)
         chat = data / "chat"
         write_dataset(chat, personas=10, per_persona=1000, seed=seed)
         cq = [json.loads(line) for line in (chat / "questions.jsonl").open()]
@@ -345,9 +375,11 @@ def semantic_latency(home: Path, questions: list[dict]) -> str:
 
 
 def run_scale(
-    label: str, root: Path, extra: int, seed: int, ablate: bool, embed: bool
+    label: str, root: Path, extra: int, seed: int, ablate: bool, embed: bool, apart: bool = False
 ) -> tuple[list[str], list[str]]:
-    home, slices, total, import_s, files = build(root, extra, with_chat=not extra, seed=seed)
+    home, slices, total, import_s, files = build(
+        root, extra, with_chat=not extra, seed=seed, apart=apart
+    )
     print(
         f"[{label}] {total:,} messages imported by {files} `hermes sessions import` runs in "
         f"{import_s:.1f}s: {total / import_s:,.0f} msg/s, process start-ups included",
@@ -395,6 +427,11 @@ def main() -> None:
         "--embed-1m", action="store_true", help="embed the 1M scale too (most of an hour)"
     )
     parser.add_argument(
+        "--per-conversation",
+        action="store_true",
+        help="only the 10k dialogue slices, each conversation in a scope of its own",
+    )
+    parser.add_argument(
         "--semantic-latency", nargs=2, metavar=("HOME", "QUESTIONS"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -406,9 +443,14 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     rows, abl = [], []
     try:
-        r, a = run_scale("10k", work / "10k", 0, args.seed, ablate=True, embed=True)
+        if args.per_conversation:
+            r, a = run_scale(
+                "conv", work / "conv", 0, args.seed, ablate=False, embed=True, apart=True
+            )
+        else:
+            r, a = run_scale("10k", work / "10k", 0, args.seed, ablate=True, embed=True)
         rows, abl = rows + r, abl + a
-        if not args.skip_1m:
+        if not args.skip_1m and not args.per_conversation:
             r, a = run_scale(
                 "1M", work / "1m", 990_000, args.seed, ablate=True, embed=args.embed_1m
             )

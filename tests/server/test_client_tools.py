@@ -134,7 +134,8 @@ async def test_client_tool_pauses_the_turn_and_results_resume_it_in_the_session(
     calls = choice["message"]["tool_calls"]
     assert [(c["type"], c["function"]["name"]) for c in calls] == [("function", "get_weather")]
     assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Oslo"}
-    assert "add" not in r.text  # Hermes' own step stays server-side
+    # Hermes' own step stays server-side (quoted: a random hex id may hold the letters "add")
+    assert '"add"' not in r.text
     # the model was offered both kinds of tools
     offered = {t["function"]["name"] for t in fake.chat_requests()[0]["tools"]}
     assert {"add", "get_weather"} <= offered
