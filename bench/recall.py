@@ -302,6 +302,7 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  near copies not set aside", replace(DEFAULT_CONFIG, near_copies=False)),
     ("  sentences not scored on their own", replace(DEFAULT_CONFIG, sentences=0.0)),
     ("  near copies by whole texts only", replace(DEFAULT_CONFIG, sentence_copies=False)),
+    ("  'When did': turns saying when not first", replace(DEFAULT_CONFIG, said_when=0.0)),
     ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
     ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),

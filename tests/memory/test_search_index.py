@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.memory.ranking import DEFAULT_CONFIG, query_terms, rank_messages
+from hermes.memory.ranking import DEFAULT_CONFIG, RankConfig, query_terms, rank_messages
 from hermes.memory.search import search_hits
 from hermes.store.base import NewMessage
 from hermes.store.migrations import MIGRATIONS
@@ -422,6 +422,30 @@ def test_row_scores_score_each_row_as_scoring_it_alone_would(rows, terms) -> Non
             score += count * (K1 + 1) / (count + norm)
         alone.append(score)
     assert bm25_rows(rows, terms, weights) == alone
+
+
+def test_a_question_asking_when_favours_the_turn_that_says_when(store: SQLiteStore) -> None:
+    """A question asking when ("When did I go to the concert?") is answered by the turn
+    that says when it happened; by words alone the newer plan ("next month… I might go")
+    ranks first. "When will…" asks the other way round; a question not asking when is
+    ranked as before."""
+    went = "We got to go to the concert last Saturday with my sister and her kids, so loud."
+    add(store, "default", "went", ("user", went))
+    add(
+        store,
+        "default",
+        "plan",
+        ("user", "A friend invited me to a concert next month, I might go."),
+    )
+    add(store, "default", "chat", ("user", "The concert hall downtown is being renovated."))
+
+    def first(query: str, config: RankConfig = DEFAULT_CONFIG) -> str:
+        return rank_messages(store, "default", query, limit=3, config=config)[0].session_id
+
+    assert first("When did I go to the concert?") == "went"
+    assert first("When did I go to the concert?", replace(DEFAULT_CONFIG, said_when=0.0)) == "plan"
+    assert first("When will I go to the concert?") == "plan"
+    assert first("Did I go to the concert?") == "plan"
 
 
 def test_a_question_about_now_favours_the_newer_statement(store: SQLiteStore) -> None:

@@ -14,6 +14,9 @@ bench/recall.py (its ablation table removes one at a time):
 - date awareness: a turn from the day, month or year the question names counts double,
   and only such turns count in the semantic lists (by meaning, "what was she up to in
   May?" is near small talk from every month);
+- a question asking when ("When did Jon go to the concert?") favours turns that say when
+  in its tense ("yesterday", "two days ago"; "tomorrow", "next month" for "when will"):
+  the event said without a time is rarely the answer;
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - at most `per_session` hits per session before other sessions get their turn, and a text
   said again (the same message in several sessions) once before the others: a repeat
@@ -37,10 +40,12 @@ from typing import Protocol
 from hermes.memory.query import (
     all_terms,
     asks_about_now,
+    asks_when,
     likely_role,
     named_period,
     query_terms,
     query_words,
+    says_when,
 )
 from hermes.store.base import Searcher, SearchView, TextMatch
 
@@ -76,6 +81,8 @@ class RankConfig:
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
     sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
     sentence_copies: bool = True  # near copies compared by what scored (a sentence or all)
+    said_when: float = 1.0  # "When did…": boost for a turn that says when ("yesterday")
+    said_when_top: int = 100  # ... among this many best candidates (their texts are read)
 
 
 class NearestLists(Protocol):
@@ -204,9 +211,27 @@ def rank_messages(
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period, now)
+    tense = asks_when(query) if config.said_when else None
+    if tense is not None:
+        ranked = _saying_when(store, scope, ranked, tense, config)
     if config.replies:
         ranked = _with_replies(store, scope, ranked, config.replies)
     return _diversify(ranked, config)[:limit]
+
+
+def _saying_when(
+    store: Searcher, scope: str, ranked: list[Ranked], tense: str, config: RankConfig
+) -> list[Ranked]:
+    """A "When did…" question is answered by a turn that says when ("We saw Adele live
+    last Saturday"), not by one that only talks about the event ("A friend invited me to a
+    concert next month"): among the best candidates, such turns count `said_when` more."""
+    best = ranked[: config.said_when_top]
+    texts = store.message_texts(scope, [r.message_id for r in best])
+    for r in best:
+        if says_when(texts.get(r.message_id, ""), tense):
+            r.score *= 1.0 + config.said_when
+    ranked.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
+    return ranked
 
 
 def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -> list[Ranked]:

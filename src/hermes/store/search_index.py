@@ -395,7 +395,14 @@ class SearchIndexMixin:
         """Excerpts of the messages' own text around the first matching word, matches
         marked. Done here rather than with FTS5's snippet(): that needs a MATCH per row,
         which costs a scan of the words' doclists each, far too slow on a big index."""
-        ids = list(dict.fromkeys(message_ids))
+        words = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
+        return {
+            mid: highlight(text, words)
+            for mid, text in self.message_texts(scope, message_ids).items()
+        }
+
+    def message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
@@ -405,8 +412,7 @@ class SearchIndexMixin:
                 f"WHERE +scope = ? AND id IN ({marks})",
                 (scope, *ids),
             ).fetchall()
-        words = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
-        return {int(r[0]): highlight(r[1] or "", words) for r in rows}
+        return {int(r[0]): r[1] or "" for r in rows}
 
     def _index_new(
         self, conn: sqlite3.Connection, scope: str, first_id: int, sessions: Sequence[NewSession]
