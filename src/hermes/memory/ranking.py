@@ -82,7 +82,7 @@ class RankConfig:
     sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
     sentence_copies: bool = True  # near copies compared by what scored (a sentence or all)
     said_when: float = 1.0  # "When did…": boost for a turn that says when ("yesterday")
-    said_when_top: int = 100  # ... among this many best candidates (their texts are read)
+    said_when_top: int = 30  # ... among this many best candidates (their texts are read)
 
 
 class NearestLists(Protocol):
