@@ -448,6 +448,35 @@ def test_a_question_asking_when_favours_the_turn_that_says_when(store: SQLiteSto
     assert first("Did I go to the concert?") == "plan"
 
 
+def test_which_questions_ask_when_and_which_turns_say_when() -> None:
+    from hermes.memory.query import asks_when, says_when
+
+    asked = {
+        "When did Jon go to the concert?": "past",
+        "  when was the party": "past",
+        "How long ago was Caroline's birthday?": "past",
+        "In which month did she move?": "past",
+        "What year did they marry?": "past",
+        "When will she move?": "ahead",
+        "When is he going to start the course?": "ahead",
+        "When is her birthday?": None,
+        "What did Jon paint?": None,
+        "Did she go to the concert last week?": None,
+    }
+    assert {q: asks_when(q) for q in asked} == asked
+    said = {
+        "We saw Adele live last Saturday!": (True, False),
+        "I twisted my knee two days ago, resting now.": (True, False),
+        "Yesterday I cleaned the kitchen.": (True, False),
+        "A friend invited me to a concert next month.": (False, True),
+        "In two weeks we move to Lisbon.": (False, True),
+        "On Friday we met up.": (True, True),
+        "I ran a 10k recently.": (False, False),
+        "The lastest news: a yesterdays paper.": (False, False),
+    }
+    assert {t: (says_when(t, "past"), says_when(t, "ahead")) for t in said} == said
+
+
 def test_a_question_about_now_favours_the_newer_statement(store: SQLiteStore) -> None:
     add(store, "default", "old", ("user", "I work at the bakery downtown."), ts=1_000.0)
     add(store, "default", "mid", ("user", "Weather chat, nothing about jobs."), ts=2_000.0)

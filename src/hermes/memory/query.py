@@ -72,7 +72,11 @@ def asks_about_now(query: str) -> bool:
     return bool(_NOW.intersection(words)) or "these days" in " ".join(words)
 
 
-_WHEN_PAST = re.compile(r"^\W*when\s+(?:did|was|were|had|has|have)\b", re.IGNORECASE)
+_WHEN_PAST = re.compile(
+    r"^\W*(?:when|how long ago|(?:in |on )?(?:what|which) (?:year|month|day|date|week))"
+    r"\s+(?:did|was|were|had|has|have)\b",
+    re.IGNORECASE,
+)
 _WHEN_AHEAD = re.compile(
     r"^\W*when\s+(?:will\b|(?:is|are|am)\b.*\b(?:going to|planning|plan to)\b)", re.IGNORECASE
 )
@@ -92,8 +96,8 @@ _SAYS_AHEAD = re.compile(
 
 
 def asks_when(query: str) -> str | None:
-    """Whether a question asks when something happened ("When did Jon go to the concert?":
-    "past") or will happen ("When will she move?", "When is he going to…": "ahead")."""
+    """Whether a question asks when something happened ("When did Jon go to the concert?",
+    "How long ago was…", "What year did…": "past") or will happen ("When will she move?", "When is he going to…": "ahead")."""
     head = query[:MAX_QUERY_CHARS]
     if _WHEN_PAST.search(head):
         return "past"
