@@ -140,6 +140,33 @@ def test_vectors_never_cross_scopes_and_leave_with_their_session(history, monkey
     assert ("planted", 2) not in _hits(QUESTION, "--user", "alice")
 
 
+def test_a_loaded_index_never_finds_a_message_deleted_or_edited_since(history, monkeypatch):
+    """`hermes serve` keeps each scope's vectors in memory for minutes; a message deleted
+    or edited meanwhile must not come back from them, with its old place or its old text."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    assert run_cli("sessions", "import", str(history)).returncode == 0
+    store, index = _index()
+    try:
+        found = index.search("default", QUESTION, limit=40).alone
+        assert (found[0].session_id, found[0].index) == ("planted", 2)
+        assert found[0].role == "user" and not found[0].asks
+        ids = [m.message_id for m in found]
+        described = {m.message_id: m for m in store.describe_messages("default", ids)}
+        assert [(m.session_id, m.index, m.timestamp, m.source, m.text_key) for m in found] == [
+            (m.session_id, m.index, m.timestamp, m.source, m.text_key)
+            for m in (described[i] for i in ids)
+        ]
+        edited = found[1]
+        store.update_message_content("default", edited.message_id, "Let's talk tomorrow.")
+        assert store.delete_session("default", "planted")
+        again = index.search("default", QUESTION, limit=40)
+        ids = [m.message_id for m in again.alone + again.in_context]
+        assert found[0].message_id not in ids and edited.message_id not in ids
+        assert len(again.alone) == len(found) - 5  # the planted session's four, the edited one
+    finally:
+        store.close()
+
+
 async def test_the_tool_and_the_background_indexer(home: Path, monkeypatch):
     monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
     settings = load_settings(home)
@@ -340,7 +367,7 @@ def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypa
 
     store, index = _index()
     assert store.vectors is not None
-    stored = {sid: v for _, sid, v, _ in store.vectors.load(embeddings.MODEL_NAME, "default")}
+    stored = {r.session_id: r.vector for r in store.vectors.load(embeddings.MODEL_NAME, "default")}
     assert len(stored["long"]) == 2 * 384 * 4  # the whole text and its three sentences
     first = index.search("default", QUESTION, limit=4).alone[0]
     assert (first.session_id, first.index) == ("long", 2)

@@ -50,17 +50,69 @@ def test_pending_put_load_and_scope(store: Store) -> None:
     vectors.put(MODEL, [(mid, scope, f"v{mid}".encode()) for mid, scope, _ in pending])
     assert vectors.pending(MODEL) == []
     assert vectors.count_pending("another-model") == 3
-    assert [(sid, v) for _, sid, v, _ in vectors.load(MODEL, "alice")] == [
+    assert [(r.session_id, r.vector) for r in vectors.load(MODEL, "alice")] == [
         ("a1", f"v{mid}".encode()) for mid, scope, _ in pending if scope == "alice"
     ]
     # who said it: unnamed, the role (a user and an assistant are never one speaker)
-    assert [who for *_, who in vectors.load(MODEL, "alice")] == ["role:user", "role:assistant"]
+    assert [r.speaker for r in vectors.load(MODEL, "alice")] == ["role:user", "role:assistant"]
     assert vectors.count(MODEL, "bob") == 1 and vectors.count(MODEL, "carol") == 0
     described = store.describe_messages("alice", [mid for mid, _, _ in pending])
     assert [(m.session_id, m.index, m.role) for m in described] == [
         ("a1", 0, "user"),
         ("a1", 1, "assistant"),
     ]
+
+
+def test_a_loaded_vector_describes_its_message_as_the_search_index_does(store: Store) -> None:
+    """A search by meaning ranks its hits beside the words' matches without reading them
+    back: where each message is, who said it, its text key and whether it only asks must
+    be what `describe_messages` says (the key is how a repeated text is shown once)."""
+    vectors = store.vectors
+    assert vectors is not None
+    store.ensure_session("alice", "a1", source="telegram")
+    store.append_messages(
+        "alice",
+        "a1",
+        [
+            NewMessage("user", "Ooh, which one?", name="Gina"),
+            NewMessage("assistant", "I read 'Circe'. Loved it!"),
+            NewMessage("user", "Ooh, which one?", name="Gina"),
+            NewMessage("user", "Ooh, which one?", name="Jon"),
+        ],
+    )
+    pending = vectors.pending(MODEL)
+    vectors.put(MODEL, [(mid, scope, b"v") for mid, scope, _ in pending])
+    loaded = vectors.load(MODEL, "alice")
+    described = store.describe_messages("alice", [r.message_id for r in loaded])
+    assert [
+        (r.message_id, r.session_id, r.message_index, r.role, r.timestamp, r.source)
+        + (r.name, r.text_key, r.asks)
+        for r in loaded
+    ] == [
+        (m.message_id, m.session_id, m.index, m.role, m.timestamp, m.source)
+        + (m.speaker, m.text_key, m.asks)
+        for m in described
+    ]
+    assert [r.asks for r in loaded] == [True, False, True, True]
+    first, _, again, other = loaded
+    assert first.text_key == again.text_key != other.text_key  # Jon's words are his own
+    assert vectors.load(MODEL, "alice", after_id=again.message_id) == [other]
+
+
+def test_still_embedded_forgets_deleted_messages(store: Store) -> None:
+    vectors = store.vectors
+    assert vectors is not None
+    _fill(store, "alice", "a1", ["one", "two"])
+    _fill(store, "alice", "a2", ["three"])
+    _fill(store, "bob", "b1", ["four"])
+    (one, two, three, four) = vectors.pending(MODEL)
+    vectors.put(MODEL, [(mid, scope, b"v") for mid, scope, _ in (one, two, three, four)])
+    ids = [one[0], two[0], three[0], four[0]]
+    assert vectors.still_embedded(MODEL, "alice", ids) == set(ids[:3])  # bob's is not hers
+    assert vectors.still_embedded("another-model", "alice", ids) == set()
+    assert store.delete_session("alice", "a1")
+    assert vectors.still_embedded(MODEL, "alice", ids) == {three[0]}
+    assert vectors.still_embedded(MODEL, "alice", []) == set()
 
 
 def test_vectors_leave_with_their_session_and_skip_deleted_messages(store: Store) -> None:

@@ -18,7 +18,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +27,7 @@ import torch
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
-from hermes.store.base import Store, TextMatch
+from hermes.store.base import Store, StoredVector, TextMatch
 
 log = logging.getLogger(__name__)
 
@@ -76,18 +76,75 @@ def _says_enough(sentence: str) -> bool:
     return len(words) >= PART_WORDS or (len(words) == 1 and len(sentence) >= PART_CHARS)
 
 
+class _Codes:
+    """Small integers for strings that many rows share (session ids, speakers, roles,
+    sources), and back: a matrix keeps a code per row, not a string."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, int] = {}
+        self.strings: list[str] = []
+
+    def codes(self, strings: Iterable[str], count: int) -> np.ndarray:
+        return np.fromiter((self._code(s) for s in strings), dtype=np.int64, count=count)
+
+    def _code(self, string: str) -> int:
+        code = self.of.get(string)
+        if code is None:
+            code = self.of[string] = len(self.strings)
+            self.strings.append(string)
+        return code
+
+
+@dataclass
+class _Places:
+    """Per row, what a ranking needs to know of the message (`StoredVector`), kept beside
+    its vector so that a search reads nothing back but which hits still exist."""
+
+    index: np.ndarray  # the message's place in its session
+    role: np.ndarray  # a code (`_Matrix.labels`)
+    timestamp: np.ndarray
+    source: np.ndarray  # its session's source, a code (`_Matrix.labels`)
+    text_key: np.ndarray
+    asks: np.ndarray
+
+    @classmethod
+    def of(cls, rows: Sequence[StoredVector], labels: _Codes) -> _Places:
+        n = len(rows)
+        return cls(
+            np.fromiter((r.message_index for r in rows), dtype=np.int64, count=n),
+            labels.codes((r.role for r in rows), n),
+            np.fromiter((r.timestamp for r in rows), dtype=np.float64, count=n),
+            labels.codes((r.source for r in rows), n),
+            np.fromiter((r.text_key for r in rows), dtype=np.int64, count=n),
+            np.fromiter((r.asks for r in rows), dtype=bool, count=n),
+        )
+
+    def joined(self, newer: _Places) -> _Places:
+        return _Places(
+            *(np.concatenate([a, b]) for a, b in zip(self.arrays(), newer.arrays(), strict=True))
+        )
+
+    def rows(self, keep: slice) -> _Places:
+        return _Places(*(a[keep] for a in self.arrays()))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.index, self.role, self.timestamp, self.source, self.text_key, self.asks)
+
+
 @dataclass
 class _Matrix:
     ids: np.ndarray  # message ids, ascending
-    sessions: np.ndarray  # a code per row: rows with equal codes are one session
+    sessions: np.ndarray  # a code per row (`session_ids`): equal codes, one session
     texts: np.ndarray  # a key per row: equal for one speaker's equal vectors (a text said again)
-    speakers: np.ndarray  # a code per row: rows with equal codes were said by one speaker
+    speakers: np.ndarray  # a code per row (`speaker_ids`): equal codes, one speaker
     vectors: np.ndarray  # float16, as stored: half the memory, and torch's half-precision
     # matrix-vector product is ~5x faster than its float32 one here (memory-bound)
     last_id: int
     loaded_at: float
-    codes: dict[str, int]
-    names: dict[str, int]
+    session_ids: _Codes
+    speaker_ids: _Codes  # `name:<name>` or `role:<role>` (`StoredVector.speaker`)
+    labels: _Codes  # roles and sources
+    places: _Places
     # the sentences' vectors of messages that have them (`parts`), and the row of each
     # one's message (ascending: a message's sentences are neighbours)
     parts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float16))
@@ -274,7 +331,8 @@ class SemanticIndex:
             np.where(prev >= 0, alone[prev], -1.0), np.where(nxt >= 0, alone[nxt], -1.0)
         )
         in_context = alone + context * np.maximum(around, 0.0)
-        codes = [matrix.codes[s] for s in exclude_sessions if s in matrix.codes]
+        sessions = matrix.session_ids.of
+        codes = [sessions[s] for s in exclude_sessions if s in sessions]
         if codes:
             hidden = np.isin(matrix.sessions, codes)
             alone, in_context = (
@@ -284,7 +342,9 @@ class SemanticIndex:
         scored = [alone, in_context]
         wanted = {s.lower() for s in speakers}
         named = [
-            c for k, c in matrix.names.items() if k.startswith("name:") and k[5:].lower() in wanted
+            c
+            for k, c in matrix.speaker_ids.of.items()
+            if k.startswith("name:") and k[5:].lower() in wanted
         ]
         theirs = np.isin(matrix.speakers, named) if named else None
         if theirs is not None:
@@ -304,19 +364,13 @@ class SemanticIndex:
         else:
             tops = [_best_rows(x, g, limit) for x, g in picks]
         rows = np.unique(np.concatenate(tops)) if tops else np.zeros(0, dtype=np.int64)
-        found = {
-            m.message_id: m for m in self.store.describe_messages(scope, matrix.ids[rows].tolist())
-        }
-        lists = []
-        for top, scores in zip(tops, scored, strict=True):
-            # whole arrays to Python at once: per-element numpy access is ~10x slower
-            ids, values = matrix.ids[top].tolist(), scores[top].tolist()
-            ranked = [
-                found[mid].with_score(value)
-                for mid, value in zip(ids, values, strict=True)
-                if value > -np.inf and mid in found
-            ]
-            lists.append(ranked)
+        # the matrix may be up to RELOAD_S old: a message deleted or edited since is no hit
+        vectors = self.store.vectors
+        assert vectors is not None  # (a matrix was loaded from them)
+        there = vectors.still_embedded(self.embedder.name, scope, matrix.ids[rows].tolist())
+        lists = [
+            _matches(matrix, top, scores, there) for top, scores in zip(tops, scored, strict=True)
+        ]
         by_speaker = lists[2] if len(lists) > 2 else []
         return Nearest(lists[0], lists[1], scores=similarity, by_speaker=by_speaker)
 
@@ -338,31 +392,28 @@ class SemanticIndex:
                 self._cache.popitem(last=False)
             return cached
 
-    def _extend(
-        self, cached: _Matrix | None, rows: list[tuple[int, str, bytes, str]], now: float
-    ) -> _Matrix:
-        codes = cached.codes if cached is not None else {}
-        names = cached.names if cached is not None else {}
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        sessions = np.fromiter(
-            (codes.setdefault(r[1], len(codes)) for r in rows), dtype=np.int64, count=len(rows)
-        )
-        texts = np.fromiter((hash((r[2], r[3])) for r in rows), dtype=np.int64, count=len(rows))
-        speakers = np.fromiter(
-            (names.setdefault(r[3], len(names)) for r in rows), dtype=np.int64, count=len(rows)
-        )
+    def _extend(self, cached: _Matrix | None, rows: list[StoredVector], now: float) -> _Matrix:
+        session_ids = cached.session_ids if cached is not None else _Codes()
+        speaker_ids = cached.speaker_ids if cached is not None else _Codes()
+        labels = cached.labels if cached is not None else _Codes()
+        n = len(rows)
+        ids = np.fromiter((r.message_id for r in rows), dtype=np.int64, count=n)
+        sessions = session_ids.codes((r.session_id for r in rows), n)
+        texts = np.fromiter((hash((r.vector, r.speaker)) for r in rows), dtype=np.int64, count=n)
+        speakers = speaker_ids.codes((r.speaker for r in rows), n)
+        places = _Places.of(rows, labels)
         size = 2 * self.embedder.dimensions  # bytes of one float16 vector
-        new = np.frombuffer(b"".join(r[2][:size] for r in rows), dtype=np.float16)
-        new = new.reshape(len(rows), self.embedder.dimensions).copy()  # writable for torch
+        new = np.frombuffer(b"".join(r.vector[:size] for r in rows), dtype=np.float16)
+        new = new.reshape(n, self.embedder.dimensions).copy()  # writable for torch
         extra = [
-            (n, r[2][size:])
-            for n, r in enumerate(rows)
-            if len(r[2]) > size and not len(r[2]) % size
+            (at, r.vector[size:])
+            for at, r in enumerate(rows)
+            if len(r.vector) > size and not len(r.vector) % size
         ]
         parts = np.frombuffer(b"".join(b for _, b in extra), dtype=np.float16)
         parts = parts.reshape(-1, self.embedder.dimensions).copy()
         part_rows = np.repeat(
-            np.fromiter((n for n, _ in extra), dtype=np.int64, count=len(extra)),
+            np.fromiter((at for at, _ in extra), dtype=np.int64, count=len(extra)),
             [len(b) // size for _, b in extra],
         ).astype(np.int64)
         if cached is not None and len(cached.ids):
@@ -372,12 +423,13 @@ class SemanticIndex:
             sessions = np.concatenate([cached.sessions, sessions])
             texts = np.concatenate([cached.texts, texts])
             speakers = np.concatenate([cached.speakers, speakers])
-            new = np.concatenate([cached.vectors, new]) if len(rows) else cached.vectors
+            places = cached.places.joined(places)
+            new = np.concatenate([cached.vectors, new]) if n else cached.vectors
         if len(ids) > self.max_vectors:  # the newest messages are kept
             cut = len(ids) - self.max_vectors
             keep = slice(cut, None)
             ids, sessions, texts, new = ids[keep], sessions[keep], texts[keep], new[keep]
-            speakers = speakers[keep]
+            speakers, places = speakers[keep], places.rows(keep)
             kept_parts = part_rows >= cut
             parts, part_rows = parts[kept_parts], part_rows[kept_parts] - cut
         if len(part_rows) > self.max_vectors:  # memory and search time at most doubled:
@@ -386,8 +438,68 @@ class SemanticIndex:
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
         return _Matrix(
-            ids, sessions, texts, speakers, new, last, loaded_at, codes, names, parts, part_rows
+            ids,
+            sessions,
+            texts,
+            speakers,
+            new,
+            last,
+            loaded_at,
+            session_ids,
+            speaker_ids,
+            labels,
+            places,
+            parts,
+            part_rows,
         )
+
+
+def _matches(
+    matrix: _Matrix, top: np.ndarray, scores: np.ndarray, there: set[int]
+) -> list[TextMatch]:
+    """The rows `top` of a list as matches scored `scores`, those gone from the store (or
+    scored -inf: left out of the list) left out."""
+    p = matrix.places
+    sessions, speakers, labels = (
+        matrix.session_ids.strings,
+        matrix.speaker_ids.strings,
+        matrix.labels.strings,
+    )
+    # whole arrays to Python at once: per-element numpy access is ~10x slower
+    columns = zip(
+        matrix.ids[top].tolist(),
+        scores[top].tolist(),
+        matrix.sessions[top].tolist(),
+        p.index[top].tolist(),
+        p.role[top].tolist(),
+        p.timestamp[top].tolist(),
+        p.source[top].tolist(),
+        matrix.speakers[top].tolist(),
+        p.text_key[top].tolist(),
+        p.asks[top].tolist(),
+        strict=True,
+    )
+    out = []
+    for mid, score, session, index, role, when, source, speaker, key, asks in columns:
+        if score == -np.inf or mid not in there:
+            continue
+        said_by = speakers[speaker]
+        name = said_by[5:] if said_by.startswith("name:") else None
+        out.append(
+            TextMatch(
+                mid,
+                sessions[session],
+                index,
+                labels[role],
+                when,
+                score,
+                labels[source],
+                name,
+                key,
+                asks,
+            )
+        )
+    return out
 
 
 def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.ndarray:

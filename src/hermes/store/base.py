@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 DEFAULT_SCOPE = "default"
 
@@ -259,6 +259,24 @@ class Searcher(Protocol):
         ...
 
 
+class StoredVector(NamedTuple):
+    """One message's vector bytes as `VectorStore.load` gives them, with where the message
+    is and who said it (what `Searcher.describe_messages` would say), so a search by
+    meaning needs no further read of its hits but an existence check."""
+
+    message_id: int
+    session_id: str
+    vector: bytes
+    speaker: str  # `name:<name>`, or `role:<role>` unnamed: a user and assistant never one
+    message_index: int  # its place in its session
+    role: str
+    timestamp: float
+    source: str
+    name: str | None
+    text_key: int  # as the backend's matches key the text (`text_key()`)
+    asks: bool  # `only_asks()`
+
+
 class VectorStore(Protocol):
     """Embeddings of conversational messages, one per message and model (semantic search).
 
@@ -293,12 +311,14 @@ class VectorStore(Protocol):
         """Store (message id, scope, vector); ids of messages deleted meanwhile are skipped."""
         ...
 
-    def load(
-        self, model: str, scope: str, *, after_id: int = 0
-    ) -> list[tuple[int, str, bytes, str]]:
-        """(message id, session id, vector, who said it) of `scope`, by id, after
-        `after_id`. Who said it: `name:<name>`, or `role:<role>` for an unnamed message, so
-        an unnamed user and assistant are never taken for one speaker."""
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[StoredVector]:
+        """The vectors of `scope` with what a ranking needs to know of their messages, by
+        id, after `after_id`."""
+        ...
+
+    def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
+        """Those of `message_ids` (of `scope`) whose vector of `model` is still stored: a
+        message deleted or edited since it was loaded has lost it."""
         ...
 
     def count(self, model: str, scope: str) -> int: ...

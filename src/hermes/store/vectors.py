@@ -11,6 +11,8 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 
+from hermes.store.base import StoredVector, only_asks, text_key
+
 M010_MESSAGE_VECTORS = """
 CREATE TABLE message_vectors (
     id INTEGER PRIMARY KEY,
@@ -113,20 +115,50 @@ class SQLiteVectorStore:
                 raise
             self._conn.execute("COMMIT")
 
-    def load(
-        self, model: str, scope: str, *, after_id: int = 0
-    ) -> list[tuple[int, str, bytes, str]]:
-        """(message id, session id, vector bytes, who said it) of `scope` by id, from
-        `after_id` on (see `VectorStore.load`)."""
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[StoredVector]:
+        """The vectors of `scope` by id from `after_id` on, with their messages' places
+        (see `VectorStore.load`)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role) "
+                "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role), "
+                "m.idx, m.role, m.timestamp, s.source, m.name, m.content "
                 "FROM message_vectors v "
                 "JOIN messages m ON m.id = v.id "
+                "JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
                 "WHERE v.scope = ? AND v.model = ? AND v.id > ? ORDER BY v.id",
                 (scope, model, after_id),
             ).fetchall()
-        return [(int(r[0]), r[1], bytes(r[2]), r[3]) for r in rows]
+        return [
+            StoredVector(
+                int(r[0]),
+                r[1],
+                bytes(r[2]),
+                r[3],
+                int(r[4]),
+                r[5],
+                float(r[6]),
+                r[7],
+                r[8],
+                text_key(r[9], r[8]),
+                only_asks(r[9]),
+            )
+            for r in rows
+        ]
+
+    def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        found: set[int] = set()
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT id FROM message_vectors WHERE id IN ({marks}) "
+                    "AND scope = ? AND model = ?",
+                    (*chunk, scope, model),
+                ).fetchall()
+                found.update(int(r[0]) for r in rows)
+        return found
 
     def count(self, model: str, scope: str) -> int:
         with self._lock:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hermes.store.base import StoredVector, text_key
+
 if TYPE_CHECKING:  # pool.py imports the schema, which imports this module
     from hermes.store.postgres.pool import Database
 
@@ -104,17 +106,44 @@ class PgVectorStore:
                 [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
             )
 
-    def load(
-        self, model: str, scope: str, *, after_id: int = 0
-    ) -> list[tuple[int, str, bytes, str]]:
+    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[StoredVector]:
+        from hermes.store.postgres.search import ONLY_ASKS  # (search imports the schema)
+
         rows = self._db.fetch(
-            "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role) "
+            "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role), "
+            f"m.idx, m.role, m.timestamp, s.source, m.name, md5(m.content), {ONLY_ASKS} "
             "FROM message_vectors v "
             "JOIN messages m ON m.id = v.id "
+            "JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             "WHERE v.scope = %s AND v.model = %s AND v.id > %s ORDER BY v.id",
             (scope, model, after_id),
         )
-        return [(int(r[0]), r[1], bytes(r[2]), r[3]) for r in rows]
+        return [
+            StoredVector(
+                int(r[0]),
+                r[1],
+                bytes(r[2]),
+                r[3],
+                int(r[4]),
+                r[5],
+                float(r[6]),
+                r[7],
+                r[8],
+                text_key(r[9], r[8]),
+                bool(r[10]),
+            )
+            for r in rows
+        ]
+
+    def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
+        ids = sorted({int(i) for i in message_ids})
+        if not ids:
+            return set()
+        rows = self._db.fetch(
+            "SELECT id FROM message_vectors WHERE id = ANY(%s) AND scope = %s AND model = %s",
+            (ids, scope, model),
+        )
+        return {int(r[0]) for r in rows}
 
     def count(self, model: str, scope: str) -> int:
         rows = self._db.fetch(
