@@ -10,6 +10,33 @@ def test_version() -> None:
     assert result.returncode == 0 and result.stdout.startswith("hermes ")
 
 
+def test_a_store_command_starts_without_loading_the_agent(tmp_path: Path) -> None:
+    """`hermes sessions import` runs once per file of a bulk import: it must not pay the
+    second that loading the agent, the model client and every part takes. A part's own
+    command still loads them when it is asked for."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from hermes.cli.main import app\n"
+        "try:\n"
+        "    app(sys.argv[1:], prog_name='hermes')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('hermes.agent.loop', 'hermes.models.client', 'aiohttp', 'hermes.gateway.part')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60
+    )
+    listed = run("sessions", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip().splitlines()[-1] == "[]"
+    db = run("db", "status")
+    assert "hermes.gateway.part" in db.stdout.strip().splitlines()[-1]  # parts load on demand
+
+
 def test_one_shot_prints_only_the_answer(model_env: dict, fake: FakeModel) -> None:
     fake.enqueue(Text("Hello from the model"))
     result = run_cli_subprocess("chat", "-q", "hi")  # smoke: a real process, real stdout

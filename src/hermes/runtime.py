@@ -6,19 +6,19 @@ from __future__ import annotations
 import inspect
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from hermes.agent.history import CompressingHistory
-from hermes.agent.loop import Agent
-from hermes.agent.memory import MemoryLayers
 from hermes.config.settings import Settings
-from hermes.delivery import Deliverers
-from hermes.models.client import OpenAICompatClient
 from hermes.plugins import Registry, Service, load_registry
-from hermes.services import Services
 from hermes.store.base import Store
 from hermes.store.opener import open_store as _open_url
-from hermes.tools.registry import Toolset
-from hermes.tools.toolsets import ToolGroups
+
+if TYPE_CHECKING:  # loaded by the functions that need them: a command that only opens
+    # the store (`hermes sessions import`) starts a second sooner without the agent
+    from hermes.agent.loop import Agent
+    from hermes.models.client import OpenAICompatClient
+    from hermes.services import Services
+    from hermes.tools.registry import Toolset
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ def open_store(settings: Settings) -> Store:
 
 
 def make_model_client(settings: Settings, *, model: str | None = None) -> OpenAICompatClient:
+    from hermes.models.client import OpenAICompatClient
+
     api_key = settings.model.api_key.get_secret_value() if settings.model.api_key else None
     return OpenAICompatClient(
         base_url=settings.model.base_url,
@@ -88,6 +90,13 @@ def _toolset(settings: Settings, registry: Registry, agent_tools: Toolset) -> To
 
 def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Runtime:
     """Open everything an entry point needs; call `aclose()` when done."""
+    from hermes.agent.history import CompressingHistory
+    from hermes.agent.loop import Agent
+    from hermes.agent.memory import MemoryLayers
+    from hermes.delivery import Deliverers
+    from hermes.tools.registry import Toolset
+    from hermes.tools.toolsets import ToolGroups
+
     registry = registry or load_registry()
     memory = [factory(settings) for factory in registry.memory_providers]
     MemoryLayers(memory)  # refuse a bad provider set before anything is opened

@@ -5,20 +5,18 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
-from hermes.agent.loop import TurnRequest
 from hermes.cli.common import fail, settings_or_exit
-from hermes.cli.repl import skills
-from hermes.cli.repl.session import new_session_id
 from hermes.config.settings import Settings
-from hermes.models.errors import ModelError, ModelNotConfiguredError
-from hermes.runtime import Runtime, build_runtime
 from hermes.scopes import InvalidIdError, validate_id
 
-__all__ = ["chat", "new_session_id", "with_cwd_workdir"]
+if TYPE_CHECKING:  # the agent and the terminal UI load when a chat starts, not with `hermes`
+    from hermes.runtime import Runtime
+
+__all__ = ["chat", "with_cwd_workdir"]
 
 
 def chat(
@@ -33,6 +31,8 @@ def chat(
     ),
 ) -> None:
     """Chat with Hermes: interactive, or one-shot with -q."""
+    from hermes.runtime import build_runtime
+
     settings = with_cwd_workdir(settings_or_exit())
     if session is not None:
         try:
@@ -59,6 +59,11 @@ def with_cwd_workdir(settings: Settings) -> Settings:
 
 
 async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
+    from hermes.agent.loop import TurnRequest
+    from hermes.cli.repl import skills
+    from hermes.cli.repl.session import new_session_id
+    from hermes.models.errors import ModelError, ModelNotConfiguredError
+
     session_id = session or new_session_id()
     request = TurnRequest(user_message=query, session_id=session_id, source="cli")
     turn = skills.expand(runtime.settings, query)
@@ -77,7 +82,10 @@ async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
 
 
 async def _interactive(runtime: Runtime, session: str | None, plain: bool) -> None:
+    from rich.console import Console
+
     from hermes.cli.repl import app
+    from hermes.cli.repl.session import new_session_id
 
     rich = sys.stdout.isatty() and not plain
     console = Console() if rich else Console(force_terminal=False, no_color=True, highlight=False)

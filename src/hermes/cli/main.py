@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from hermes import __version__
 from hermes.cli import chat, doctor, serve, sessions
@@ -14,8 +16,41 @@ from hermes.cli import memory as memory_cli
 from hermes.cli import setup as setup_cli
 from hermes.gateway.setup import setup_group
 
+
+class _WithParts(TyperGroup):
+    """The built-in commands, and those that parts and plugins contribute
+    (`hermes.command(...)`) loaded only when a name is not built in or the list is shown:
+    loading every part takes about a second that `hermes sessions import` should not pay."""
+
+    _parts_loaded = False
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and not self._parts_loaded:
+            self._add_part_commands()
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        self._add_part_commands()
+        return super().list_commands(ctx)
+
+    def _add_part_commands(self) -> None:
+        if self._parts_loaded:
+            return
+        self._parts_loaded = True
+        from hermes.plugins import load_registry
+
+        for name, factory in load_registry().commands:
+            if name not in self.commands:
+                group = typer.main.get_group(factory())
+                group.name = name
+                self.add_command(group)
+
+
 app = typer.Typer(
     name="hermes",
+    cls=_WithParts,
     help="Hermes: a self-hosted AI agent that remembers.",
     no_args_is_help=True,
     add_completion=False,
@@ -51,19 +86,6 @@ app.add_typer(sessions.app, name="sessions")
 app.add_typer(cron_cli.app, name="cron")
 app.add_typer(memory_cli.app, name="memory")
 app.add_typer(keys_cli.app, name="keys")
-
-
-def _add_part_commands() -> None:
-    """Command groups contributed by parts and plugins (`hermes.command(...)`)."""
-    from hermes.plugins import load_registry
-
-    taken = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
-    for name, factory in load_registry().commands:
-        if name not in taken:
-            app.add_typer(factory(), name=name)
-
-
-_add_part_commands()
 
 
 def run() -> None:

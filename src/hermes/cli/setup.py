@@ -29,7 +29,6 @@ from hermes.cli.probe import (
 )
 from hermes.config.home import ensure_home, hermes_home
 from hermes.config.settings import ConfigError, Settings, load_settings
-from hermes.models.client import OpenAICompatClient
 from hermes.models.errors import ModelAuthError, ModelError
 from hermes.runtime import make_model_client
 
@@ -94,6 +93,8 @@ def _show_local(found: list[Found]) -> list[tuple[Found, str]]:
 
 async def _check_endpoint(base_url: str, key: str) -> list[str]:
     """The endpoint's model ids; raises ModelError (ModelAuthError for a refused key)."""
+    from hermes.models.client import OpenAICompatClient  # (aiohttp: only when asked)
+
     client = OpenAICompatClient(
         base_url=base_url, api_key=key or None, model=None, timeout=10.0, max_retries=0
     )
