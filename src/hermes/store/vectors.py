@@ -152,9 +152,9 @@ class SQLiteVectorStore:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
+                rows = self._conn.execute(  # by id ("+": not the scope index, slower)
                     f"SELECT id FROM message_vectors WHERE id IN ({marks}) "
-                    "AND scope = ? AND model = ?",
+                    "AND +scope = ? AND +model = ?",
                     (*chunk, scope, model),
                 ).fetchall()
                 found.update(int(r[0]) for r in rows)
