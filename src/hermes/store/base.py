@@ -276,6 +276,24 @@ class StoredVector(NamedTuple):
     text_key: int  # as the backend's matches key the text (`text_key()`)
     asks: bool  # `only_asks()`
 
+    @classmethod
+    def read(cls, row: Sequence[Any], key: int, asks: bool) -> StoredVector:
+        """From a backend's row (id, session id, vector, speaker, index, role, timestamp,
+        source, name, ...), with the text key and asks flag it worked out."""
+        return cls(
+            int(row[0]),
+            row[1],
+            bytes(row[2]),
+            row[3],
+            int(row[4]),
+            row[5],
+            float(row[6]),
+            row[7],
+            row[8],
+            key,
+            asks,
+        )
+
 
 class VectorStore(Protocol):
     """Embeddings of conversational messages, one per message and model (semantic search).

@@ -128,22 +128,7 @@ class SQLiteVectorStore:
                 "WHERE v.scope = ? AND v.model = ? AND v.id > ? ORDER BY v.id",
                 (scope, model, after_id),
             ).fetchall()
-        return [
-            StoredVector(
-                int(r[0]),
-                r[1],
-                bytes(r[2]),
-                r[3],
-                int(r[4]),
-                r[5],
-                float(r[6]),
-                r[7],
-                r[8],
-                text_key(r[9], r[8]),
-                only_asks(r[9]),
-            )
-            for r in rows
-        ]
+        return [StoredVector.read(r, text_key(r[9], r[8]), only_asks(r[9])) for r in rows]
 
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
         ids = list(dict.fromkeys(int(i) for i in message_ids))

@@ -118,22 +118,7 @@ class PgVectorStore:
             "WHERE v.scope = %s AND v.model = %s AND v.id > %s ORDER BY v.id",
             (scope, model, after_id),
         )
-        return [
-            StoredVector(
-                int(r[0]),
-                r[1],
-                bytes(r[2]),
-                r[3],
-                int(r[4]),
-                r[5],
-                float(r[6]),
-                r[7],
-                r[8],
-                text_key(r[9], r[8]),
-                bool(r[10]),
-            )
-            for r in rows
-        ]
+        return [StoredVector.read(r, text_key(r[9], r[8]), bool(r[10])) for r in rows]
 
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
         ids = sorted({int(i) for i in message_ids})
