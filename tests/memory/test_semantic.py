@@ -9,6 +9,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hermes.config.settings import load_settings
@@ -380,6 +381,31 @@ def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypa
     assert matrix is not None
     assert len(matrix.ids) == 2 and len(matrix.parts) == 2
     assert list(matrix.part_rows) == [1, 1]  # two of the long turn's three sentences
+    store.close()
+
+
+@pytest.mark.parametrize("cap", [50_000, 3])
+def test_a_matrix_grown_by_newer_messages_is_the_one_loaded_at_once(tmp_path, monkeypatch, cap):
+    """A cached matrix takes in messages embedded since it loaded: whole texts and
+    sentences in one table, cut to the newest `cap` of each, exactly as a fresh load."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    _import(tmp_path, [_session("a", [FILLER[0], LONG_TURN]), _session("b", FILLER[1:3])])
+    store, grown = _index()
+    grown.max_vectors = cap
+    before = grown._matrix("default")
+    assert before is not None and len(before.part_rows)
+    _import(tmp_path, [_session("c", [LONG_TURN, FILLER[3]], start=1.6e9)])
+    after, fresh = grown._matrix("default"), SemanticIndex(store, grown.embedder, max_vectors=cap)
+    once = fresh._matrix("default")
+    assert after is not None and once is not None and after is not before
+    assert after.ids.tolist() == once.ids.tolist() and len(after.ids) == min(cap, 6)
+    assert after.part_rows.tolist() == once.part_rows.tolist()
+    assert np.array_equal(after.table, once.table)
+    assert np.array_equal(after.vectors, once.vectors) and len(after.parts) == min(cap, 7)
+    found = [(m.session_id, m.index) for m in grown.search("default", QUESTION, limit=3).alone]
+    assert found == [
+        (m.session_id, m.index) for m in fresh.search("default", QUESTION, limit=3).alone
+    ]
     store.close()
 
 
