@@ -1,6 +1,8 @@
-"""Near copies among a semantic list's rows (`semantic._first_saying`): worked out block by
-block for speed, it must give what comparing every row with every earlier one gives, across
-block boundaries too. No model: planted vectors."""
+"""How a semantic list picks its rows, against plain references. Near copies
+(`semantic._first_saying`), worked out block by block for speed, must be what comparing
+every row with every earlier one gives, across block boundaries too; the best row of each
+distinct text (`semantic._best_rows`) must not depend on how deep its first look is. No
+model: planted vectors and scores."""
 
 from __future__ import annotations
 
@@ -9,14 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.memory import semantic
-from hermes.memory.semantic import NEAR_COPY, _first_saying, _Scores
+from hermes.memory.semantic import NEAR_COPY, _best_rows, _Depth, _first_saying, _Scores
 
 
 class _Rows:
-    """The two things `_first_saying` reads of a matrix: speakers, and whole-text vectors."""
+    """The two things `_first_saying` reads of a matrix: speakers, and whole-text vectors
+    (its table, with no sentence vectors after them)."""
 
     def __init__(self, vectors: np.ndarray, speakers: np.ndarray) -> None:
-        self.vectors, self.speakers = vectors, speakers
+        self.table, self.speakers = vectors, speakers
 
 
 def _reference(vectors: np.ndarray, speakers: np.ndarray) -> list[int]:
@@ -55,3 +58,26 @@ def test_near_copies_block_by_block_are_those_of_all_pairs(
     known = _first_saying(shorter, scores)
     assert _first_saying(rows, scores, known).tolist() == expected
     assert semantic.COPY_BLOCK < 300  # the examples cross block boundaries
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=3000),
+    texts=st.integers(min_value=1, max_value=400),
+    limit=st.integers(min_value=1, max_value=300),
+    first_look=st.integers(min_value=2, max_value=16),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_the_best_row_of_each_text_whatever_the_first_look(
+    n: int, texts: int, limit: int, first_look: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    scores = rng.permutation(n).astype(np.float32) / n  # no ties: one right order
+    groups = rng.integers(0, texts, n) ** 2  # few texts said often, many said once
+    order = sorted(range(n), key=lambda r: (-scores[r], -r))
+    seen: set[int] = set()
+    expected = [r for r in order if not (groups[r] in seen or seen.add(groups[r]))][:limit]
+    depth = _Depth(first_look)
+    assert _best_rows(scores, groups, limit, depth).tolist() == expected
+    assert _best_rows(scores, groups, limit).tolist() == expected
+    assert 2 <= depth.rows_per_group <= 16  # learnt from the look, within bounds
