@@ -135,19 +135,6 @@ class _Places:
 
 
 @dataclass
-class _Depth:
-    """How many rows a look for distinct texts takes per text it wants, learnt from the
-    last look of a scope: where lines repeat (stock replies said hundreds of times) a
-    first look of twice the rows finds too few and must look again, ~0.4 ms each."""
-
-    rows_per_group: int = 2
-
-    def learn(self, needed_rows: int, wanted: int) -> None:
-        # half again what the last look needed: the next question's ranking differs
-        self.rows_per_group = max(2, min(16, -(-3 * needed_rows // (2 * wanted))))
-
-
-@dataclass
 class _Matrix:
     ids: np.ndarray  # message ids, ascending
     sessions: np.ndarray  # a code per row (`session_ids`): equal codes, one session
@@ -166,7 +153,6 @@ class _Matrix:
     places: _Places
     # the row of each sentence's message (ascending: a message's sentences are neighbours)
     part_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    depth: _Depth = field(default_factory=_Depth)  # (`_best_rows`)
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
     _newest: np.ndarray | None = None
     _part_groups: tuple[np.ndarray, np.ndarray] | None = None
@@ -390,7 +376,7 @@ class SemanticIndex:
         if distinct and near_copies:
             tops = _nearest_rows(picks, similarity, limit)
         else:
-            tops = [_best_rows(x, g, limit, matrix.depth) for x, g in picks]
+            tops = [_best_rows(x, g, limit) for x, g in picks]
         rows = np.unique(np.concatenate(tops)) if tops else np.zeros(0, dtype=np.int64)
         # the matrix may be up to RELOAD_S old: a message deleted or edited since is no hit
         vectors = self.store.vectors
@@ -482,7 +468,6 @@ class SemanticIndex:
             labels,
             places,
             part_rows,
-            depth=cached.depth if cached is not None else _Depth(),
         )
 
 
@@ -545,16 +530,12 @@ def _matches(
     return out
 
 
-def _best_rows(
-    scores: np.ndarray, groups: np.ndarray | None, limit: int, depth: _Depth | None = None
-) -> np.ndarray:
+def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.ndarray:
     """Rows of the `limit` best scores, best first (newest first among equals); with
     `groups`, only the best row of each group. Looks deeper until it has `limit` groups,
-    so a phrase repeated a thousand times costs a wider look, never a shorter list;
-    `depth` says how deep to look first (a wider first look finds the same rows)."""
+    so a phrase repeated a thousand times costs a wider look, never a shorter list."""
     n = len(scores)
-    per_group = depth.rows_per_group if depth is not None and groups is not None else 2
-    take = min(n, limit * per_group)
+    take = min(n, limit * 2)
     scored = torch.from_numpy(scores)  # torch's top-k is ~5x numpy's argpartition here
     while True:
         top = torch.topk(scored, take, sorted=False).indices.numpy() if take < n else np.arange(n)
@@ -562,11 +543,9 @@ def _best_rows(
         if groups is None:
             return top[:limit]
         _, first = np.unique(groups[top], return_index=True)
-        first.sort()
-        if len(first) >= limit or take == n:
-            if depth is not None and len(first) >= limit:
-                depth.learn(int(first[limit - 1]) + 1, limit)
-            return top[first[:limit]]
+        kept = top[np.sort(first)]
+        if len(kept) >= limit or take == n:
+            return kept[:limit]
         take = min(n, take * 4)
 
 
@@ -582,7 +561,7 @@ def _nearest_rows(
         want = limit * 2
         looked, first = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         while True:
-            top = _best_rows(scores, groups, want, similarity.matrix.depth)
+            top = _best_rows(scores, groups, want)
             # a deeper look's best rows begin with the last look's (the order is total):
             # only the new rows are compared, with all before them
             known = len(looked) if np.array_equal(top[: len(looked)], looked) else 0
