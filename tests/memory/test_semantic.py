@@ -157,8 +157,19 @@ def test_a_loaded_index_never_finds_a_message_deleted_or_edited_since(history, m
             (m.session_id, m.index, m.timestamp, m.source, m.text_key)
             for m in (described[i] for i in ids)
         ]
+        # while no vector of the scope was deleted, nobody asks which hits still exist
+        assert store.vectors is not None
+        asked: list[int] = []
+        check = store.vectors.still_embedded
+        monkeypatch.setattr(
+            store.vectors, "still_embedded", lambda *a: asked.append(1) or check(*a)
+        )
+        assert [m.message_id for m in index.search("default", QUESTION, limit=40).alone] == ids
+        assert not asked
         edited = found[1]
         store.update_message_content("default", edited.message_id, "Let's talk tomorrow.")
+        edits = index.search("default", QUESTION, limit=40).alone
+        assert edited.message_id not in [m.message_id for m in edits] and asked
         assert store.delete_session("default", "planted")
         again = index.search("default", QUESTION, limit=40)
         ids = [m.message_id for m in again.alone + again.in_context]

@@ -110,9 +110,15 @@ def test_still_embedded_forgets_deleted_messages(store: Store) -> None:
     ids = [one[0], two[0], three[0], four[0]]
     assert vectors.still_embedded(MODEL, "alice", ids) == set(ids[:3])  # bob's is not hers
     assert vectors.still_embedded("another-model", "alice", ids) == set()
+    assert vectors.removed("alice") == vectors.removed("bob") == 0
+    vectors.put(MODEL, [(one[0], "alice", b"w")])  # replaced, not removed
+    assert vectors.removed("alice") == 0
     assert store.delete_session("alice", "a1")
     assert vectors.still_embedded(MODEL, "alice", ids) == {three[0]}
     assert vectors.still_embedded(MODEL, "alice", []) == set()
+    assert (vectors.removed("alice"), vectors.removed("bob")) == (2, 0)  # counted per scope
+    assert store.delete_session("alice", "a2")
+    assert vectors.removed("alice") == 3
 
 
 def test_vectors_leave_with_their_session_and_skip_deleted_messages(store: Store) -> None:

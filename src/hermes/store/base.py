@@ -339,6 +339,12 @@ class VectorStore(Protocol):
         message deleted or edited since it was loaded has lost it."""
         ...
 
+    def removed(self, scope: str) -> int:
+        """How many vectors of `scope` were ever deleted (with their message, or by an edit
+        of it): while it stays the same, every vector a process loaded is still stored, and
+        a search need not ask which of its hits still exist."""
+        ...
+
     def count(self, model: str, scope: str) -> int: ...
 
 

@@ -13,7 +13,7 @@ from hermes.store.search_schema import (
     M005_MESSAGE_VIEWS,
     M006_SPEAKERS,
 )
-from hermes.store.vectors import M010_MESSAGE_VECTORS
+from hermes.store.vectors import M010_MESSAGE_VECTORS, M011_VECTOR_REMOVALS
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,7 @@ MIGRATIONS: list[Migration] = [
     Migration(8, "hidden_messages", _script(M008_HIDDEN_MESSAGES)),
     Migration(9, "api_keys", _script(M009_API_KEYS)),
     Migration(10, "message_vectors", _script(M010_MESSAGE_VECTORS)),
+    Migration(11, "vector_removals", _script(M011_VECTOR_REMOVALS)),
 ]
 
 

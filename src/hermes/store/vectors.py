@@ -2,7 +2,8 @@
 
 Vectors are float16 bytes tagged with the model that made them, so switching models shows
 every message as pending again instead of mixing spaces. A message that is deleted or
-edited loses its vector by trigger (migration 10); the embedder fills it again later.
+edited loses its vector by trigger (migration 10), counted per scope (migration 11); the
+embedder fills it again later.
 """
 
 from __future__ import annotations
@@ -27,6 +28,20 @@ END;
 CREATE TRIGGER message_vectors_au AFTER UPDATE OF content ON messages
 WHEN old.content IS NOT new.content BEGIN
     DELETE FROM message_vectors WHERE id = old.id;
+END;
+"""
+
+# every deleted vector is counted per scope, so a process holding loaded vectors can tell
+# with one read whether any of them is gone (a replaced vector is not deleted: without
+# recursive_triggers, INSERT OR REPLACE fires no delete trigger)
+M011_VECTOR_REMOVALS = """
+CREATE TABLE vector_removals (
+    scope TEXT PRIMARY KEY,
+    removed INTEGER NOT NULL
+);
+CREATE TRIGGER vector_removals_ad AFTER DELETE ON message_vectors BEGIN
+    INSERT INTO vector_removals (scope, removed) VALUES (old.scope, 1)
+    ON CONFLICT (scope) DO UPDATE SET removed = removed + 1;
 END;
 """
 
@@ -144,6 +159,13 @@ class SQLiteVectorStore:
                 ).fetchall()
                 found.update(int(r[0]) for r in rows)
         return found
+
+    def removed(self, scope: str) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT removed FROM vector_removals WHERE scope = ?", (scope,)
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def count(self, model: str, scope: str) -> int:
         with self._lock:

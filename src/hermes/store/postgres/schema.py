@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hermes.store.postgres.api_keys import M005_API_KEYS
-from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS
+from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
 
 # Scripts written without spaces between words (same ranges as the SQLite trigram view).
 UNSEGMENTED = "[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]"
@@ -141,4 +141,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(3, "hidden_messages", M003_HIDDEN_MESSAGES),
     PgMigration(4, "message_vectors", M004_MESSAGE_VECTORS),
     PgMigration(5, "api_keys", M005_API_KEYS),
+    PgMigration(6, "vector_removals", M006_VECTOR_REMOVALS),
 ]

@@ -1,7 +1,8 @@
 """PostgreSQL side of the `VectorStore` contract: embeddings shared by every replica.
 
 Same rows as SQLite's `message_vectors` (bytes tagged with their model); a deleted message
-takes its vector with it (foreign key), an edited one loses it (trigger).
+takes its vector with it (foreign key), an edited one loses it (trigger), and each scope's
+deleted vectors are counted (migration 6).
 """
 
 from __future__ import annotations
@@ -31,6 +32,27 @@ $$ LANGUAGE plpgsql;
 CREATE TRIGGER message_vectors_au AFTER UPDATE OF content ON messages
 FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content)
 EXECUTE FUNCTION message_vectors_forget();
+"""
+
+# every deleted vector is counted per scope, so a process holding loaded vectors can tell
+# with one read whether any of them is gone; once per statement, so deleting a session of
+# many messages takes the scope's row lock once
+M006_VECTOR_REMOVALS = """
+CREATE TABLE vector_removals (
+    scope text PRIMARY KEY,
+    removed bigint NOT NULL
+);
+CREATE FUNCTION vector_removals_count() RETURNS trigger AS $$
+BEGIN
+    INSERT INTO vector_removals (scope, removed)
+    SELECT scope, count(*) FROM gone GROUP BY scope
+    ON CONFLICT (scope) DO UPDATE SET removed = vector_removals.removed + EXCLUDED.removed;
+    RETURN NULL;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER vector_removals_ad AFTER DELETE ON message_vectors
+REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+EXECUTE FUNCTION vector_removals_count();
 """
 
 # the text without a transcript's "Name: " opening when it names the message's speaker
@@ -129,6 +151,10 @@ class PgVectorStore:
             (ids, scope, model),
         )
         return {int(r[0]) for r in rows}
+
+    def removed(self, scope: str) -> int:
+        rows = self._db.fetch("SELECT removed FROM vector_removals WHERE scope = %s", (scope,))
+        return int(rows[0][0]) if rows else 0
 
     def count(self, model: str, scope: str) -> int:
         rows = self._db.fetch(
