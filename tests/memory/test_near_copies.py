@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.memory import semantic
-from hermes.memory.semantic import NEAR_COPY, _best_rows, _first_saying, _Scores
+from hermes.memory.semantic import NEAR_COPY, _best_rows, _first_saying, _Groups, _Scores
 
 
 class _Rows:
@@ -66,14 +66,20 @@ def test_near_copies_block_by_block_are_those_of_all_pairs(
     texts=st.integers(min_value=1, max_value=400),
     limit=st.integers(min_value=1, max_value=300),
     seed=st.integers(min_value=0, max_value=2**16),
+    tied=st.booleans(),
 )
 def test_the_best_row_of_each_text_however_often_it_was_said(
-    n: int, texts: int, limit: int, seed: int
+    n: int, texts: int, limit: int, seed: int, tied: bool
 ) -> None:
     rng = np.random.default_rng(seed)
-    scores = rng.permutation(n).astype(np.float32) / n  # no ties: one right order
     groups = rng.integers(0, texts, n) ** 2  # few texts said often, many said once
+    if tied:  # a text's rows score alike (its own similarity): the newest stands for it
+        scores = (rng.permutation(texts**2).astype(np.float32) / texts**2)[groups]
+    else:  # no ties: one right order
+        scores = rng.permutation(n).astype(np.float32) / n
     order = sorted(range(n), key=lambda r: (-scores[r], -r))
     seen: set[int] = set()
     expected = [r for r in order if not (groups[r] in seen or seen.add(groups[r]))][:limit]
-    assert _best_rows(scores, groups, limit).tolist() == expected
+    assert _best_rows(scores, _Groups(groups), limit).tolist() == expected
+    if not tied:  # (ungrouped, rows that tie at the cut may be any of them)
+        assert _best_rows(scores, None, limit).tolist() == order[:limit]

@@ -98,6 +98,34 @@ class _Codes:
         return code
 
 
+class _Groups:
+    """Rows grouped by a key (a text said again): a small integer per row, from 0."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        _, codes = np.unique(keys, return_inverse=True)
+        self.codes = codes.reshape(-1).astype(np.int64)
+        self.count = int(self.codes.max()) + 1 if len(self.codes) else 0
+        self._codes = torch.from_numpy(self.codes)
+
+    def best_rows(self, scores: torch.Tensor, limit: int) -> np.ndarray:
+        """The best row of each of the `limit` best groups, best first (newest first
+        among equals). A group's best is found for all groups in one pass (~0.2 ms for
+        50k rows), where looking ever deeper among the best rows for `limit` distinct
+        groups took ~0.8 ms once a few phrases filled them."""
+        if not self.count or limit <= 0:
+            return np.zeros(0, dtype=np.int64)
+        best = torch.full((self.count,), -torch.inf, dtype=scores.dtype)
+        best.scatter_reduce_(0, self._codes, scores, reduce="amax")
+        top = torch.topk(best, min(limit, self.count), sorted=False).indices.numpy()
+        wanted = np.zeros(self.count, dtype=bool)
+        wanted[top] = True
+        values, group_best = scores.numpy(), best.numpy()
+        rows = np.flatnonzero(wanted[self.codes] & (values == group_best[self.codes]))
+        rows = rows[np.lexsort((-rows, -values[rows]))]
+        _, first = np.unique(self.codes[rows], return_index=True)  # a group's newest best
+        return rows[np.sort(first)][:limit]
+
+
 @dataclass
 class _Places:
     """Per row, what a ranking needs to know of the message (`StoredVector`), kept beside
@@ -156,6 +184,7 @@ class _Matrix:
     part_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _neighbours: tuple[np.ndarray, np.ndarray] | None = None
     _newest: np.ndarray | None = None
+    _groups: _Groups | None = None
     _part_groups: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
@@ -189,6 +218,12 @@ class _Matrix:
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
             self._part_groups = (starts, rows[starts])
         return self._part_groups
+
+    def text_groups(self) -> _Groups:
+        """The rows grouped by text (`texts` key): a text said again is one group."""
+        if self._groups is None:
+            self._groups = _Groups(self.texts)
+        return self._groups
 
     def newest_of_each_text(self) -> np.ndarray:
         """A mask of the rows that are the newest of their text (`texts` key)."""
@@ -361,11 +396,15 @@ class SemanticIndex:
             for k, c in matrix.speaker_ids.of.items()
             if k.startswith("name:") and k[5:].lower() in wanted
         ]
-        theirs = np.isin(matrix.speakers, named) if named else None
+        theirs = None
+        if named:  # a look-up per row: ~4x faster than np.isin over the rows
+            chosen = np.zeros(len(matrix.speaker_ids.strings), dtype=bool)
+            chosen[named] = True
+            theirs = chosen[matrix.speakers]
         if theirs is not None:
             scored.append(np.where(theirs, alone, -np.inf))
-        groups = matrix.texts if distinct else None
-        picks: list[tuple[np.ndarray, np.ndarray | None]] = [(x, groups) for x in scored]
+        groups = matrix.text_groups() if distinct else None
+        picks: list[tuple[np.ndarray, _Groups | None]] = [(x, groups) for x in scored]
         if distinct and not codes:
             # a text said again is the same vector, so by its own similarity all its rows
             # tie: its newest row stands for it, and one top-k finds distinct texts (picking
@@ -540,27 +579,21 @@ def _matches(
     return out
 
 
-def _best_rows(scores: np.ndarray, groups: np.ndarray | None, limit: int) -> np.ndarray:
+def _best_rows(scores: np.ndarray, groups: _Groups | None, limit: int) -> np.ndarray:
     """Rows of the `limit` best scores, best first (newest first among equals); with
-    `groups`, only the best row of each group. Looks deeper until it has `limit` groups,
-    so a phrase repeated a thousand times costs a wider look, never a shorter list."""
-    n = len(scores)
-    take = min(n, limit * 2)
+    `groups`, only the best row of each group: the best of every group is found at once,
+    so a phrase repeated a thousand times costs nothing more, and never a shorter list."""
     scored = torch.from_numpy(scores)  # torch's top-k is ~5x numpy's argpartition here
-    while True:
-        top = torch.topk(scored, take, sorted=False).indices.numpy() if take < n else np.arange(n)
-        top = top[np.lexsort((-top, -scores[top]))]
-        if groups is None:
-            return top[:limit]
-        _, first = np.unique(groups[top], return_index=True)
-        kept = top[np.sort(first)]
-        if len(kept) >= limit or take == n:
-            return kept[:limit]
-        take = min(n, take * 4)
+    if groups is not None:
+        return groups.best_rows(scored, limit)
+    n = len(scores)
+    take = min(n, limit * 2)  # ties at the cut: the newest of them are among these
+    top = torch.topk(scored, take, sorted=False).indices.numpy() if take < n else np.arange(n)
+    return top[np.lexsort((-top, -scores[top]))][:limit]
 
 
 def _nearest_rows(
-    lists: list[tuple[np.ndarray, np.ndarray | None]], similarity: _Scores, limit: int
+    lists: list[tuple[np.ndarray, _Groups | None]], similarity: _Scores, limit: int
 ) -> list[np.ndarray]:
     """The `limit` best rows of each list of scores, a text said again listed once (word
     for word) or NEAR_KEPT times (nearly: `_first_saying`). A list whose copies leave it
