@@ -335,8 +335,8 @@ def ablation_rows(scale: str, home: Path, slices: list[Slice], semantic: bool) -
 
 def semantic_latency(home: Path, questions: list[dict]) -> str:
     """Search latency with search.max_vectors (its default) real vectors in the dialogue
-    scope: its newest messages, embedded here (about a minute; all 1M would take most of
-    half an hour). Timing only: recall at 1M is measured by words."""
+    scope: its newest messages, embedded here as `hermes sessions import` would (a few
+    minutes). Timing only: recall at 1M is measured by words."""
     from hermes.memory.semantic import SemanticIndex, embed_pending
 
     settings = load_settings(home, env={"HERMES_HOME": str(home)})
@@ -347,13 +347,9 @@ def semantic_latency(home: Path, questions: list[dict]) -> str:
     scope = "user:" + DIALOGUE_SCOPE
     try:
         assert store.vectors is not None
-        oldest = store.connection.execute(
-            "SELECT min(id) FROM (SELECT id FROM messages WHERE scope = ? "
-            "AND role IN ('user', 'assistant') ORDER BY id DESC LIMIT ?)",
-            (scope, vectors),
-        ).fetchone()[0]
+        starts = store.vectors.newest_starts(vectors, scope=scope)  # as an import embeds
         started = time.perf_counter()
-        done, _ = embed_pending(store, embedder, scope=scope, after_id=oldest - 1)
+        done, _ = embed_pending(store, embedder, scope=scope, starts=starts)
         embed_s = time.perf_counter() - started
         gc.collect()  # the burst's garbage: a serving process collected it long ago
         index = SemanticIndex(store, embedder, max_vectors=vectors)

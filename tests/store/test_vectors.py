@@ -156,3 +156,37 @@ def test_whole_only_finds_messages_stored_with_one_vector(store: Store) -> None:
     assert [r[2] for r in vectors.whole_only(MODEL, 2, scope="bob")] == ["four"]
     assert [r[2] for r in vectors.whole_only(MODEL, 2, after_id=one[0], limit=1)] == ["three"]
     assert vectors.whole_only("another-model", 2) == []
+
+
+def test_only_a_big_scopes_newest_messages_wait_for_vectors(store: Store) -> None:
+    """A search by meaning looks at a scope's newest vectors only, so a scope of more
+    conversational messages than that embeds its newest and leaves the rest to words."""
+    vectors = store.vectors
+    assert vectors is not None
+    _fill(store, "alice", "a1", ["one", "two", ""])  # a tool message and an empty one too
+    _fill(store, "alice", "a2", ["three", "four"])
+    _fill(store, "bob", "b1", ["five", "six"])
+    _fill(store, "carol", "c1", ["seven"])
+    ids = {text: mid for mid, _, text in vectors.pending(MODEL)}
+    starts = vectors.newest_starts(3)
+    # alice has 4 conversational messages (of 8): her newest 3 begin at "two"; bob and
+    # carol hold no more than 3 messages of any kind
+    assert starts == {"alice": ids["two"]}
+    assert vectors.newest_starts(3, scope="bob") == {}
+    assert vectors.newest_starts(3, scope="alice") == starts
+    assert vectors.newest_starts(4) == {"alice": ids["one"]}  # all four: from the first
+    assert vectors.newest_starts(2) == {"alice": ids["three"], "bob": ids["five"]}
+    texts = [text for _, _, text in vectors.pending(MODEL, starts=starts)]
+    assert texts == ["two", "three", "four", "five", "six", "seven"]
+    assert [t for _, _, t in vectors.pending(MODEL, scope="alice", starts=starts)] == texts[:3]
+    assert vectors.count_pending(MODEL, starts=starts) == 6
+    assert vectors.count_pending(MODEL, scope="alice", starts=starts) == 3
+    vectors.put(MODEL, [(mid, scope, b"v") for mid, scope, _ in vectors.pending(MODEL)])
+    whole = vectors.whole_only(MODEL, 1, starts=starts)
+    assert [text for _, _, text, _ in whole] == texts
+    # loading keeps to the newest vectors too, oldest first as ever
+    newest = vectors.load(MODEL, "alice", newest=2)
+    assert [r.message_id for r in newest] == [ids["three"], ids["four"]]
+    after = vectors.load(MODEL, "alice", after_id=ids["three"], newest=2)
+    assert [r.message_id for r in after] == [ids["four"]]
+    assert len(vectors.load(MODEL, "alice")) == 4

@@ -58,16 +58,20 @@ def _embedder(
 
 def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | None = None) -> int:
     """Give messages without a vector one (semantic search), with a progress bar; 0 when
-    semantic search is off. More than `most` pending: none, and a hint on stderr."""
+    semantic search is off. More than `most` pending: none, and a hint on stderr. Only a
+    scope's newest `search.max_vectors` messages are searched by meaning: older ones get
+    no vector (at a million messages, hours of work for nothing)."""
     from hermes.memory import embeddings
     from hermes.memory.semantic import embed_pending
 
     pending = 0
+    starts: dict[str, int] = {}
 
     def worth_it() -> bool:
-        nonlocal pending
+        nonlocal pending, starts
         assert store.vectors is not None
-        pending = store.vectors.count_pending(embeddings.MODEL_NAME, scope=scope)
+        starts = store.vectors.newest_starts(settings.search.max_vectors, scope=scope)
+        pending = store.vectors.count_pending(embeddings.MODEL_NAME, scope=scope, starts=starts)
         if most is not None and pending > most:
             typer.echo(
                 f"note: {pending:,} messages are not in the semantic index yet; "
@@ -81,7 +85,7 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
     if embedder is None:
         return 0
     with progress("embedding messages for semantic search", pending) as advance:
-        done, _ = embed_pending(store, embedder, scope=scope, progress=advance)
+        done, _ = embed_pending(store, embedder, scope=scope, starts=starts, progress=advance)
     return done
 
 
@@ -91,10 +95,11 @@ def _embed_sentences(settings: Settings, store: Store) -> int:
     from hermes.memory.semantic import embed_sentences
 
     embedder = _embedder(settings, store)
-    if embedder is None:
+    if embedder is None or store.vectors is None:
         return 0
+    starts = store.vectors.newest_starts(settings.search.max_vectors)
     with progress("looking for long messages embedded as one vector") as advance:
-        _, upgraded = embed_sentences(store, embedder, progress=advance)
+        _, upgraded = embed_sentences(store, embedder, starts=starts, progress=advance)
     return upgraded
 
 

@@ -3,7 +3,8 @@
 Turns store their messages at once; this thread gives them vectors a moment later, so a
 turn never waits for the model. It loads the model first (seconds), catches up on what
 is missing, then follows new messages by id, with a full pass now and then for messages
-whose text changed (their vectors were dropped).
+whose text changed (their vectors were dropped). Only each scope's newest
+`search.max_vectors` messages are embedded: no search by meaning looks further back.
 """
 
 from __future__ import annotations
@@ -49,17 +50,22 @@ class SemanticIndexer:
         except embeddings.EmbeddingsUnavailableError as exc:
             log.warning("semantic indexer not started: %s", exc)
             return
-        if embedder is None:
+        vectors = self.store.vectors
+        if embedder is None or vectors is None:
             return
         cursor, last_full = 0, time.monotonic()
+        starts: dict[str, int] | None = None
         while not self._stop.is_set():
             try:
                 if time.monotonic() - last_full > FULL_PASS_S:
-                    cursor, last_full = 0, time.monotonic()
+                    cursor, last_full, starts = 0, time.monotonic(), None
+                if starts is None:  # once a pass: newer messages are past a start anyway
+                    starts = vectors.newest_starts(self.settings.search.max_vectors)
                 done, cursor = embed_pending(
                     self.store,
                     embedder,
                     after_id=cursor,
+                    starts=starts,
                     limit=STEP,
                     should_stop=self._stop.is_set,
                 )

@@ -20,7 +20,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -443,7 +443,12 @@ class SemanticIndex:
                 cached = None
             # read before the load: a vector deleted while it runs counts as deleted since
             removed = cached.removed if cached is not None else vectors.removed(scope)
-            rows = vectors.load(self.embedder.name, scope, after_id=cached.last_id if cached else 0)
+            rows = vectors.load(
+                self.embedder.name,
+                scope,
+                after_id=cached.last_id if cached else 0,
+                newest=self.max_vectors,  # (older ones would be cut at once)
+            )
             if rows or cached is None:
                 cached = self._extend(cached, rows, now, removed)
             self._cache[scope] = cached
@@ -669,10 +674,12 @@ def embed_pending(
     scope: str | None = None,
     limit: int | None = None,
     after_id: int = 0,
+    starts: Mapping[str, int] | None = None,
     progress: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> tuple[int, int]:
-    """Embed messages that have no vector yet (of `scope`, or all); (embedded, last id)."""
+    """Embed messages that have no vector yet (of `scope`, or all; none older than their
+    scope's start in `starts`: `VectorStore.newest_starts`); (embedded, last id)."""
     vectors = store.vectors
     if vectors is None:
         return 0, after_id
@@ -681,7 +688,9 @@ def embed_pending(
         if should_stop is not None and should_stop():
             break
         size = BATCH if limit is None else min(BATCH, limit - done)
-        rows = vectors.pending(embedder.name, scope=scope, after_id=after_id, limit=size)
+        rows = vectors.pending(
+            embedder.name, scope=scope, after_id=after_id, limit=size, starts=starts
+        )
         if not rows:
             break
         pieces = [[text, *parts(text)] for _, _, text in rows]
@@ -706,17 +715,21 @@ def embed_sentences(
     embedder: Embedder,
     *,
     scope: str | None = None,
+    starts: Mapping[str, int] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[int, int]:
     """Give messages embedded before sentences got vectors of their own (one whole-text
     vector) their sentences' vectors, after the whole text's they keep; (messages looked
-    at, messages given sentence vectors). Only the sentences are encoded."""
+    at, messages given sentence vectors). Only the sentences are encoded; as in
+    `embed_pending`, none older than their scope's start in `starts`."""
     vectors = store.vectors
     if vectors is None:
         return 0, 0
     size = 2 * embedder.dimensions  # bytes of one float16 vector
     seen = upgraded = after_id = 0
-    while rows := vectors.whole_only(embedder.name, size, scope=scope, after_id=after_id):
+    while rows := vectors.whole_only(
+        embedder.name, size, scope=scope, after_id=after_id, starts=starts
+    ):
         split = [(row, said) for row in rows if (said := parts(row[2]))]
         if split:
             encoded = embedder.encode([s for _, said in split for s in said])

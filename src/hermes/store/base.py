@@ -4,7 +4,7 @@ by several replicas) implement it; no SQL leaks past `hermes.store`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
@@ -303,13 +303,28 @@ class VectorStore(Protocol):
     """
 
     def pending(
-        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+        self,
+        model: str,
+        *,
+        scope: str | None = None,
+        after_id: int = 0,
+        limit: int = 256,
+        starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str]]:
         """(message id, scope, text) of messages with no vector of `model`, by id, after
-        `after_id`."""
+        `after_id`; with `starts` (`newest_starts`), none older than its scope's start."""
         ...
 
-    def count_pending(self, model: str, *, scope: str | None = None) -> int: ...
+    def count_pending(
+        self, model: str, *, scope: str | None = None, starts: Mapping[str, int] | None = None
+    ) -> int: ...
+
+    def newest_starts(self, count: int, *, scope: str | None = None) -> dict[str, int]:
+        """For each scope (or only `scope`) with more than `count` conversational
+        messages: the id of the oldest of its newest `count`. A search by meaning looks at
+        no more than a scope's newest `search.max_vectors` vectors, so older messages need
+        none: embedding a million of them would take hours for nothing."""
+        ...
 
     def whole_only(
         self,
@@ -319,19 +334,22 @@ class VectorStore(Protocol):
         scope: str | None = None,
         after_id: int = 0,
         limit: int = 256,
+        starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str, bytes]]:
         """(message id, scope, text, vector) of messages whose vector of `model` is `size`
         bytes long (one vector: embedded before sentences got vectors of their own), by
-        id, after `after_id`."""
+        id, after `after_id` (and `starts`, as in `pending`)."""
         ...
 
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
         """Store (message id, scope, vector); ids of messages deleted meanwhile are skipped."""
         ...
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[StoredVector]:
+    def load(
+        self, model: str, scope: str, *, after_id: int = 0, newest: int | None = None
+    ) -> list[StoredVector]:
         """The vectors of `scope` with what a ranking needs to know of their messages, by
-        id, after `after_id`."""
+        id, after `after_id`; only the `newest` of them (None: all)."""
         ...
 
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hermes.store.base import StoredVector, only_asks, text_key
+from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts
 
 M010_MESSAGE_VECTORS = """
 CREATE TABLE message_vectors (
@@ -45,14 +46,6 @@ CREATE TRIGGER vector_removals_ad AFTER DELETE ON message_vectors BEGIN
 END;
 """
 
-# the text without a transcript's "Name: " opening when it names the message's speaker
-# (the name would dominate the embedding; who spoke is ranked from `name` itself)
-_SPOKEN = (
-    "CASE WHEN m.name IS NOT NULL AND substr(m.content, 1, length(m.name) + 2) = m.name || ': ' "
-    "THEN substr(m.content, length(m.name) + 3) ELSE m.content END"
-)
-_CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
-
 
 class SQLiteVectorStore:
     """Embeddings in state.db beside the messages they describe."""
@@ -62,33 +55,64 @@ class SQLiteVectorStore:
         self._lock = lock
 
     def pending(
-        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+        self,
+        model: str,
+        *,
+        scope: str | None = None,
+        after_id: int = 0,
+        limit: int = 256,
+        starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str]]:
         """(message id, scope, text) of conversational messages with no vector of `model`,
         oldest first from `after_id` (a cursor, so a long backfill never rescans)."""
         where = " AND m.scope = ?" if scope is not None else ""
+        newest, newer = from_starts(starts, "?", scope)
         params: tuple[object, ...] = (model, after_id) + ((scope,) if scope is not None else ())
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT m.id, m.scope, {_SPOKEN} FROM messages m "
+                f"SELECT m.id, m.scope, {SPOKEN} FROM messages m "
                 f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = ? "
-                f"WHERE v.id IS NULL AND m.id > ? AND {_CONVERSATIONAL}{where} "
+                f"WHERE v.id IS NULL AND m.id > ? AND {CONVERSATIONAL}{where}{newest} "
                 f"ORDER BY m.id LIMIT ?",
-                (*params, limit),
+                (*params, *newer, limit),
             ).fetchall()
         return [(int(r[0]), r[1], r[2]) for r in rows]
 
-    def count_pending(self, model: str, *, scope: str | None = None) -> int:
+    def count_pending(
+        self, model: str, *, scope: str | None = None, starts: Mapping[str, int] | None = None
+    ) -> int:
         where = " AND m.scope = ?" if scope is not None else ""
+        newest, newer = from_starts(starts, "?", scope)
         params: tuple[object, ...] = (model,) + ((scope,) if scope is not None else ())
         with self._lock:
             row = self._conn.execute(
                 f"SELECT COUNT(*) FROM messages m "
                 f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = ? "
-                f"WHERE v.id IS NULL AND {_CONVERSATIONAL}{where}",
-                params,
+                f"WHERE v.id IS NULL AND {CONVERSATIONAL}{where}{newest}",
+                (*params, *newer),
             ).fetchone()
         return int(row[0])
+
+    def newest_starts(self, count: int, *, scope: str | None = None) -> dict[str, int]:
+        with self._lock:
+            # a scope's message count bounds its conversational ones: only bigger scopes
+            # are walked, newest first by id ("+": not the scope index, which would sort
+            # every message of the scope)
+            big = self._conn.execute(
+                "SELECT scope FROM sessions WHERE ? IS NULL OR scope = ? "
+                "GROUP BY scope HAVING sum(message_count) > ?",
+                (scope, scope, count),
+            ).fetchall()
+            starts = {}
+            for (name,) in big:
+                row = self._conn.execute(
+                    f"SELECT m.id FROM messages m WHERE +m.scope = ? AND {CONVERSATIONAL} "
+                    "ORDER BY m.id DESC LIMIT 1 OFFSET ?",
+                    (name, count - 1),
+                ).fetchone()
+                if row is not None:
+                    starts[name] = int(row[0])
+        return starts
 
     def whole_only(
         self,
@@ -98,18 +122,20 @@ class SQLiteVectorStore:
         scope: str | None = None,
         after_id: int = 0,
         limit: int = 256,
+        starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str, bytes]]:
         where = " AND v.scope = ?" if scope is not None else ""
+        newest, newer = from_starts(starts, "?", scope)
         params: tuple[object, ...] = (model, size, after_id) + (
             (scope,) if scope is not None else ()
         )
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT m.id, m.scope, {_SPOKEN}, v.vec FROM message_vectors v "
+                f"SELECT m.id, m.scope, {SPOKEN}, v.vec FROM message_vectors v "
                 f"JOIN messages m ON m.id = v.id "
-                f"WHERE v.model = ? AND length(v.vec) = ? AND v.id > ?{where} "
+                f"WHERE v.model = ? AND length(v.vec) = ? AND v.id > ?{where}{newest} "
                 f"ORDER BY v.id LIMIT ?",
-                (*params, limit),
+                (*params, *newer, limit),
             ).fetchall()
         return [(int(r[0]), r[1], r[2], bytes(r[3])) for r in rows]
 
@@ -130,9 +156,11 @@ class SQLiteVectorStore:
                 raise
             self._conn.execute("COMMIT")
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[StoredVector]:
-        """The vectors of `scope` by id from `after_id` on, with their messages' places
-        (see `VectorStore.load`)."""
+    def load(
+        self, model: str, scope: str, *, after_id: int = 0, newest: int | None = None
+    ) -> list[StoredVector]:
+        """The vectors of `scope` by id from `after_id` on (only the `newest` of them), with
+        their messages' places (see `VectorStore.load`)."""
         with self._lock:
             rows = self._conn.execute(
                 "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role), "
@@ -140,9 +168,10 @@ class SQLiteVectorStore:
                 "FROM message_vectors v "
                 "JOIN messages m ON m.id = v.id "
                 "JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
-                "WHERE v.scope = ? AND v.model = ? AND v.id > ? ORDER BY v.id",
-                (scope, model, after_id),
+                "WHERE v.scope = ? AND v.model = ? AND v.id > ? ORDER BY v.id DESC LIMIT ?",
+                (scope, model, after_id, -1 if newest is None else newest),
             ).fetchall()
+        rows.reverse()
         return [StoredVector.read(r, text_key(r[9], r[8]), only_asks(r[9])) for r in rows]
 
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:

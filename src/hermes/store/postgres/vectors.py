@@ -7,10 +7,11 @@ deleted vectors are counted (migration 6).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hermes.store.base import StoredVector, text_key
+from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts
 
 if TYPE_CHECKING:  # pool.py imports the schema, which imports this module
     from hermes.store.postgres.pool import Database
@@ -55,14 +56,6 @@ REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
 EXECUTE FUNCTION vector_removals_count();
 """
 
-# the text without a transcript's "Name: " opening when it names the message's speaker
-# (the name would dominate the embedding; who spoke is ranked from `name` itself)
-_SPOKEN = (
-    "CASE WHEN m.name IS NOT NULL AND substr(m.content, 1, length(m.name) + 2) = m.name || ': ' "
-    "THEN substr(m.content, length(m.name) + 3) ELSE m.content END"
-)
-_CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
-
 
 class PgVectorStore:
     """Embeddings in the shared database beside the messages they describe."""
@@ -71,29 +64,57 @@ class PgVectorStore:
         self._db = db
 
     def pending(
-        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+        self,
+        model: str,
+        *,
+        scope: str | None = None,
+        after_id: int = 0,
+        limit: int = 256,
+        starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str]]:
         where = " AND m.scope = %s" if scope is not None else ""
+        newest, newer = from_starts(starts, "%s", scope)
         params: tuple[object, ...] = (model, after_id) + ((scope,) if scope is not None else ())
         rows = self._db.fetch(
-            f"SELECT m.id, m.scope, {_SPOKEN} FROM messages m "
+            f"SELECT m.id, m.scope, {SPOKEN} FROM messages m "
             f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = %s "
-            f"WHERE v.id IS NULL AND m.id > %s AND {_CONVERSATIONAL}{where} "
+            f"WHERE v.id IS NULL AND m.id > %s AND {CONVERSATIONAL}{where}{newest} "
             f"ORDER BY m.id LIMIT %s",
-            (*params, limit),
+            (*params, *newer, limit),
         )
         return [(int(r[0]), r[1], r[2]) for r in rows]
 
-    def count_pending(self, model: str, *, scope: str | None = None) -> int:
+    def count_pending(
+        self, model: str, *, scope: str | None = None, starts: Mapping[str, int] | None = None
+    ) -> int:
         where = " AND m.scope = %s" if scope is not None else ""
+        newest, newer = from_starts(starts, "%s", scope)
         params: tuple[object, ...] = (model,) + ((scope,) if scope is not None else ())
         rows = self._db.fetch(
             f"SELECT COUNT(*) FROM messages m "
             f"LEFT JOIN message_vectors v ON v.id = m.id AND v.model = %s "
-            f"WHERE v.id IS NULL AND {_CONVERSATIONAL}{where}",
-            params,
+            f"WHERE v.id IS NULL AND {CONVERSATIONAL}{where}{newest}",
+            (*params, *newer),
         )
         return int(rows[0][0])
+
+    def newest_starts(self, count: int, *, scope: str | None = None) -> dict[str, int]:
+        # a scope's message count bounds its conversational ones: only bigger scopes count
+        big = self._db.fetch(
+            "SELECT scope FROM sessions WHERE %s::text IS NULL OR scope = %s "
+            "GROUP BY scope HAVING sum(message_count) > %s",
+            (scope, scope, count),
+        )
+        starts = {}
+        for (name,) in big:
+            rows = self._db.fetch(
+                f"SELECT m.id FROM messages m WHERE m.scope = %s AND {CONVERSATIONAL} "
+                "ORDER BY m.id DESC LIMIT 1 OFFSET %s",
+                (name, count - 1),
+            )
+            if rows:
+                starts[name] = int(rows[0][0])
+        return starts
 
     def whole_only(
         self,
@@ -103,17 +124,19 @@ class PgVectorStore:
         scope: str | None = None,
         after_id: int = 0,
         limit: int = 256,
+        starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str, bytes]]:
         where = " AND v.scope = %s" if scope is not None else ""
+        newest, newer = from_starts(starts, "%s", scope)
         params: tuple[object, ...] = (model, size, after_id) + (
             (scope,) if scope is not None else ()
         )
         rows = self._db.fetch(
-            f"SELECT m.id, m.scope, {_SPOKEN}, v.vec FROM message_vectors v "
+            f"SELECT m.id, m.scope, {SPOKEN}, v.vec FROM message_vectors v "
             f"JOIN messages m ON m.id = v.id "
-            f"WHERE v.model = %s AND octet_length(v.vec) = %s AND v.id > %s{where} "
+            f"WHERE v.model = %s AND octet_length(v.vec) = %s AND v.id > %s{where}{newest} "
             f"ORDER BY v.id LIMIT %s",
-            (*params, limit),
+            (*params, *newer, limit),
         )
         return [(int(r[0]), r[1], r[2], bytes(r[3])) for r in rows]
 
@@ -128,7 +151,9 @@ class PgVectorStore:
                 [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
             )
 
-    def load(self, model: str, scope: str, *, after_id: int = 0) -> list[StoredVector]:
+    def load(
+        self, model: str, scope: str, *, after_id: int = 0, newest: int | None = None
+    ) -> list[StoredVector]:
         from hermes.store.postgres.search import ONLY_ASKS  # (search imports the schema)
 
         rows = self._db.fetch(
@@ -137,9 +162,10 @@ class PgVectorStore:
             "FROM message_vectors v "
             "JOIN messages m ON m.id = v.id "
             "JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
-            "WHERE v.scope = %s AND v.model = %s AND v.id > %s ORDER BY v.id",
-            (scope, model, after_id),
+            "WHERE v.scope = %s AND v.model = %s AND v.id > %s ORDER BY v.id DESC LIMIT %s",
+            (scope, model, after_id, newest),
         )
+        rows.reverse()
         return [StoredVector.read(r, text_key(r[9], r[8]), bool(r[10])) for r in rows]
 
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:

@@ -1,0 +1,30 @@
+"""SQL the two vector stores share: which messages get vectors, what text is embedded, and
+which of a big scope's messages are new enough to be searched by meaning."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# the text without a transcript's "Name: " opening when it names the message's speaker
+# (the name would dominate the embedding; who spoke is ranked from `name` itself)
+SPOKEN = (
+    "CASE WHEN m.name IS NOT NULL AND substr(m.content, 1, length(m.name) + 2) = m.name || ': ' "
+    "THEN substr(m.content, length(m.name) + 3) ELSE m.content END"
+)
+CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
+
+
+def from_starts(
+    starts: Mapping[str, int] | None, mark: str, scope: str | None, column: str = "m"
+) -> tuple[str, tuple[object, ...]]:
+    """A condition (with its parameters) keeping only messages at or after their scope's
+    start (`VectorStore.newest_starts`), for a query of one `scope` or (None) of all: ""
+    when none has one. One scope's start is a range of ids, which the primary key finds."""
+    if scope is not None:
+        start = (starts or {}).get(scope)
+        return (f" AND {column}.id >= {mark}", (start,)) if start else ("", ())
+    if not starts:
+        return "", ()
+    cases = " ".join(f"WHEN {mark} THEN {mark}" for _ in starts)
+    params = tuple(v for name, start in starts.items() for v in (name, start))
+    return f" AND {column}.id >= CASE {column}.scope {cases} ELSE 0 END", params
