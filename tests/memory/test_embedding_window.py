@@ -2,55 +2,21 @@
 `search.max_vectors` messages. An import of a big history, `hermes sessions reindex` and the
 background indexer of `hermes serve` embed those and leave older messages to the words
 (at a million messages, embedding them all took hours on 2 cores for nothing). A stand-in
-embedder, so no model loads: which messages get vectors is the point, not what they say."""
+embedder (conftest.py), so no model loads: which messages get vectors is the point, not
+what they say."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
-import pytest
 
 from hermes.config.settings import load_settings
 from hermes.memory.indexer import SemanticIndexer
 from hermes.memory.semantic import SemanticIndex
 from hermes.store.sqlite import SQLiteStore
 from tests.conftest import run_cli
-
-WINDOW = 1000  # the smallest `search.max_vectors` allowed
-
-
-class _Digests:
-    """Unit vectors from each text's digest: equal texts, equal vectors."""
-
-    name = "test-digests"
-    dimensions = 8
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        raw = np.array(
-            [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], np.uint8) for t in texts],
-            dtype=np.float32,
-        ).reshape(len(texts), self.dimensions)
-        raw -= 127.5
-        return raw / np.linalg.norm(raw, axis=1, keepdims=True)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
-
-
-@pytest.fixture
-def embedder(home: Path, monkeypatch: pytest.MonkeyPatch) -> _Digests:
-    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
-    monkeypatch.setattr("hermes.memory.embeddings.extra_installed", lambda: True)
-    digests = _Digests()
-    monkeypatch.setattr("hermes.memory.embeddings._loaded", digests)
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(f"search:\n  max_vectors: {WINDOW}\n")
-    return digests
+from tests.memory.conftest import WINDOW, Digests
 
 
 def _history(path: Path, sessions: int, per_session: int, tag: str) -> Path:
@@ -88,28 +54,28 @@ def _embedded(home: Path, model: str, scope: str) -> list[int]:
 
 
 def test_an_import_embeds_the_newest_messages_a_search_by_meaning_looks_at(
-    home: Path, embedder: _Digests, tmp_path: Path
+    home: Path, digests: Digests, tmp_path: Path
 ) -> None:
     big = _history(tmp_path / "big.jsonl", sessions=12, per_session=100, tag="big")
     r = run_cli("sessions", "import", str(big))
     assert r.returncode == 0, r.stderr
     assert "embedded 1,000 messages for semantic search" in r.stdout
-    assert len(_embedded(home, embedder.name, "default")) == WINDOW  # the newest 1,000
+    assert len(_embedded(home, digests.name, "default")) == WINDOW  # the newest 1,000
     # a scope of its own is counted on its own: all of a small one is embedded
     small = _history(tmp_path / "small.jsonl", sessions=2, per_session=10, tag="small")
     r = run_cli("sessions", "import", str(small), "--user", "alice")
     assert r.returncode == 0 and "embedded 20 messages" in r.stdout, r.stderr
-    assert len(_embedded(home, embedder.name, "user:alice")) == 20
+    assert len(_embedded(home, digests.name, "user:alice")) == 20
     # the 200 older messages are not "missing" from the semantic index, now or later
     r = run_cli("sessions", "search", "big 0 1", "--json")
     assert r.returncode == 0 and "not in the semantic index" not in r.stderr, r.stderr
     r = run_cli("sessions", "reindex")
     assert r.returncode == 0 and "embedded" not in r.stdout, r.stdout
-    assert len(_embedded(home, embedder.name, "default")) == WINDOW
+    assert len(_embedded(home, digests.name, "default")) == WINDOW
     # a search by meaning loads no more than it looks at
     store = SQLiteStore(home / "state.db")
     try:
-        index = SemanticIndex(store, embedder, max_vectors=WINDOW)
+        index = SemanticIndex(store, digests, max_vectors=WINDOW)
         matrix = index._matrix("default")
         assert matrix is not None and len(matrix.ids) == WINDOW
     finally:
@@ -117,7 +83,7 @@ def test_an_import_embeds_the_newest_messages_a_search_by_meaning_looks_at(
 
 
 def test_the_background_indexer_embeds_only_each_scopes_newest(
-    home: Path, embedder: _Digests, tmp_path: Path
+    home: Path, digests: Digests, tmp_path: Path
 ) -> None:
     big = _history(tmp_path / "big.jsonl", sessions=11, per_session=100, tag="big")
     assert run_cli("sessions", "import", str(big), "--no-embed").returncode == 0
@@ -136,5 +102,5 @@ def test_the_background_indexer_embeds_only_each_scopes_newest(
         indexer.stop()
         store.close()
     assert indexer.embedded == WINDOW + 30
-    assert len(_embedded(home, embedder.name, "default")) == WINDOW
-    assert len(_embedded(home, embedder.name, "user:bob")) == 30
+    assert len(_embedded(home, digests.name, "default")) == WINDOW
+    assert len(_embedded(home, digests.name, "user:bob")) == 30

@@ -225,7 +225,13 @@ def search_cmd(
 ) -> None:
     """Search past messages (ranked, best first)."""
     from hermes.memory.embeddings import MODEL_NAME
-    from hermes.memory.search import BatchFormatError, parse_batch, semantic_for, timed_search
+    from hermes.memory.search import (
+        BatchFormatError,
+        parse_batch,
+        semantic_for,
+        timed_search,
+        warm_up,
+    )
 
     if (query is None) == (batch is None):
         fail("give either a QUERY or --batch FILE", 2)
@@ -243,6 +249,7 @@ def search_cmd(
         vectors = store.vectors
         has_vectors = vectors is not None and vectors.count(MODEL_NAME, scope) > 0
         semantic = semantic_for(settings, store, wait=True) if has_vectors else None
+        warm_up(store, scope, semantic)  # like loading the model: no one search's time
         for text, k in queries:
             result = timed_search(store, scope, text, k, semantic)
             if as_json or batch is not None:
