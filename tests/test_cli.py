@@ -157,3 +157,28 @@ def test_setup_writes_config_and_private_env(home: Path, fake: FakeModel) -> Non
     fake.enqueue(Text("configured"))
     assert run_cli("chat", "-q", "hi").stdout == "configured\n"
     assert fake.headers[-1].get("authorization") == "Bearer sk-test-123"
+
+
+def test_import_takes_several_files_in_order_and_stops_at_a_malformed_one(
+    tmp_path: Path,
+) -> None:
+    def session(sid: str, text: str) -> str:
+        return json.dumps({"id": sid, "messages": [{"role": "user", "content": text}]}) + "\n"
+
+    one, two, bad = tmp_path / "one.jsonl", tmp_path / "two.jsonl", tmp_path / "bad.jsonl"
+    one.write_text(session("a", "first") + session("b", "second"))
+    two.write_text(session("b", "again") + session("c", "third"))
+    bad.write_text(session("d", "fourth") + "not json\n")
+    result = run_cli("sessions", "import", str(one), str(two))
+    assert result.returncode == 0, result.stderr
+    assert "imported 3 session(s) (3 messages), skipped 1 already present" in result.stdout
+    result = run_cli("sessions", "import", str(bad), str(one))
+    assert result.returncode == 2 and "nothing was imported" in result.stderr
+    three = tmp_path / "three.jsonl"
+    three.write_text(session("e", "fifth"))
+    result = run_cli("sessions", "import", str(three), str(bad), str(one))
+    assert result.returncode == 2
+    assert f"{bad}: line 2: not valid JSON" in result.stderr
+    assert "nothing of it was imported; the 1 file(s) before it were" in result.stderr
+    listed = json.loads(run_cli("sessions", "list", "--json").stdout)
+    assert sorted(s["id"] for s in listed) == ["a", "b", "c", "e"]

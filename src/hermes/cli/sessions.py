@@ -16,7 +16,14 @@ from hermes.cli.progress import progress
 from hermes.config.settings import Settings
 from hermes.runtime import open_store
 from hermes.store.base import Store
-from hermes.store.transfer import ImportFormatError, export_sessions, import_sessions, parse_jsonl
+from hermes.store.transfer import (
+    ImportedSession,
+    ImportFormatError,
+    ImportReport,
+    export_sessions,
+    import_sessions,
+    parse_jsonl,
+)
 
 if TYPE_CHECKING:
     from hermes.memory.embeddings import Embedder
@@ -293,28 +300,48 @@ def export_cmd(
 
 @app.command("import")
 def import_cmd(
-    source: Path = typer.Argument(..., help="JSONL file, one session per line ('-' for stdin)."),
+    sources: list[Path] = typer.Argument(
+        ..., help="JSONL files, one session per line ('-' for stdin).", show_default=False
+    ),
     user: str | None = UserOption,
     embed: bool = typer.Option(
         True, "--embed/--no-embed", help="Add the messages to the semantic index now."
     ),
 ) -> None:
-    """Import sessions from JSONL; sessions whose id already exists are skipped."""
+    """Import sessions from JSONL files, in order; sessions whose id already exists are
+    skipped. A malformed file imports nothing of itself and stops there. Messages are
+    embedded once, after the last file: a scope's newest messages are the ones searched by
+    meaning, and importing files one command at a time would embed each file's in turn."""
     scope = scope_or_exit(user)
-    sessions = parse_file_or_exit(source, parse_jsonl, ImportFormatError, "nothing was imported")
+
+    def parsed(n: int) -> list[ImportedSession]:
+        consequence = (
+            f"nothing of it was imported; the {n} file(s) before it were"
+            if n
+            else "nothing was imported"
+        )
+        return parse_file_or_exit(sources[n], parse_jsonl, ImportFormatError, consequence)
+
+    first = parsed(0)  # a malformed first file: no store is even opened
     settings = settings_or_exit()
     if embed:
         _semantic_or_exit(settings)  # say so before importing, not after
     store = open_store(settings)
+    total = ImportReport()
     try:
-        with progress("importing sessions", len(sessions)) as advance:
-            report = import_sessions(store, scope, sessions, advance)
+        for n in range(len(sources)):
+            sessions, first = (first, []) if n == 0 else (parsed(n), [])
+            with progress("importing sessions", len(sessions)) as advance:
+                report = import_sessions(store, scope, sessions, advance)
+            total.imported += report.imported
+            total.skipped += report.skipped
+            total.messages += report.messages
         embedded = _embed(settings, store, scope) if embed else 0
     finally:
         store.close()
     typer.echo(
-        f"imported {report.imported} session(s) ({report.messages} messages), "
-        f"skipped {report.skipped} already present"
+        f"imported {total.imported} session(s) ({total.messages} messages), "
+        f"skipped {total.skipped} already present"
     )
     if embedded:
         typer.echo(f"embedded {embedded:,} messages for semantic search")
