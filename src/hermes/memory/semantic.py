@@ -29,11 +29,11 @@ import torch
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
-from hermes.store.base import Store, StoredVector, TextMatch
+from hermes.store.base import Store, StoredVector, TextMatch, VectorStore
 
 log = logging.getLogger(__name__)
 
-RELOAD_S = 300.0  # a full reload drops vectors of deleted messages from memory
+RELOAD_S = 300.0  # a full reload (in the background) drops vectors of deleted messages
 CACHED_SCOPES = 8
 # at or above this cosine similarity, two messages of one speaker say nearly the same
 # thing: "I'm thinking about a class, maybe art." and "Ha, I'm thinking about a class,
@@ -334,6 +334,7 @@ class SemanticIndex:
         self.embedder = embedder
         self.max_vectors = max_vectors
         self._cache: OrderedDict[str, _Matrix] = OrderedDict()
+        self._reloading: set[str] = set()  # scopes being loaded afresh (`_reload_later`)
         self._lock = threading.Lock()
 
     @property
@@ -438,24 +439,56 @@ class SemanticIndex:
             return None
         with self._lock:
             cached = self._cache.get(scope)
-            now = time.monotonic()
-            if cached is not None and now - cached.loaded_at > RELOAD_S:
-                cached = None
-            # read before the load: a vector deleted while it runs counts as deleted since
-            removed = cached.removed if cached is not None else vectors.removed(scope)
-            rows = vectors.load(
-                self.embedder.name,
-                scope,
-                after_id=cached.last_id if cached else 0,
-                newest=self.max_vectors,  # (older ones would be cut at once)
-            )
-            if rows or cached is None:
-                cached = self._extend(cached, rows, now, removed)
-            self._cache[scope] = cached
+            if cached is not None and time.monotonic() - cached.loaded_at > RELOAD_S:
+                self._reload_later(scope)  # meanwhile the loaded one serves, grown as ever
+            matrix = self._grown(cached, scope, vectors)
+            self._cache[scope] = matrix
             self._cache.move_to_end(scope)
             while len(self._cache) > CACHED_SCOPES:
                 self._cache.popitem(last=False)
-            return cached
+            return matrix
+
+    def _grown(self, cached: _Matrix | None, scope: str, vectors: VectorStore) -> _Matrix:
+        """`cached` with the vectors stored since it loaded (None: all of them, loaded now)."""
+        # read before the load: a vector deleted while it runs counts as deleted since
+        removed = cached.removed if cached is not None else vectors.removed(scope)
+        rows = vectors.load(
+            self.embedder.name,
+            scope,
+            after_id=cached.last_id if cached else 0,
+            newest=self.max_vectors,  # (older ones would be cut at once)
+        )
+        if rows or cached is None:
+            return self._extend(cached, rows, time.monotonic(), removed)
+        return cached
+
+    def _reload_later(self, scope: str) -> None:
+        """Load `scope`'s vectors afresh in the background (called under the lock). A full
+        reload takes ~0.6 s at 50,000 vectors: a search that waited for it would stall."""
+        if scope in self._reloading:
+            return
+        self._reloading.add(scope)
+        threading.Thread(
+            target=self._reload, args=(scope,), name="hermes-vectors-reload", daemon=True
+        ).start()
+
+    def _reload(self, scope: str) -> None:
+        try:
+            vectors = self.store.vectors
+            assert vectors is not None  # (a matrix was loaded from them)
+            fresh = self._grown(None, scope, vectors)  # not under the lock: searches go on
+            # what a first search would work out, worked out here
+            fresh.neighbours(), fresh.newest_of_each_text(), fresh.text_groups()
+            with self._lock:
+                if scope in self._cache:  # (not left out of the cache meanwhile)
+                    self._cache[scope] = self._grown(fresh, scope, vectors)
+        except Exception:  # the store closed or failed: the next search loads it again
+            log.warning("reloading the vectors of a scope failed", exc_info=True)
+            with self._lock:
+                self._cache.pop(scope, None)
+        finally:
+            with self._lock:
+                self._reloading.discard(scope)
 
     def _extend(
         self, cached: _Matrix | None, rows: list[StoredVector], now: float, removed: int
