@@ -11,6 +11,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from hermes.config.settings import load_settings
 from hermes.memory.indexer import SemanticIndexer
 from hermes.memory.semantic import SemanticIndex
@@ -104,3 +106,37 @@ def test_the_background_indexer_embeds_only_each_scopes_newest(
     assert indexer.embedded == WINDOW + 30
     assert len(_embedded(home, digests.name, "default")) == WINDOW
     assert len(_embedded(home, digests.name, "user:bob")) == 30
+
+
+def test_an_idle_indexer_does_not_walk_the_older_messages_again(
+    home: Path, digests: Digests, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing left to embed, each look starts past what the last one saw: the
+    messages older than the window (or already embedded) are not walked every IDLE_S."""
+    big = _history(tmp_path / "big.jsonl", sessions=11, per_session=100, tag="big")
+    assert run_cli("sessions", "import", str(big)).returncode == 0  # embeds the newest
+    monkeypatch.setattr("hermes.memory.indexer.IDLE_S", 0.01)
+    store = SQLiteStore(home / "state.db")
+    vectors = store.vectors
+    assert vectors is not None
+    looks: list[int] = []
+    pending = vectors.pending
+
+    def recorded(*args, after_id=0, **kwargs):  # type: ignore[no-untyped-def]
+        looks.append(after_id)
+        return pending(*args, after_id=after_id, **kwargs)
+
+    monkeypatch.setattr(vectors, "pending", recorded)
+    newest = vectors.newest_message_id()
+    indexer = SemanticIndexer(load_settings(home), store)
+    indexer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(looks) < 5:
+            assert time.monotonic() < deadline, "the indexer did not look"
+            time.sleep(0.01)
+    finally:
+        indexer.stop()
+        store.close()
+    assert indexer.embedded == 0 and newest == 1100
+    assert looks[0] == 0 and set(looks[1:]) == {newest}

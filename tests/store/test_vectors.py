@@ -190,3 +190,4 @@ def test_only_a_big_scopes_newest_messages_wait_for_vectors(store: Store) -> Non
     after = vectors.load(MODEL, "alice", after_id=ids["three"], newest=2)
     assert [r.message_id for r in after] == [ids["four"]]
     assert len(vectors.load(MODEL, "alice")) == 4
+    assert vectors.newest_message_id() == ids["seven"] + 1  # carol's tool message

@@ -365,6 +365,11 @@ class VectorStore(Protocol):
 
     def count(self, model: str, scope: str) -> int: ...
 
+    def newest_message_id(self) -> int:
+        """The highest id of a stored message (0: none): what a look for pending messages
+        has seen to, when it found none, so the next look starts past it."""
+        ...
+
 
 @dataclass(slots=True)
 class DocumentEdit:

@@ -203,3 +203,8 @@ class SQLiteVectorStore:
                 (scope, model),
             ).fetchone()
         return int(row[0])
+
+    def newest_message_id(self) -> int:
+        with self._lock:
+            row = self._conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+        return int(row[0])

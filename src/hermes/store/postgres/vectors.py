@@ -188,3 +188,7 @@ class PgVectorStore:
             (scope, model),
         )
         return int(rows[0][0])
+
+    def newest_message_id(self) -> int:
+        rows = self._db.fetch("SELECT coalesce(max(id), 0) FROM messages")
+        return int(rows[0][0])
