@@ -230,8 +230,11 @@ def test_damaged_search_index_is_reported_and_rebuilt(store: SQLiteStore) -> Non
     health = store.check_search_index()
     assert not health.ok and "hermes sessions reindex" in health.detail
     assert store.health()["ok"] is False
+    cheap = store.health(deep=False)  # row counts, not FTS5's check: the ghost shows too
+    assert cheap["ok"] is False and "message_exact_fts holds 2 rows" in cheap["search_index"]
     assert store.rebuild_search_index() == 1
     assert store.check_search_index().ok and store.health()["search_index"] == "ok"
+    assert store.health(deep=False)["search_index"] == "ok"
     assert [m.index for m in store.match_messages("default", ["kettle"], view="exact")] == [0]
 
 

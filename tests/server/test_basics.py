@@ -12,6 +12,7 @@ from hermes.runtime import build_runtime
 from hermes.server.app import Service, create_app
 from hermes.server.deps import get_scope, require_auth
 from hermes.server.errors import APIError
+from hermes.store.base import NewMessage
 from hermes.testing.fake_model import FakeModel
 
 from .conftest import AUTH, SERVER_KEY, Api, open_api
@@ -48,6 +49,37 @@ async def test_health_reports_a_broken_store_as_503(settings: Settings) -> None:
         r = await api.client.get("/health")
         assert r.status_code == 503 and r.json()["status"] == "degraded"
         assert r.json()["store"]["ok"] is False
+
+
+async def test_health_stays_cheap_and_still_sees_an_index_out_of_step(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FTS5's own index check takes the write lock for seconds at a million messages (and
+    PRAGMA quick_check reads the whole file): those are for `hermes doctor`. A probe of
+    /health compares the index's rows with the messages, and reports the file's check as
+    last run in the background."""
+    from hermes.store.search_index import SearchIndexMixin
+
+    def deep_check(self: object) -> None:
+        raise AssertionError("/health ran the deep index check")
+
+    monkeypatch.setattr(SearchIndexMixin, "check_search_index", deep_check)
+    monkeypatch.setattr("hermes.server.meta.HEALTH_CACHE_SECONDS", 0.0)
+    async with open_api(settings) as api:
+        r = await api.client.get("/health")
+        assert r.status_code == 200, r.text
+        assert r.json()["store"]["integrity"] == "ok"
+        assert r.json()["store"]["search_index"] == "ok"
+        store = api.runtime.store
+        store.ensure_session("default", "s", source="api")
+        store.append_messages("default", "s", [NewMessage("user", "the blue kettle")])
+        store.connection.execute(  # type: ignore[attr-defined]
+            "INSERT INTO message_exact_fts (rowid, content, tag) VALUES (999, 'ghost', 'x')"
+        )
+        r = await api.client.get("/health")
+        assert r.status_code == 503 and r.json()["status"] == "degraded"
+        detail = r.json()["store"]["search_index"]
+        assert "message_exact_fts holds 2 rows" in detail and "hermes sessions reindex" in detail
 
 
 async def test_models_lists_the_advertised_model(api: Api) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import Any
 
@@ -17,8 +18,8 @@ from hermes.server.faults import disk_health
 
 router = APIRouter()
 
-# PRAGMA quick_check reads the whole database: a probe hammering /health must not do that
-# on every call, so the answer is reused for a few seconds.
+# a probe may call /health many times a second: the store's answer (its cheap checks:
+# `Store.health(deep=False)`) is reused for a few seconds
 HEALTH_CACHE_SECONDS = 5.0
 PART_CHECK_TIMEOUT_S = 2.0
 HEALTHY = frozenset({"ok", "off"})
@@ -31,7 +32,7 @@ async def _store_health(request: Request, runtime: Runtime) -> dict[str, Any]:
     if cached is not None and now - cached[0] < HEALTH_CACHE_SECONDS:
         return cached[1]
     try:
-        raw = await asyncio.to_thread(runtime.store.health)
+        raw = await asyncio.to_thread(functools.partial(runtime.store.health, deep=False))
     except Exception as exc:  # a closed or broken store must still give an answer
         raw = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     # Unauthenticated endpoint: report the state, not the filesystem path.

@@ -567,8 +567,10 @@ class Store(Searcher, CompactionStore, Protocol):
         """Extend a lease `holder` still holds (heartbeat); False when it is no longer theirs."""
         ...
 
-    def health(self) -> dict[str, Any]:
-        """`ok` plus what an operator needs to see (schema version, backend details)."""
+    def health(self, *, deep: bool = True) -> dict[str, Any]:
+        """`ok` plus what an operator needs to see (schema version, backend details).
+        `deep` (an operator's `hermes doctor`): every check now, however long it takes;
+        else (a probe of `/health`, every few seconds): only what stays cheap at any size."""
         ...
 
     def schema_status(self) -> SchemaStatus: ...

@@ -31,12 +31,12 @@ from hermes.store.migrations import (
     MIGRATIONS,
     Migration,
     applied_versions,
-    current_version,
     migrate,
 )
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.search_index import SearchIndexMixin
+from hermes.store.sqlite_health import SQLiteHealthMixin
 from hermes.store.urls import sqlite_url
 from hermes.store.vectors import SQLiteVectorStore
 
@@ -56,7 +56,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, ApiKeyStoreMixin):
+class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
     """One connection guarded by a lock; writes in BEGIN IMMEDIATE transactions."""
 
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
@@ -486,26 +486,6 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, ApiKeyStoreMixin):
     @staticmethod
     def _drop_lease(conn: sqlite3.Connection, name: str, holder: str) -> None:
         conn.execute("DELETE FROM locks WHERE name = ? AND holder = ?", (name, holder))
-
-    # -- health ---------------------------------------------------------------------------
-
-    def health(self) -> dict[str, Any]:
-        try:
-            with self._lock:
-                quick = self._conn.execute("PRAGMA quick_check").fetchone()[0]
-                version = current_version(self._conn)
-                mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            return {"ok": False, "path": str(self.path), "error": str(exc)}
-        index = self.check_search_index()
-        return {
-            "ok": quick == "ok" and index.ok,
-            "path": str(self.path),
-            "schema_version": version,
-            "journal_mode": mode,
-            "integrity": quick,
-            "search_index": index.detail,
-        }
 
     def schema_status(self) -> SchemaStatus:
         with self._lock:

@@ -449,8 +449,8 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
 
     # -- operations -----------------------------------------------------------------------
 
-    def health(self) -> dict[str, Any]:
-        started = time.perf_counter()
+    def health(self, *, deep: bool = True) -> dict[str, Any]:
+        started = time.perf_counter()  # (every check here is cheap: `deep` changes nothing)
         try:
             status = self._db.schema_status()
         except StoreError as exc:
