@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from hermes.cli.progress import progress
 from hermes.config.settings import ConfigError, Settings, load_settings
 from hermes.models.errors import (
     ModelAuthError,
@@ -180,7 +181,9 @@ def doctor() -> None:
     ok = _line(True, "config", f"{settings.home / 'config.yaml'} (home {settings.home})")
     try:
         store = open_store(settings)
-        health = store.health()
+        # the full checks read the whole database (~15 s at a million messages)
+        with progress("checking the database and its search index"):
+            health = store.health()
         store.close()
         ok = (
             _line(
