@@ -330,7 +330,8 @@ def import_cmd(
     total = ImportReport()
     try:
         for n in range(len(sources)):
-            sessions, first = (first, []) if n == 0 else (parsed(n), [])
+            sessions = first if n == 0 else parsed(n)
+            first = []  # one file's sessions in memory at a time
             with progress("importing sessions", len(sessions)) as advance:
                 report = import_sessions(store, scope, sessions, advance)
             total.imported += report.imported
