@@ -264,3 +264,27 @@ async def test_metrics_count_cron_runs_and_their_deliveries(
     assert 'hermes_cron_deliveries_total{outcome="delivered",target="webhook"} 1.0' in text
     assert "hermes_cron_late_runs_total 0.0" in text
     assert "hermes_compressions_total 0.0" in text
+
+
+async def test_posting_the_same_job_twice_returns_the_first(client: httpx.AsyncClient) -> None:
+    first = await client.post("/api/jobs", headers=AUTH, json=STANDUP)
+    again = await client.post("/api/jobs", headers=AUTH, json=STANDUP)
+    assert first.status_code == 201 and again.status_code == 200
+    assert again.json()["job"]["id"] == first.json()["job"]["id"]
+    assert len((await client.get("/api/jobs", headers=AUTH)).json()["jobs"]) == 1
+    # another scope has names of its own
+    assert (await client.post("/api/jobs", headers=ALICE, json=STANDUP)).status_code == 201
+
+
+async def test_a_taken_name_with_another_definition_is_a_409(client: httpx.AsyncClient) -> None:
+    job = (await client.post("/api/jobs", headers=AUTH, json=STANDUP)).json()["job"]
+    other = await client.post(
+        "/api/jobs", headers=AUTH, json={**STANDUP, "schedule": "0 10 * * 1-5"}
+    )
+    assert other.status_code == 409
+    error = other.json()["error"]
+    assert error["code"] == "job_exists" and error["param"] == "name"
+    assert job["id"] in error["message"] and "schedule" in error["message"]
+    listed = (await client.get("/api/jobs", headers=AUTH)).json()["jobs"]
+    assert [j["id"] for j in listed] == [job["id"]]
+    assert listed[0]["schedule"]["expr"] == "0 9 * * 1-5"

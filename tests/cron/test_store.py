@@ -139,8 +139,9 @@ def test_saves_are_atomic_private_and_shaped_like_the_original(store: JobStore) 
 
 def test_find_by_id_or_unique_case_insensitive_name(store: JobStore) -> None:
     a = create_job(store, schedule="every 1h", prompt="a", name="Report")
-    create_job(store, schedule="every 1h", prompt="b", name="dup")
-    create_job(store, schedule="every 1h", prompt="c", name="DUP")
+    dup = create_job(store, schedule="every 1h", prompt="b", name="dup")
+    with store.edit() as jobs:  # creating refuses a taken name; a hand-edited file may not
+        jobs.append({**dup, "id": "0123456789ab", "name": "DUP", "prompt": "c"})
     assert store.get(a["id"])["name"] == "Report"
     assert store.get("report")["id"] == a["id"]
     with pytest.raises(AmbiguousJobError, match="use the id"):

@@ -160,3 +160,38 @@ def test_cli_run_of_a_failing_job_exits_non_zero(
     result = run_cli("cron", "run", "status")
     assert result.returncode == 1 and "failed" in result.stderr
     assert read_jobs(home)[0]["last_status"] == "error"
+
+
+def test_cli_add_twice_reports_the_job_is_there_and_refuses_a_taken_name(
+    settings: Settings,
+) -> None:
+    args = ("cron", "add", "0 9 * * 1-5", "Write my standup.", "--name", "daily-standup")
+    first = run_cli(*args)
+    again = run_cli(*args)
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    [job] = read_jobs(settings.home)
+    assert again.stdout.startswith(f"already there: {job['id']} (daily-standup)")
+    clash = run_cli("cron", "add", "0 10 * * 1-5", "Write my standup.", "--name", "Daily-Standup")
+    assert clash.returncode == 1 and "Traceback" not in clash.stderr
+    assert job["id"] in clash.stderr and "different schedule" in clash.stderr
+    assert "hermes cron edit" in clash.stderr
+    assert len(read_jobs(settings.home)) == 1
+    assert run_cli("cron", "edit", "daily-standup", "--prompt", "Standup, short.").returncode == 0
+
+
+async def test_the_tool_returns_an_existing_job_and_refuses_a_taken_name(
+    runtime: Runtime, fake: FakeModel, settings: Settings
+) -> None:
+    create = {"action": "create", "schedule": "every 1h", "prompt": "ping", "name": "pinger"}
+    fake.enqueue(
+        ToolCalls([("cronjob", create)]),
+        ToolCalls([("cronjob", create)]),
+        ToolCalls([("cronjob", {**create, "schedule": "every 2h"})]),
+        Text("done"),
+    )
+    await runtime.agent.run_turn(TurnRequest("ping me hourly", session_id="t1", source="api"))
+    [job] = read_jobs(settings.home)
+    created, again, clash = _tool_results(fake.chat_requests()[-1])
+    assert json.loads(created)["created"] is True
+    assert json.loads(again) == {**json.loads(created), "created": False, "already_existed": True}
+    assert clash.startswith("Error: a job named 'pinger' already exists") and job["id"] in clash

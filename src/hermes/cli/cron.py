@@ -14,8 +14,9 @@ import typer
 from hermes.cli.common import fail, scope_or_exit, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.cron.jobs import (
+    JobExistsError,
     JobInputError,
-    create_job,
+    ensure_job,
     pause_job,
     remove_job,
     resume_job,
@@ -82,6 +83,11 @@ def _reported() -> Iterator[None]:
         fail(f"{exc.field}: {exc}", 2)
     except JobNotFoundError as exc:
         fail(f"{exc}; `hermes cron list` shows the jobs", 1)
+    except JobExistsError as exc:
+        fail(
+            f"{exc}; `hermes cron edit {exc.job.get('id')}` changes it, or give another --name",
+            1,
+        )
     except JobStoreError as exc:
         fail(str(exc), 1)
 
@@ -142,10 +148,10 @@ def add_cmd(
     paused: bool = typer.Option(False, "--paused", help="Create it paused."),
     user: str | None = UserOption,
 ) -> None:
-    """Create a job."""
+    """Create a job (the same job added again is reported as already there)."""
     settings, store = _store(user)
     with _reported():
-        job = create_job(
+        job, created = ensure_job(
             store,
             schedule=schedule,
             prompt=prompt,
@@ -156,8 +162,9 @@ def add_cmd(
             session_id=session,
             paused=paused,
         )
+    verb = "created" if created else "already there:"
     typer.echo(
-        f"created {job['id']} ({job['name']}): {job['schedule_display']}, "
+        f"{verb} {job['id']} ({job['name']}): {job['schedule_display']}, "
         f"next run {job['next_run_at'] or '-'}"
     )
     if not serve_is_running(settings):

@@ -21,7 +21,15 @@ from hermes.cron.schedule import (
     parse_schedule,
     to_iso,
 )
-from hermes.cron.store import Job, JobLimitError, JobStore, find_job, new_job_id, output_dir
+from hermes.cron.store import (
+    Job,
+    JobLimitError,
+    JobStore,
+    JobStoreError,
+    find_job,
+    new_job_id,
+    output_dir,
+)
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.text import clean_surrogates
 
@@ -57,6 +65,18 @@ class JobInputError(ValueError):
     def __init__(self, message: str, field: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class JobExistsError(JobStoreError):
+    """A job of that name is already in the scope with another definition.
+
+    Names are how people (and `hermes cron edit NAME`) find a job, so a second job under a
+    taken name is refused rather than made ambiguous; `job` is the one already there.
+    """
+
+    def __init__(self, message: str, job: Job) -> None:
+        super().__init__(message)
+        self.job = job
 
 
 # -------------------------------------------------------------------------- validation
@@ -186,7 +206,54 @@ def _schedule_next(store: JobStore, job: Job) -> None:
     job["next_run_at"] = to_iso(upcoming, store.tz) if upcoming else None
 
 
-def create_job(
+# What makes two jobs "the same job": a create repeated with these equal returns the first.
+DEFINITION = ("schedule", "prompt", "skills", "deliver", "repeat", "session_id")
+
+
+def _definition(job: Job) -> dict[str, Any]:
+    repeat = job.get("repeat")
+    return {
+        "schedule": {k: v for k, v in (job.get("schedule") or {}).items() if k != "display"},
+        "prompt": job.get("prompt") or "",
+        "skills": list(job.get("skills") or []),
+        "deliver": job.get("deliver") or "local",
+        "repeat": repeat.get("times") if isinstance(repeat, dict) else None,
+        "session_id": job.get("session_id"),
+    }
+
+
+def _same_name(jobs: list[Job], name: str) -> list[Job]:
+    wanted = name.casefold()
+    return [j for j in jobs if str(j.get("name", "")).strip().casefold() == wanted]
+
+
+def _existing(jobs: list[Job], job: Job, *, named: bool) -> Job | None:
+    """The job `job` repeats (same name and definition), else None; a job holding the name
+    with another definition is a conflict when the caller chose the name."""
+    holders = _same_name(jobs, job["name"])
+    wanted = _definition(job)
+    for other in holders:
+        if _definition(other) == wanted:
+            return other
+    if holders and named:
+        other = holders[0]
+        theirs = _definition(other)
+        differ = [k for k in DEFINITION if theirs[k] != wanted[k]]
+        raise JobExistsError(
+            f"a job named {other.get('name')!r} already exists in this scope "
+            f"(id {other.get('id')}) with a different {', '.join(differ)}",
+            other,
+        )
+    return None
+
+
+def create_job(store: JobStore, **fields: Any) -> Job:
+    """`ensure_job` for callers that need not know whether the job was new."""
+    job, _created = ensure_job(store, **fields)
+    return job
+
+
+def ensure_job(
     store: JobStore,
     *,
     schedule: Any,
@@ -199,9 +266,14 @@ def create_job(
     paused: bool = False,
     origin: dict[str, Any] | None = None,
     max_jobs: int | None = None,
-) -> Job:
-    """Validate everything first, then add the job under the store lock (refused with
-    `JobLimitError` when the scope already holds `max_jobs` jobs)."""
+) -> tuple[Job, bool]:
+    """Validate everything first, then add the job under the store lock; `(job, created)`.
+
+    Creating is idempotent, so a setup script can run twice: the same name with the same
+    definition returns the job already there (`created` False). A name given explicitly that
+    another job holds with a different definition raises `JobExistsError`; `JobLimitError`
+    when the scope already holds `max_jobs` jobs.
+    """
     parsed = check_schedule(store, schedule)
     text = check_prompt(prompt)
     skill_list = check_skills(skills)
@@ -238,14 +310,19 @@ def create_job(
         "session_id": check_session_id(session_id),
     }
     _schedule_next(store, job)
-    with store.edit() as jobs:
+    created = False
+    with store.edit(save_if=lambda: created) as jobs:
+        existing = _existing(jobs, job, named=name is not None)
+        if existing is not None:
+            return existing, False
         if max_jobs is not None and len(jobs) >= max_jobs:
             raise JobLimitError(
                 f"this scope already has {len(jobs)} jobs, the most cron.max_jobs allows "
                 f"({max_jobs}); remove one first"
             )
         jobs.append(job)
-    return job
+        created = True
+    return job, True
 
 
 def _apply_changes(store: JobStore, job: Job, changes: Mapping[str, Any]) -> bool:

@@ -6,8 +6,9 @@ import asyncio
 from typing import Any, Literal
 
 from hermes.cron.jobs import (
+    JobExistsError,
     JobInputError,
-    create_job,
+    ensure_job,
     pause_job,
     remove_job,
     resume_job,
@@ -134,6 +135,11 @@ async def cronjob(
         )
     except JobInputError as exc:
         raise ToolError(f"{exc.field}: {exc}") from None
+    except JobExistsError as exc:
+        raise ToolError(
+            f"{exc}; update that job (action 'update', job_id {exc.job.get('id')!r}) "
+            "or create this one under another name"
+        ) from None
     except JobStoreError as exc:
         raise ToolError(str(exc)) from None
     if action not in ("list", "remove"):
@@ -154,7 +160,7 @@ def _manage(
         jobs = store.load()
         return {"jobs": [summary(j) for j in jobs], "count": len(jobs)}
     if action == "create":
-        job = create_job(
+        job, created = ensure_job(
             store,
             schedule=_need(fields.pop("schedule", None), "schedule", action),
             **fields,
@@ -162,6 +168,8 @@ def _manage(
             origin={"platform": ctx.platform, "session_id": ctx.session_id},
             max_jobs=ctx.settings.cron.max_jobs,
         )
+        if not created:
+            return {"created": False, "already_existed": True, "job": summary(job)}
         return {"created": True, "job": summary(job)}
     ref = _need(job_id, "job_id", action)
     if action == "update":

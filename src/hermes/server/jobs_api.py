@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse
 
 from hermes.cron.jobs import (
+    JobExistsError,
     JobInputError,
-    create_job,
+    ensure_job,
     pause_job,
     remove_job,
     resume_job,
@@ -111,6 +112,15 @@ def _refuse_surrogates(value: Any) -> None:
 
 
 def _api_error(exc: Exception) -> APIError:
+    if isinstance(exc, JobExistsError):
+        job_id = exc.job.get("id")
+        return APIError(
+            409,
+            f"{exc}. Change that job with PATCH /api/jobs/{job_id}, remove it, or pick "
+            "another name.",
+            code="job_exists",
+            param="name",
+        )
     if isinstance(exc, JobLimitError):
         return APIError(429, f"{exc}.", code="job_limit_reached")
     if isinstance(exc, JobInputError):
@@ -160,13 +170,15 @@ async def create(
     runtime: Runtime = Depends(get_runtime),
     scope: str = Depends(get_scope),
 ) -> JSONResponse:
+    """201 with a new job; 200 with the one already there when the same job (name and
+    definition) is posted again; 409 `job_exists` when the name holds another definition."""
     _refuse_surrogates(body.model_dump())
     session_id = body.session_id if body.session_id is not None else session_from_headers(request)
     if body.session_id is not None:  # a job in a per-session brain lives in that brain
         scope = scope_with_session(request, scope, body.session_id)
     store = _store(runtime, scope)
-    job = await _call(
-        create_job,
+    job, created = await _call(
+        ensure_job,
         store,
         schedule=body.schedule,
         prompt=body.prompt,
@@ -179,6 +191,8 @@ async def create(
         origin={"platform": "api"},
         max_jobs=runtime.settings.cron.max_jobs,
     )
+    if not created:  # the same job posted again (a setup script run twice): 200, no copy
+        return JSONResponse({"job": job}, status_code=200)
     if body.paused and body.paused_reason:
         job = await _call(pause_job, store, job["id"], body.paused_reason)
     scheduler_for(runtime).wake()
