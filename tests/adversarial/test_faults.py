@@ -80,7 +80,7 @@ async def test_full_disk_is_a_507_naming_the_path_and_health_says_so(
             "/api/jobs", json={"name": "n", "schedule": "every 1h", "prompt": "p " * 2000}
         )
         assert job.status_code == 507, job.text
-        health = (await api.client.get("/health")).json()
+        health = (await api.client.get("/health/detailed")).json()
         assert health["status"] == "degraded" and "disk" in health["degraded"]
         assert "full" in health["reasons"]["disk"]
         filler.unlink()
@@ -149,7 +149,7 @@ async def test_unreadable_notes_leave_the_turn_going(
         assert r.status_code == 200, r.text
         system = fake.chat_requests()[-1]["messages"][0]["content"]
         assert "Name: Alex" in system  # the readable file still made it
-        health = (await api.client.get("/health")).json()
+        health = (await api.client.get("/health/detailed")).json()
         assert "notes" in health["degraded"] and "MEMORY.md" in health["reasons"]["notes"]
     with pytest.raises(NotesError, match="MEMORY.md cannot be read"):
         NotesStore(settings.home, "default", settings.memory).read("memory")

@@ -45,7 +45,7 @@ async def test_serve_runs_the_gateway_next_to_the_api(
         await tg.wait_for_sent(1, within=20)
         assert texts(tg) == ["hello from serve"]
         async with httpx.AsyncClient() as client:
-            health = (await client.get(f"{url}/health")).json()
+            health = (await client.get(f"{url}/health/detailed")).json()
         assert health["parts"]["gateway"]["adapters"]["telegram"]["connected"] is True
         status = await asyncio.to_thread(run_cli, "gateway", "status", "--json")
         report = json.loads(status.stdout)

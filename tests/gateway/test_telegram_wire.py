@@ -116,7 +116,7 @@ async def test_a_crashing_adapter_is_retried_while_the_api_keeps_serving(
         )
         assert r.status_code == 200
         assert r.json()["choices"][0]["message"]["content"] == "the API still answers"
-        health = (await c.get("/health")).json()
+        health = (await c.get("/health/detailed")).json()
         assert health["parts"]["gateway"]["status"] == "degraded"
         assert health["parts"]["gateway"]["adapters"]["telegram"]["last_error"]
 

@@ -173,7 +173,7 @@ async def test_a_server_that_never_answers_does_not_block_and_is_reported(
     assert status["missing"]["status"] == "error" and status["missing"]["error"]
     transport = httpx.ASGITransport(app=create_app(runtime, close_runtime=False))
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-        health = (await client.get("/health")).json()
+        health = (await client.get("/health/detailed")).json()
     assert health["status"] == "degraded"
     assert health["parts"]["mcp"]["status"] == "error"
     assert health["parts"]["mcp"]["servers"]["silent"]["status"] == "error"

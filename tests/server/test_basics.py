@@ -33,22 +33,42 @@ def assert_envelope(
     return error
 
 
-async def test_health_needs_no_auth_and_reports_the_store(keyed_api: Api) -> None:
+async def test_health_needs_no_auth_and_shows_no_internals(keyed_api: Api) -> None:
+    """Anonymous /health: alive, version, model configured; no paths, no parts (SPEC §13)."""
     r = await keyed_api.client.get("/health", headers={"Authorization": ""})
     assert r.status_code == 200
     body = r.json()
+    assert set(body) == {"status", "version", "model_configured"}
+    assert body["status"] == "ok" and body["model_configured"] is True
+    assert str(keyed_api.runtime.settings.home) not in r.text
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_detailed_health_is_behind_the_key_and_reports_the_store(keyed_api: Api) -> None:
+    anonymous = await keyed_api.client.get("/health/detailed", headers={"Authorization": ""})
+    assert_envelope(anonymous, 401, "invalid_api_key")
+    r = await keyed_api.client.get("/health/detailed")
+    assert r.status_code == 200, r.text
+    body = r.json()
     assert body["status"] == "ok" and body["store"]["ok"] is True
     assert body["store"]["journal_mode"] == "wal"
-    assert "path" not in body["store"]  # unauthenticated: no filesystem paths
-    assert r.headers["x-content-type-options"] == "nosniff"
+    assert {"model", "disk", "notes"} <= set(body["parts"])
+
+
+async def test_detailed_health_follows_open_auth_without_a_server_key(api: Api) -> None:
+    for headers in ({}, {"Authorization": "Bearer anything"}):
+        r = await api.client.get("/health/detailed", headers=headers)
+        assert r.status_code == 200 and r.json()["store"]["ok"] is True
 
 
 async def test_health_reports_a_broken_store_as_503(settings: Settings) -> None:
     async with open_api(settings) as api:
         api.runtime.store.close()
-        r = await api.client.get("/health")
+        r = await api.client.get("/health/detailed")
         assert r.status_code == 503 and r.json()["status"] == "degraded"
         assert r.json()["store"]["ok"] is False
+        alive = await api.client.get("/health")  # the process still serves (SPEC §1)
+        assert alive.status_code == 200 and alive.json()["status"] == "ok"
 
 
 async def test_health_stays_cheap_and_still_sees_an_index_out_of_step(
@@ -66,7 +86,7 @@ async def test_health_stays_cheap_and_still_sees_an_index_out_of_step(
     monkeypatch.setattr(SearchIndexMixin, "check_search_index", deep_check)
     monkeypatch.setattr("hermes.server.meta.HEALTH_CACHE_SECONDS", 0.0)
     async with open_api(settings) as api:
-        r = await api.client.get("/health")
+        r = await api.client.get("/health/detailed")
         assert r.status_code == 200, r.text
         assert r.json()["store"]["integrity"] == "ok"
         assert r.json()["store"]["search_index"] == "ok"
@@ -76,7 +96,7 @@ async def test_health_stays_cheap_and_still_sees_an_index_out_of_step(
         store.connection.execute(  # type: ignore[attr-defined]
             "INSERT INTO message_exact_fts (rowid, content, tag) VALUES (999, 'ghost', 'x')"
         )
-        r = await api.client.get("/health")
+        r = await api.client.get("/health/detailed")
         assert r.status_code == 503 and r.json()["status"] == "degraded"
         detail = r.json()["store"]["search_index"]
         assert "message_exact_fts holds 2 rows" in detail and "hermes sessions reindex" in detail

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from hermes import __version__
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import ContextLengthError, Error, FakeModel, Hang, Text, ToolCalls
 
@@ -348,8 +349,18 @@ async def test_unconfigured_model_says_how_to_configure(
     async with open_api(settings) as api:
         error = assert_envelope(await api.chat("hi"), 503, "model_not_configured")
         assert "OPENAI_BASE_URL" in error["message"]
-        health = (await api.client.get("/health")).json()
-        assert health["model_configured"] is False
+        # never Hermes' own port as the example: following it makes Hermes call itself
+        assert "11434" not in error["message"]
+        assert "hermes setup" in error["message"]
+        assert "python -m hermes.testing.fake_model" in error["message"]
+        assert "HERMES_MODEL=echo" in error["message"]
+        health = await api.client.get("/health")
+        assert health.status_code == 200
+        assert health.json() == {"status": "ok", "version": __version__, "model_configured": False}
+        detailed = (await api.client.get("/health/detailed")).json()
+        assert detailed["status"] == "degraded" and "model" in detailed["degraded"]
+        assert detailed["parts"]["model"]["status"] == "not_configured"
+        assert "hermes setup" in detailed["reasons"]["model"]
 
 
 async def test_a_turn_with_tools_stores_every_step(settings: Settings, fake: FakeModel) -> None:

@@ -122,6 +122,6 @@ async def test_metrics_count_requests_turns_tokens_and_model_errors(
 @pytest.mark.usefixtures("model_env")
 async def test_health_reports_every_part(keyed_settings: Settings) -> None:
     async with open_api(keyed_settings) as api:
-        body = (await api.client.get("/health")).json()
+        body = (await api.client.get("/health/detailed", headers=AUTH)).json()
     assert body["status"] == "ok"
     assert {"disk", "notes"} <= set(body["parts"])

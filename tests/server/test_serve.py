@@ -224,3 +224,89 @@ def test_unreadable_state_database_is_one_clear_line(home: Path) -> None:
     lines = r.stderr.strip().splitlines()
     assert lines[-1].startswith("hermes: ") and "state.db" in lines[-1]
     assert "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------------- no model, self-reference
+
+
+def test_serve_without_a_model_says_so_in_one_line() -> None:
+    """Issue 33: a server with no model used to start silently; chats then got 503s."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hermes", "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert proc.stderr is not None
+    seen: list[str] = []
+    try:
+        while not any("listening on " in line for line in seen):
+            line = proc.stderr.readline()
+            assert line, f"hermes serve exited early: {''.join(seen)}"
+            seen.append(line)
+        base = seen[-1].split("listening on ", 1)[1].split()[0]
+        body = httpx.get(f"{base}/health").json()
+        assert body["status"] == "ok" and body["model_configured"] is False
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+        proc.stderr.close()
+    about_model = [line for line in seen if "model" in line]
+    assert len(about_model) == 1, seen
+    line = about_model[0]
+    assert "no model is set" in line and "hermes setup" in line
+    assert "python -m hermes.testing.fake_model --port 8000 &" in line
+    assert "OPENAI_BASE_URL=http://127.0.0.1:8000/v1 HERMES_MODEL=echo" in line
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    "bind, model_host",
+    [
+        ("127.0.0.1", "localhost"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("localhost", "127.0.0.1"),
+        ("::1", "[::1]"),
+        ("127.0.0.1", "0.0.0.0"),
+    ],
+)
+def test_serve_refuses_a_model_endpoint_that_is_itself(
+    monkeypatch: pytest.MonkeyPatch, bind: str, model_host: str
+) -> None:
+    port = _free_port()
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://{model_host}:{port}/v1")
+    monkeypatch.setenv("HERMES_MODEL", "hermes")
+    r = run_cli("serve", "--host", bind, "--port", str(port))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "this Hermes server itself" in lines[0], lines
+    assert "Traceback" not in r.stderr
+
+
+def test_which_model_endpoints_are_this_server() -> None:
+    from hermes.server.serve import model_points_here
+
+    here = [
+        ("http://localhost:11434/v1", "127.0.0.1", 11434),
+        ("http://127.0.0.1:11434/v1", "localhost", 11434),
+        ("http://[::1]:11434/v1", "127.0.0.1", 11434),
+        ("http://127.0.0.2:11434/v1", "0.0.0.0", 11434),
+        ("http://0.0.0.0:11434", "::", 11434),
+        ("http://10.1.2.3:8080/v1", "10.1.2.3", 8080),
+        ("http://localhost/v1", "127.0.0.1", 80),
+    ]
+    elsewhere = [
+        ("http://localhost:11435/v1", "127.0.0.1", 11434),  # another port: Ollama moved
+        ("http://10.1.2.3:11434/v1", "127.0.0.1", 11434),  # another machine
+        ("https://api.openai.com/v1", "0.0.0.0", 443),
+        ("http://localhost:11434/v1", "10.1.2.3", 11434),  # Hermes is not on loopback
+        ("not a url", "127.0.0.1", 11434),
+    ]
+    assert [model_points_here(*case) for case in here] == [True] * len(here)
+    assert [model_points_here(*case) for case in elsewhere] == [False] * len(elsewhere)

@@ -109,7 +109,7 @@ async def test_a_database_restart_under_load_gives_503_then_recovers(
                 json={"model": "hermes", "messages": [{"role": "user", "content": "down?"}]},
                 headers={"X-Hermes-Session-Id": "down"},
             )
-            sick = await client.get("/health")
+            sick = await client.get("/health/detailed")
             await asyncio.to_thread(_pg_ctl, ctl, "start")
             for _ in range(200):  # recovers by itself: poll with a deadline
                 r = await client.post(
@@ -121,7 +121,7 @@ async def test_a_database_restart_under_load_gives_503_then_recovers(
                     break
                 await asyncio.sleep(0.05)
             assert r.status_code == 200, r.text
-            health = (await client.get("/health")).json()
+            health = (await client.get("/health/detailed")).json()
     assert down.status_code == 503 and down.headers["retry-after"] == "5"
     assert down.json()["error"]["code"] == "database_unavailable"
     assert "postgres@" not in down.text  # the address stays in the server log

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from hermes.models.classify import PLACEHOLDER_API_KEY, AttemptFailed, Classifier, failure_from_sdk
 from hermes.models.errors import (
+    SETUP_HINT,
     ModelBadAnswerError,
     ModelNotConfiguredError,
     ModelStreamBrokenError,
@@ -113,7 +114,8 @@ class OpenAICompatClient:
         model_name = model or self.model
         if not model_name:
             raise ModelNotConfiguredError(
-                "No model name is configured; set HERMES_MODEL or model.name in config.yaml."
+                "No model name is configured; set HERMES_MODEL or model.name in config.yaml: "
+                f"{SETUP_HINT}."
             )
         params: dict[str, Any] = {"model": model_name}
         if options:
@@ -167,7 +169,7 @@ class OpenAICompatClient:
         if not self.base_url:
             raise ModelNotConfiguredError(
                 "No model endpoint is configured; set OPENAI_BASE_URL or model.base_url "
-                "in config.yaml (for example http://localhost:11434/v1)."
+                f"in config.yaml: {SETUP_HINT}."
             )
         return self.base_url
 

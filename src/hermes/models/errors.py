@@ -19,6 +19,16 @@ class ModelError(Exception):
         self.reason = reason
 
 
+SETUP_HINT = (
+    "run `hermes setup`, or try Hermes with the echo model: "
+    "`python -m hermes.testing.fake_model --port 8000 &` then start Hermes with "
+    "`OPENAI_BASE_URL=http://127.0.0.1:8000/v1 HERMES_MODEL=echo`"
+)
+"""How to get a model, said wherever one is missing (serve's first line, the 503, /health).
+Not an example URL on port 11434: that is Hermes' own port, and following it makes Hermes
+call itself."""
+
+
 class ModelNotConfiguredError(ModelError):
     """No endpoint or model name is configured."""
 

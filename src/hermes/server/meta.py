@@ -1,4 +1,5 @@
-"""`/health` (no auth) and `/v1/models`: what a client asks before it chats."""
+"""`/health` (no auth), `/health/detailed` (behind the key) and `/v1/models`: what a client
+asks before it chats."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse
 
 from hermes import __version__
+from hermes.models.errors import SETUP_HINT
 from hermes.runtime import Runtime
 from hermes.server.deps import get_runtime, require_auth
 from hermes.server.errors import APIError
@@ -58,11 +60,40 @@ async def _parts_health(runtime: Runtime) -> dict[str, dict[str, Any]]:
     return {name: result for (name, _), result in zip(checks, results, strict=True)}
 
 
+def _model_configured(runtime: Runtime) -> bool:
+    model = runtime.settings.model
+    return bool(model.base_url and model.name)
+
+
+def _model_health(runtime: Runtime) -> dict[str, Any]:
+    """The model part of /health/detailed: a missing model is the first thing to fix."""
+    if _model_configured(runtime):
+        return {"status": "ok", "name": runtime.settings.model.name}
+    return {
+        "status": "not_configured",
+        "reason": "no model is configured (model.base_url and model.name), so chats get a 503",
+        "fix": SETUP_HINT,
+    }
+
+
 @router.get("/health")
 @router.get("/v1/health", include_in_schema=False)
-async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> JSONResponse:
+async def health(runtime: Runtime = Depends(get_runtime)) -> JSONResponse:
+    """Anonymous liveness: `ok` while the process serves (SPEC §1), the version and whether a
+    model is configured. Nothing else: no paths, no parts (`/health/detailed` has them)."""
+    body = {"status": "ok", "version": __version__, "model_configured": _model_configured(runtime)}
+    return JSONResponse(body)
+
+
+@router.get("/health/detailed", dependencies=[Depends(require_auth)])
+async def health_detailed(
+    request: Request, runtime: Runtime = Depends(get_runtime)
+) -> JSONResponse:
+    """Every part's state behind the key: 503 when the store is unhealthy, `degraded` (with
+    each reason) when a part, the disk or the model is not right."""
     store = await _store_health(request, runtime)
-    parts = {"disk": await asyncio.to_thread(disk_health, runtime.settings.home)}
+    parts = {"model": _model_health(runtime)}
+    parts["disk"] = await asyncio.to_thread(disk_health, runtime.settings.home)
     parts.update(await _parts_health(runtime))
     ok = bool(store.get("ok"))
     degraded = [name for name, part in parts.items() if part.get("status") not in HEALTHY]
@@ -70,18 +101,20 @@ async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> J
         "status": "ok" if ok and not degraded else "degraded",
         "version": __version__,
         "store": store,
-        "model_configured": bool(runtime.settings.model.base_url and runtime.settings.model.name),
+        "model_configured": _model_configured(runtime),
         "parts": parts,
     }
-    if degraded:
+    if degraded or not ok:
         body["degraded"] = degraded
-        body["reasons"] = {
-            name: parts[name].get("reason") or parts[name].get("error") or parts[name]["status"]
-            for name in degraded
-        }
+        body["reasons"] = {name: _reason(parts[name]) for name in degraded}
         if not ok:
             body["reasons"]["store"] = store.get("error") or store.get("integrity") or "unhealthy"
     return JSONResponse(body, status_code=200 if ok else 503)
+
+
+def _reason(part: dict[str, Any]) -> str:
+    reason = str(part.get("reason") or part.get("error") or part["status"])
+    return f"{reason}; {part['fix']}" if part.get("fix") else reason
 
 
 def _model_entry(request: Request, runtime: Runtime) -> dict[str, Any]:

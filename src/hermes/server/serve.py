@@ -17,10 +17,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from urllib.parse import urlsplit
 
 import uvicorn
 
 from hermes.config.settings import Settings
+from hermes.models.errors import SETUP_HINT
 from hermes.store.base import StoreError
 
 log = logging.getLogger("hermes.server")
@@ -76,6 +78,53 @@ def check_bind(settings: Settings, host: str) -> str | None:
                 "HERMES_ALLOW_UNAUTHENTICATED_PUBLIC_BIND=1 accepts the risk)"
             )
             + "."
+        )
+    return None
+
+
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def _is_this_machine(host: str) -> bool:
+    """Loopback or "any interface": both name this machine when a client connects to them."""
+    return is_loopback(host) or host.strip("[]") in _WILDCARDS
+
+
+def model_points_here(base_url: str, host: str, port: int) -> bool:
+    """Whether `base_url` would reach the server about to listen on host:port (Hermes calling
+    itself: each turn would wait on a turn of its own until the model call times out)."""
+    try:
+        url = urlsplit(base_url)
+        url_port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        return False
+    url_host = (url.hostname or "").lower()
+    if not url_host or url_port != port:
+        return False
+    bind_host = host.strip("[]").lower()
+    if url_host == bind_host:
+        return True
+    if bind_host in _WILDCARDS:
+        return _is_this_machine(url_host) or url_host in _local_names()
+    return is_loopback(bind_host) and _is_this_machine(url_host)
+
+
+def _local_names() -> set[str]:
+    name = socket.gethostname().lower()
+    return {name, socket.getfqdn().lower()}
+
+
+def check_model(settings: Settings, host: str, port: int) -> str | None:
+    """Refuse a model endpoint that is this very server; returns a line when no model is set."""
+    model = settings.model
+    if not (model.base_url and model.name):
+        return f"no model is set, so chats get a 503 until one is: {SETUP_HINT}"
+    if port and model_points_here(model.base_url, host, port):
+        raise ServeError(
+            f"model.base_url (OPENAI_BASE_URL) is {model.base_url}, which is this Hermes "
+            f"server itself ({host}:{port}): every turn would call Hermes again instead of "
+            "a model. Point it at your model endpoint (Ollama, vLLM, OpenAI, ...) or serve "
+            "Hermes on another port with --port."
         )
     return None
 
@@ -149,6 +198,7 @@ async def serve(
 ) -> None:
     """Serve until a signal; raises ServeError for bind problems before anything is opened."""
     warning = check_bind(settings, host)
+    no_model = check_model(settings, host, port)
     sock = bind_socket(host, port)
     # Heavy imports after the bind checks: a refused start stays fast.
     from hermes.plugins import Service
@@ -157,6 +207,8 @@ async def serve(
 
     if warning:
         announce(f"warning: {warning}")
+    if no_model:
+        announce(f"warning: {no_model}")
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}"
 
