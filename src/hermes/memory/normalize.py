@@ -19,6 +19,8 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
+from hermes.memory.emoji import in_emoji
+
 # Characters that render as nothing (or as blank space indistinguishable from a space) and
 # can hide text from a person reading the file: every Unicode "format" (Cf) character plus
 # the ones below, which are letters or marks by category but invisible in practice.
@@ -65,10 +67,12 @@ def is_invisible(ch: str) -> bool:
 
 
 def first_invisible(text: str) -> str | None:
-    """The first invisible character in `text`, if any."""
-    for ch in text:
+    """The first invisible character in `text` that is not part of an ordinary emoji
+    (❤️, 👨‍👩‍👧, 1️⃣, 🏴󠁧󠁢󠁳󠁣󠁴󠁿), if any."""
+    for i, ch in enumerate(text):
         if ch in _INVISIBLE_EXTRA or (ord(ch) >= 0xAD and unicodedata.category(ch) == "Cf"):
-            return ch
+            if not in_emoji(text, i):
+                return ch
     return None
 
 
