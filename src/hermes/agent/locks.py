@@ -2,7 +2,8 @@
 
 The lease is taken in the same store transaction that loads the session, and normally given
 up in the transaction that stores the turn (`HeldSession.lease` passed as `release=`), so a
-turn costs two writes; whatever path skips that (a failure, a cancel) is covered by `hold`.
+turn costs two writes; whatever path skips that (a failure, a cancel) is covered by `hold`,
+which also drops a session the turn began and left without a message.
 
 A process killed mid-turn cannot give its lease up. Leases are short (`LEASE_SECONDS`) and
 renewed by a heartbeat while the turn runs, and a holder on this host whose process is gone
@@ -100,7 +101,21 @@ class SessionLocks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await heartbeat
                 if not held.released:
-                    await asyncio.to_thread(self._store.release_lock, lease.name, lease.holder)
+                    await asyncio.to_thread(self._give_up, held)
+
+    def _give_up(self, held: HeldSession) -> None:
+        """Release a lease the turn did not give up in its final write (it failed or stored
+        nothing), first dropping the session if it was and still is empty:
+        a session exists once it holds a message, so a failed first turn (no model set, an
+        unreachable endpoint) leaves nothing behind in `hermes sessions list`."""
+        session, lease = held.session, held.lease
+        try:
+            if session.message_count == 0:
+                now = self._store.get_session(session.scope, session.id)
+                if now is not None and now.message_count == 0:
+                    self._store.delete_session(session.scope, session.id)
+        finally:
+            self._store.release_lock(lease.name, lease.holder)
 
     async def _heartbeat(self, held: HeldSession) -> None:
         """Keep the lease alive while the turn runs (renewal never re-takes a lost lease)."""
