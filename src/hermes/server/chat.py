@@ -24,6 +24,7 @@ from hermes.server.idempotency import (
     fingerprint,
     validate_key,
 )
+from hermes.server.model_names import model_or_404
 from hermes.server.openai_compat import (
     ChatCall,
     ChunkWriter,
@@ -95,6 +96,7 @@ async def chat_completions(request: Request) -> Response:
     call = parse_chat_body(
         raw, default_model=settings.model_name, ignore_client_tools=settings.ignore_client_tools
     )
+    call.model = model_or_404(call.model, runtime.settings)
     req = _turn_request(call, session_id, scope)
     if call.stream:
         headers = {SESSION_HEADER: session_id} if session_id else {}

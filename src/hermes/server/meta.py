@@ -15,8 +15,8 @@ from hermes import __version__
 from hermes.models.errors import SETUP_HINT
 from hermes.runtime import Runtime
 from hermes.server.deps import get_runtime, require_auth
-from hermes.server.errors import APIError
 from hermes.server.faults import disk_health
+from hermes.server.model_names import model_or_404
 
 router = APIRouter()
 
@@ -136,12 +136,7 @@ async def list_models(request: Request, runtime: Runtime = Depends(get_runtime))
 async def get_model(
     model_id: str, request: Request, runtime: Runtime = Depends(get_runtime)
 ) -> dict[str, Any]:
+    """Any name a turn accepts (`model_names`), so a client's check and its chat agree."""
     entry = _model_entry(request, runtime)
-    if model_id != entry["id"]:
-        raise APIError(
-            404,
-            f"The model {model_id!r} does not exist here; this server offers {entry['id']!r}.",
-            code="model_not_found",
-            param="model",
-        )
+    entry["id"] = model_or_404(model_id, runtime.settings)
     return entry

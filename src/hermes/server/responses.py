@@ -27,6 +27,7 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import APIError, from_turn_error
+from hermes.server.model_names import model_or_404
 from hermes.server.response_store import ResponseStore, StoredResponse
 from hermes.server.responses_stream import ResponseEvents
 from hermes.server.responses_wire import (
@@ -110,6 +111,7 @@ async def create_response(request: Request) -> Response:
     call = parse_responses_body(
         await request.body(), default_model=runtime.settings.server.model_name
     )
+    call.model = model_or_404(call.model, runtime.settings)
     store = response_store(request)
     session_id = await _session_for(call, header, scope, store)
     response_id = new_response_id()
