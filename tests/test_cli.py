@@ -182,3 +182,24 @@ def test_import_takes_several_files_in_order_and_stops_at_a_malformed_one(
     assert "nothing of it was imported; the 1 file(s) before it were" in result.stderr
     listed = json.loads(run_cli("sessions", "list", "--json").stdout)
     assert sorted(s["id"] for s in listed) == ["a", "b", "c", "e"]
+
+
+def test_doctor_without_config_or_model_says_so_and_names_the_echo_model() -> None:
+    result = run_cli("doctor")
+    assert result.returncode == 1
+    out = result.stdout
+    [config] = [line for line in out.splitlines() if " config:" in line]
+    assert not config.startswith("ok") and "no config.yaml" in config
+    assert "defaults and the environment" in config and "hermes setup" in config
+    [model] = [line for line in out.splitlines() if "model endpoint" in line]
+    assert "hermes setup" in model
+    assert "python -m hermes.testing.fake_model --port 8000 &" in model
+    assert "OPENAI_BASE_URL=http://127.0.0.1:8000/v1 HERMES_MODEL=echo" in model
+    assert len([line for line in out.splitlines() if " tools:" in line]) == 1
+
+
+def test_doctor_names_an_existing_config_file(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text("timezone: UTC\n")
+    result = run_cli("doctor")
+    assert f"ok   config: {home / 'config.yaml'}" in result.stdout

@@ -10,6 +10,7 @@ import typer
 from hermes.cli.progress import progress
 from hermes.config.settings import ConfigError, Settings, load_settings
 from hermes.models.errors import (
+    SETUP_HINT,
     ModelAuthError,
     ModelError,
     ModelTimeoutError,
@@ -28,8 +29,8 @@ async def _check_model(settings: Settings) -> bool:
         return _line(
             False,
             "model endpoint",
-            "not set; run `hermes setup` (finds local model servers), or export "
-            "OPENAI_BASE_URL=http://host:port/v1, or set model.base_url in config.yaml",
+            "not set: export OPENAI_BASE_URL=http://host:port/v1 and HERMES_MODEL (or set "
+            f"model.base_url and model.name in config.yaml). To get going: {SETUP_HINT}",
         )
     client = make_model_client(settings)
     client.max_retries = min(client.max_retries, 1)  # a check: one retry, not the full back-off
@@ -97,15 +98,19 @@ def _check_port(settings: Settings) -> bool:
     return True
 
 
-def _check_tools(settings: Settings) -> None:
-    """The tools' workdir and approval mode; approval off is shown loudly (never a failure)."""
+def _check_tools(settings: Settings, health: dict[str, Any] | None) -> None:
+    """One `tools:` line: the tools part's health (if it reported) and the workdir; approval
+    off is shown loudly (never a failure)."""
     from hermes.tools.gate import approval_off
     from hermes.tools.web import backend_of
 
     where = (
         settings.tools.workdir or "the current directory (chat) / $HERMES_HOME/workspace (serve)"
     )
-    typer.echo(f"ok   tools: workdir {where}")
+    status = str((health or {}).get("status", "ok"))
+    mark = "ok  " if status in ("ok", "off") else "FAIL" if status == "error" else "WARN"
+    problem = f"{status}: {health['error']}; " if health and health.get("error") else ""
+    typer.echo(f"{mark} tools: {problem}workdir {where}")
     if approval_off(settings):
         typer.echo(
             "WARN tools: tools.terminal.approval is OFF: dangerous terminal commands run "
@@ -134,9 +139,10 @@ def _part_detail(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-async def _check_parts(settings: Settings) -> bool:
+async def _check_parts(settings: Settings, held: dict[str, dict[str, Any]]) -> bool:
     """Each part's health check (MCP servers, skills, gateway), with a runtime of their own.
-    An "error" fails the doctor; anything else that is not ok is shown as a warning."""
+    An "error" fails the doctor; anything else that is not ok is shown as a warning. Parts
+    named in `held` are not printed: their result is put there for a later line to show."""
     from hermes.runtime import build_runtime
 
     try:
@@ -151,11 +157,14 @@ async def _check_parts(settings: Settings) -> bool:
             except Exception as exc:
                 result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
             status = str(result.get("status"))
+            if status == "error":
+                ok = False
+            if name in held:
+                held[name] = result
+                continue
             if status == "off":
                 continue
             good = status in ("ok", "off")
-            if status == "error":
-                ok = False
             detail = status + (f": {result['error']}" if result.get("error") else "")
             if not result.get("error") and result.get("detail"):
                 detail += f" ({result['detail']})"
@@ -171,6 +180,18 @@ async def _check_parts(settings: Settings) -> bool:
     return ok
 
 
+def _check_config(settings: Settings) -> bool:
+    """Which config.yaml is read; none at all is normal (defaults + environment), said so."""
+    path = settings.home / "config.yaml"
+    if path.is_file():
+        return _line(True, "config", f"{path} (home {settings.home})")
+    typer.echo(
+        f"note config: no config.yaml in {settings.home}; using the defaults and the "
+        "environment. `hermes setup` creates one"
+    )
+    return True
+
+
 def doctor() -> None:
     """Check the configuration, the model endpoint, the store and the server port."""
     try:
@@ -178,7 +199,7 @@ def doctor() -> None:
     except ConfigError as exc:
         _line(False, "config", str(exc))
         raise typer.Exit(1) from None
-    ok = _line(True, "config", f"{settings.home / 'config.yaml'} (home {settings.home})")
+    ok = _check_config(settings)
     try:
         store = open_store(settings)
         # the full checks read the whole database (~15 s at a million messages)
@@ -210,7 +231,8 @@ def doctor() -> None:
             and ok
         )
     ok = asyncio.run(_check_model(settings)) and ok
-    ok = asyncio.run(_check_parts(settings)) and ok
+    held: dict[str, dict[str, Any]] = {"tools": {}}
+    ok = asyncio.run(_check_parts(settings, held)) and ok
     _check_port(settings)
-    _check_tools(settings)
+    _check_tools(settings, held["tools"] or None)
     raise typer.Exit(0 if ok else 1)
