@@ -47,7 +47,11 @@ def test_near_copies_block_by_block_are_those_of_all_pairs(
     rng = np.random.default_rng(seed)
     said = rng.standard_normal((lines, 16))
     vectors = said[rng.integers(0, lines, n)] + 0.35 * rng.standard_normal((n, 16))
-    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float16)
+    vectors = (
+        (vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+        .astype(np.float16)
+        .astype(np.float32)
+    )  # as stored, widened as loaded
     speakers = rng.integers(0, 3, n)
     scores = _Scores(_Rows(vectors, speakers), np.zeros(n), None)  # type: ignore[arg-type]
     rows = rng.permutation(n)  # best first: any order

@@ -69,7 +69,6 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
     scope's newest `search.max_vectors` messages are searched by meaning: older ones get
     no vector (at a million messages, hours of work for nothing)."""
     from hermes.memory import embeddings
-    from hermes.memory.semantic import embed_pending
 
     pending = 0
     starts: dict[str, int] = {}
@@ -78,7 +77,8 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
         nonlocal pending, starts
         assert store.vectors is not None
         starts = store.vectors.newest_starts(settings.search.max_vectors, scope=scope)
-        pending = store.vectors.count_pending(embeddings.MODEL_NAME, scope=scope, starts=starts)
+        name = embeddings.vector_name(settings)
+        pending = store.vectors.count_pending(name, scope=scope, starts=starts)
         if most is not None and pending > most:
             typer.echo(
                 f"note: {pending:,} messages are not in the semantic index yet; "
@@ -91,6 +91,8 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
     embedder = _embedder(settings, store, worth_it)
     if embedder is None:
         return 0
+    from hermes.memory.semantic import embed_pending  # numpy: only once there is work
+
     with progress("embedding messages for semantic search", pending) as advance:
         done, _ = embed_pending(store, embedder, scope=scope, starts=starts, progress=advance)
     return done
@@ -99,11 +101,11 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
 def _embed_sentences(settings: Settings, store: Store) -> int:
     """Give messages embedded before sentences got vectors of their own their sentences'
     vectors (`semantic.embed_sentences`); how many were given some (0: semantic search off)."""
-    from hermes.memory.semantic import embed_sentences
-
     embedder = _embedder(settings, store)
     if embedder is None or store.vectors is None:
         return 0
+    from hermes.memory.semantic import embed_sentences
+
     starts = store.vectors.newest_starts(settings.search.max_vectors)
     with progress("looking for long messages embedded as one vector") as advance:
         _, upgraded = embed_sentences(store, embedder, starts=starts, progress=advance)
@@ -231,7 +233,7 @@ def search_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Search past messages (ranked, best first)."""
-    from hermes.memory.embeddings import MODEL_NAME
+    from hermes.memory.embeddings import vector_name
     from hermes.memory.search import (
         BatchFormatError,
         parse_batch,
@@ -254,7 +256,7 @@ def search_cmd(
         _embed(settings, store, scope, most=SEARCH_EMBED_MAX)
         # no vectors in this scope (yet): no model to load (seconds) for nothing
         vectors = store.vectors
-        has_vectors = vectors is not None and vectors.count(MODEL_NAME, scope) > 0
+        has_vectors = vectors is not None and vectors.count(vector_name(settings), scope) > 0
         semantic = semantic_for(settings, store, wait=True) if has_vectors else None
         warm_up(store, scope, semantic)  # like loading the model: no one search's time
         for text, k in queries:

@@ -105,9 +105,12 @@ class MemorySettings(_Section):
 
 
 class SearchSettings(_Section):
-    # Semantic search over past messages (the `embeddings` extra: a sentence-embedding model
-    # shipped inside a package, nothing downloaded): auto = on when the extra is installed.
-    embeddings: Literal["auto", "on", "off"] = "auto"
+    # Search by meaning over past messages: `auto`/`on` use the sentence-embedding model
+    # shipped in the package (nothing downloaded; `auto` falls back to words only if it cannot
+    # load, `on` says so), `endpoint` asks the model endpoint's /v1/embeddings for
+    # `embedding_model`'s vectors, `off` searches by words only.
+    embeddings: Literal["auto", "on", "off", "endpoint"] = "auto"
+    embedding_model: str | None = None
     # Most vectors of one scope held in memory for semantic search (newest kept; 1.5 KB each).
     max_vectors: int = Field(default=50_000, ge=1000)
 

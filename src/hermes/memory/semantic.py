@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
@@ -105,23 +104,24 @@ class _Groups:
         _, codes = np.unique(keys, return_inverse=True)
         self.codes = codes.reshape(-1).astype(np.int64)
         self.count = int(self.codes.max()) + 1 if len(self.codes) else 0
-        self._codes = torch.from_numpy(self.codes)
+        # the rows in group order, and where each group's run starts: one reduceat gives
+        # every group's best score
+        self._order = np.argsort(self.codes, kind="stable")
+        ranked = self.codes[self._order]
+        self._starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
 
-    def best_rows(self, scores: torch.Tensor, limit: int) -> np.ndarray:
+    def best_rows(self, scores: np.ndarray, limit: int) -> np.ndarray:
         """The best row of each of the `limit` best groups, best first (newest first
         among equals). A group's best is found for all groups in one pass (~0.2 ms for
         50k rows), where looking ever deeper among the best rows for `limit` distinct
         groups took ~0.8 ms once a few phrases filled them."""
         if not self.count or limit <= 0:
             return np.zeros(0, dtype=np.int64)
-        best = torch.full((self.count,), -torch.inf, dtype=scores.dtype)
-        best.scatter_reduce_(0, self._codes, scores, reduce="amax")
-        top = torch.topk(best, min(limit, self.count), sorted=False).indices.numpy()
+        group_best = np.maximum.reduceat(scores[self._order], self._starts)
         wanted = np.zeros(self.count, dtype=bool)
-        wanted[top] = True
-        values, group_best = scores.numpy(), best.numpy()
-        rows = np.flatnonzero(wanted[self.codes] & (values == group_best[self.codes]))
-        rows = rows[np.lexsort((-rows, -values[rows]))]
+        wanted[_top(group_best, limit)] = True
+        rows = np.flatnonzero(wanted[self.codes] & (scores == group_best[self.codes]))
+        rows = rows[np.lexsort((-rows, -scores[rows]))]
         _, first = np.unique(self.codes[rows], return_index=True)  # a group's newest best
         return rows[np.sort(first)][:limit]
 
@@ -168,9 +168,8 @@ class _Matrix:
     sessions: np.ndarray  # a code per row (`session_ids`): equal codes, one session
     texts: np.ndarray  # a key per row: equal for one speaker's equal vectors (a text said again)
     speakers: np.ndarray  # a code per row (`speaker_ids`): equal codes, one speaker
-    # float16, as stored: half the memory, and torch's half-precision matrix-vector product
-    # is ~5x faster than its float32 one here (memory-bound). A row per message (its whole
-    # text), then a row per sentence of the messages that have them (`parts`): one product
+    # float32 (stored as float16): numpy's product has no fast half-precision path. A row
+    # per message (its whole text), then a row per sentence of the messages that have them (`parts`): one product
     # scores both, and what scored a row, sentence or whole, is one look-up (`_Scores.said`)
     table: np.ndarray
     last_id: int
@@ -197,13 +196,13 @@ class _Matrix:
         """The sentences' vectors, a row per `part_rows` entry."""
         return self.table[len(self.ids) :]
 
-    def similarity(self, query: torch.Tensor, weight: float) -> _Scores:
+    def similarity(self, query: np.ndarray, weight: float) -> _Scores:
         """Each message's cosine similarity to `query`: the best of its whole text's and
         `weight` times its sentences' (0: the whole text's only)."""
         n = len(self.ids)
         with_parts = bool(len(self.part_rows)) and weight > 0
         table = self.table if with_parts else self.vectors
-        both = torch.mv(torch.from_numpy(table), query).float().numpy()
+        both = table @ query
         alone, by_part = both[:n], None
         if with_parts:
             by_part = both[n:] * weight
@@ -257,13 +256,13 @@ class _Scores:
     by_part: np.ndarray | None  # per sentence vector, its weighted similarity
     _sentence: np.ndarray | None = None
 
-    def said(self, rows: np.ndarray) -> torch.Tensor:
+    def said(self, rows: np.ndarray) -> np.ndarray:
         """The vectors `rows` scored by (float32): a sentence's when it carried the row's
         score, else the whole text's. "A friend invited me to a concert, I might go." said
         amid other small talk in many turns is one line said again, not many texts."""
-        table = torch.from_numpy(self.matrix.table)
+        table = self.matrix.table
         if self.by_part is None or not len(rows):
-            return table.index_select(0, torch.from_numpy(rows)).float()
+            return table[rows]
         if self._sentence is None:  # per row: the sentence that scored it, -1 none, -2 unknown
             self._sentence = np.full(len(self.alone), -2, dtype=np.int64)
         unknown = rows[self._sentence[rows] == -2]
@@ -272,7 +271,7 @@ class _Scores:
         sentence = self._sentence[rows]
         # the table holds the sentences after the whole texts: one look-up reads both
         at = np.where(sentence >= 0, sentence + len(self.alone), rows)
-        return table.index_select(0, torch.from_numpy(at)).float()
+        return table[at]
 
     def _scoring_sentence(self, rows: np.ndarray) -> np.ndarray:
         """For each row, the sentence vector that carried its score (-1: its whole text)."""
@@ -370,9 +369,7 @@ class SemanticIndex:
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
-        query_vector = torch.from_numpy(self.embedder.encode_query(query)).half()
-        # torch, not numpy: numpy's BLAS threads spinning beside torch's own pool (the
-        # encoder's) slow both several-fold; torch's pool does the product on every core
+        query_vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
         similarity = matrix.similarity(query_vector, sentences)
         if not sentence_copies:
             similarity.by_part = None
@@ -504,14 +501,14 @@ class SemanticIndex:
         places = _Places.of(rows, labels)
         size = 2 * self.embedder.dimensions  # bytes of one float16 vector
         new = np.frombuffer(b"".join(r.vector[:size] for r in rows), dtype=np.float16)
-        new = new.reshape(n, self.embedder.dimensions)
+        new = new.reshape(n, self.embedder.dimensions).astype(np.float32)
         extra = [
             (at, r.vector[size:])
             for at, r in enumerate(rows)
             if len(r.vector) > size and not len(r.vector) % size
         ]
         parts = np.frombuffer(b"".join(b for _, b in extra), dtype=np.float16)
-        parts = parts.reshape(-1, self.embedder.dimensions)
+        parts = parts.reshape(-1, self.embedder.dimensions).astype(np.float32)
         part_rows = np.repeat(
             np.fromiter((at for at, _ in extra), dtype=np.int64, count=len(extra)),
             [len(b) // size for _, b in extra],
@@ -536,7 +533,7 @@ class SemanticIndex:
         # the oldest messages' sentences go first (their whole texts stay): memory and
         # search time at most doubled
         part_rows = part_rows[-self.max_vectors :]
-        # one copy, writable for torch: the newest rows of each kind, whole texts first
+        # one copy: the newest rows of each kind, whole texts first
         blocks = _last_rows(vector_blocks, len(ids)) + _last_rows(part_blocks, len(part_rows))
         table = np.concatenate(blocks) if blocks else new.copy()
         last = int(ids[-1]) if len(ids) else 0
@@ -621,13 +618,18 @@ def _best_rows(scores: np.ndarray, groups: _Groups | None, limit: int) -> np.nda
     """Rows of the `limit` best scores, best first (newest first among equals); with
     `groups`, only the best row of each group: the best of every group is found at once,
     so a phrase repeated a thousand times costs nothing more, and never a shorter list."""
-    scored = torch.from_numpy(scores)  # torch's top-k is ~5x numpy's argpartition here
     if groups is not None:
-        return groups.best_rows(scored, limit)
-    n = len(scores)
-    take = min(n, limit * 2)  # ties at the cut: the newest of them are among these
-    top = torch.topk(scored, take, sorted=False).indices.numpy() if take < n else np.arange(n)
+        return groups.best_rows(scores, limit)
+    top = _top(scores, limit * 2)  # ties at the cut: the newest of them are among these
     return top[np.lexsort((-top, -scores[top]))][:limit]
+
+
+def _top(scores: np.ndarray, count: int) -> np.ndarray:
+    """The positions of the `count` highest scores, in no order."""
+    n = len(scores)
+    if count >= n:
+        return np.arange(n)
+    return np.argpartition(scores, n - count)[n - count :]
 
 
 def _nearest_rows(
@@ -693,7 +695,7 @@ def _first_saying(rows: np.ndarray, scores: _Scores, known: np.ndarray | None = 
     # diagonal (a third of them at 400 rows) are never computed
     for start in range(done, len(rows), COPY_BLOCK):
         end = min(len(rows), start + COPY_BLOCK)
-        near = (vectors[start:end] @ vectors[:end].T).numpy() >= NEAR_COPY
+        near = (vectors[start:end] @ vectors[:end].T) >= NEAR_COPY
         near &= speakers[start:end, None] == speakers[None, :end]
         near[np.arange(end - start), np.arange(start, end)] = True  # itself, if none before
         first[start:end] = near.argmax(axis=1)

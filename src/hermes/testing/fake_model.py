@@ -411,6 +411,9 @@ class _Handler(BaseHTTPRequestHandler):
         record = self._record(body)
         if not self._authorised(record):
             return
+        if _strip_v1(record.path) == "/embeddings":
+            self._answer_embeddings(body)
+            return
         if not _is_chat_path(record.path):
             self._send_error(404, f"fake model: no route for POST {record.path}", "not_found")
             return
@@ -458,6 +461,25 @@ class _Handler(BaseHTTPRequestHandler):
             )
         else:
             raise TypeError(f"fake model: unsupported scripted response {response!r}")
+
+    def _answer_embeddings(self, body: dict) -> None:
+        """Vectors for `input` (a string or a list of them): hashed words, not meaning; texts
+        sharing words are near, which is all a test of the wiring needs."""
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._send_error(
+                400, "fake model: input must be a string or a list of strings", "invalid_input"
+            )
+            return
+        data = [
+            {"object": "embedding", "index": i, "embedding": _hashed_words(text)}
+            for i, text in enumerate(texts)
+        ]
+        self._send_json(
+            200,
+            {"object": "list", "data": data, "model": body.get("model"), "usage": _usage(0, 0)},
+        )
 
     def _answer_text(self, r: Text, body: dict) -> None:
         usage = _usage(
@@ -634,6 +656,22 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+EMBEDDING_DIMENSIONS = 64
+
+
+def _hashed_words(text: str) -> list[float]:
+    """A stable vector per text: each word adds one to a dimension chosen by its hash."""
+    import hashlib
+
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in text.lower().split():
+        digest = hashlib.blake2b(word.strip(".,!?;:").encode(), digest_size=4).digest()
+        vector[int.from_bytes(digest, "big") % EMBEDDING_DIMENSIONS] += 1.0
+    if not any(vector):
+        vector[0] = 1.0
+    return vector
 
 
 def _strip_v1(path: str) -> str:
