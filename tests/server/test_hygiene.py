@@ -89,7 +89,7 @@ async def test_declared_body_over_the_limit_is_413(
     small_body_settings: Settings, fake: FakeModel
 ) -> None:
     async with open_api(small_body_settings) as api:
-        error = assert_envelope(await api.chat("x" * 3_000), 413, "body_too_large")
+        error = assert_envelope(await api.chat("x" * 3_000), 413, "request_too_large")
         assert "2,000" in error["message"]
         fake.enqueue(Text("fine"))
         assert (await api.chat("x" * 1_000)).status_code == 200
@@ -106,7 +106,7 @@ async def test_chunked_body_without_length_over_the_limit_is_413(
     async with open_api(small_body_settings) as api:
         r = await api.client.post("/v1/chat/completions", content=body())
         assert "content-length" not in r.request.headers
-        assert_envelope(r, 413, "body_too_large")
+        assert_envelope(r, 413, "request_too_large")
     assert fake.chat_requests() == []
 
 
@@ -117,7 +117,7 @@ async def test_chunked_body_over_the_limit_on_a_real_socket(
         port = int(base.rsplit(":", 1)[1])
         response = await asyncio.to_thread(_raw_chunked_post, port, 5, 1_000)
     assert response.startswith(b"HTTP/1.1 413")
-    assert b'"body_too_large"' in response
+    assert b'"request_too_large"' in response
     assert fake.chat_requests() == []
 
 

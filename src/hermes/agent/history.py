@@ -64,6 +64,24 @@ class CompressionStats:
     flushes: int = 0
 
 
+def refuse_what_cannot_fit(state: CallState, window: int) -> None:
+    """No compression shrinks the system prompt, the tools or the user's new message: when
+    those alone exceed the window, say so before calling the model (which would only refuse,
+    after being sent megabytes)."""
+    user = [m for m in state.turn if m.get("role") == "user"]
+    if not user:
+        return
+    own = estimate_messages_tokens(user)
+    fixed = own + estimate_messages_tokens(state.system) + estimate_tools_tokens(state.tools)
+    if fixed > window:
+        raise ContextLengthExceededError(
+            f"The new message is about {own:,} tokens ({fixed:,} with Hermes' instructions "
+            f"and tools), more than the model's context window of {window:,} tokens",
+            limit=window,
+            tokens=fixed,
+        )
+
+
 class CompressingHistory:
     """ContextPolicy that compresses before a call crosses the threshold or after a
     context-length error, and caches each session's view so turns don't re-read history."""
@@ -121,9 +139,10 @@ class CompressingHistory:
         view.count += len(records)
 
     async def before_call(self, state: CallState) -> None:
+        window = await self.context_window()
+        refuse_what_cannot_fit(state, window)
         if not self.settings.compression.enabled:
             return
-        window = await self.context_window()
         if self.estimate(state) > self.settings.compression.threshold * window:
             await self.compress(state, reason="threshold")
 

@@ -42,11 +42,20 @@ class ModelRateLimitError(ModelError):
 
 
 class ContextLengthExceededError(ModelError):
-    """The prompt did not fit; `limit` is the window the provider reported, when it said."""
+    """The prompt did not fit; `limit` is the window the provider reported, when it said;
+    `tokens` is set when Hermes refused before calling the model (its own estimate)."""
 
-    def __init__(self, message: str, *, limit: int | None = None, status_code: int | None = 400):
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: int | None = None,
+        status_code: int | None = 400,
+        tokens: int | None = None,
+    ) -> None:
         super().__init__(message, status_code=status_code)
         self.limit = limit
+        self.tokens = tokens
 
 
 class ModelUnavailableError(ModelError):

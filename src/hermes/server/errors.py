@@ -133,6 +133,14 @@ def from_model_error(exc: ModelError) -> APIError:
     endpoint's address or what it said (which may name internal hosts or echo keys); the
     server log keeps the full sentence for the operator.
     """
+    if isinstance(exc, ContextLengthExceededError) and exc.tokens is not None:
+        return APIError(
+            400,
+            f"{exc}; shorten the message or split it over several turns. The model was not called.",
+            INVALID_REQUEST,
+            "context_length_exceeded",
+            "messages",
+        )
     error_kind = type(exc).__name__.removeprefix("Model").removesuffix("Error") or "Model"
     MODEL_ERROR_COUNTS[error_kind] = MODEL_ERROR_COUNTS.get(error_kind, 0) + 1
     log.warning("upstream model failure: %s", exc)

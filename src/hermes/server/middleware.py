@@ -25,13 +25,19 @@ _SECURITY_HEADERS = [
 ]
 
 
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
+"""A refused body up to this size is read to its end before the 413, so the answer arrives."""
+DRAIN_SECONDS = 30.0
+
+
 class BodyTooLargeError(APIError):
     def __init__(self, limit: int) -> None:
         super().__init__(
             413,
             f"The request body is larger than the server's limit of {limit:,} "
-            "bytes (server.max_body_bytes).",
-            code="body_too_large",
+            "bytes (server.max_body_bytes); send less, e.g. split the content over several "
+            "requests.",
+            code="request_too_large",
         )
 
 
@@ -86,6 +92,8 @@ class HygieneMiddleware:
                 )
                 return
             if int(declared) > self.max_body_bytes:
+                if int(declared) <= DRAIN_MAX_BYTES:
+                    await _drain(receive, self.body_timeout)
                 await _send_error(send, BodyTooLargeError(self.max_body_bytes))
                 return
         started = False
@@ -125,6 +133,8 @@ class HygieneMiddleware:
         except APIError as exc:  # raised outside a route (e.g. by the limit while no route ran)
             if started:
                 raise
+            if isinstance(exc, BodyTooLargeError):
+                await _drain(receive, self.body_timeout)
             await _send_error(send, exc)
         except Exception as exc:
             fault = from_fault(exc, home=self.home)
@@ -147,6 +157,27 @@ class HygieneMiddleware:
                     "internal_error",
                 ),
             )
+
+
+async def _drain(receive: Receive, seconds: float | None) -> None:
+    """Read and drop what is left of a refused request body before answering.
+
+    Closing a socket that still holds unread bytes makes the kernel reset the connection, and
+    a client still sending its body then sees "connection reset" instead of the 413. Bounded
+    by DRAIN_MAX_BYTES (checked by the caller for a declared length, here for chunked bodies)
+    and by the body timeout."""
+    left = DRAIN_MAX_BYTES
+    try:
+        async with asyncio.timeout(seconds or DRAIN_SECONDS):
+            while left > 0:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                left -= len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return
 
 
 async def _send_error(send: Send, exc: APIError) -> None:
