@@ -93,8 +93,11 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
         return 0
     from hermes.memory.semantic import embed_pending  # numpy: only once there is work
 
-    with progress("embedding messages for semantic search", pending) as advance:
-        done, _ = embed_pending(store, embedder, scope=scope, starts=starts, progress=advance)
+    try:
+        with progress("embedding messages for semantic search", pending) as advance:
+            done, _ = embed_pending(store, embedder, scope=scope, starts=starts, progress=advance)
+    except embeddings.EmbeddingsUnavailableError as exc:
+        fail(f"{exc}; what was embedded before stays, the rest is searched by words", 1)
     return done
 
 

@@ -44,7 +44,14 @@ class EndpointEmbedder:
             timeout=timeout,
             transport=transport or httpx.HTTPTransport(retries=1),
         )
-        self.dimensions = int(self._request(["dimensions"]).shape[1])
+        try:
+            self.dimensions = int(self._request(["dimensions"]).shape[1])
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._client.close()
 
     @classmethod
     def for_settings(cls, settings: Settings) -> EndpointEmbedder:

@@ -87,6 +87,7 @@ def enabled(settings: Settings) -> bool:
 
 
 _loaded: Embedder | None = None
+_loaded_for: tuple[str, str | None] | None = None  # the (vectors' name, endpoint) loaded
 _load_lock = threading.Lock()
 _failed: str | None = None
 
@@ -104,13 +105,21 @@ def _make(settings: Settings) -> Embedder:
 def load(settings: Settings) -> Embedder | None:
     """The process's embedder (loaded on first call, which takes seconds); None when
     semantic search is off or the model failed to load (logged once)."""
-    global _loaded, _failed
+    global _loaded, _loaded_for, _failed
     if not enabled(settings):
         return None
+    wanted = (vector_name(settings), settings.model.base_url)
+    if settings.search.embeddings != "endpoint":
+        wanted = (vector_name(settings), None)
     with _load_lock:
+        if _loaded is not None and _loaded_for is not None and _loaded_for != wanted:
+            close = getattr(_loaded, "close", None)
+            if close is not None:
+                close()
+            _loaded, _failed = None, None  # another model asked for (a test, a new setting)
         if _loaded is None and _failed is None:
             try:
-                _loaded = _make(settings)
+                _loaded, _loaded_for = _make(settings), wanted
             except Exception as exc:  # a broken install must not break search
                 _failed = f"{type(exc).__name__}: {exc}"
                 log.warning(

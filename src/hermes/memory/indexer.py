@@ -76,6 +76,9 @@ class SemanticIndexer:
                     # not where the last vector went (at 1M messages, re-walking the
                     # older ones every IDLE_S kept ~9% of a core busy)
                     cursor = max(cursor, seen_to)
+            except embeddings.EmbeddingsUnavailableError as exc:  # an endpoint down: later
+                log.warning("semantic indexer waits: %s", exc)
+                done = 0
             except Exception:  # the store may be briefly unavailable; try again later
                 log.exception("semantic indexer step failed")
                 done = 0

@@ -369,7 +369,11 @@ class SemanticIndex:
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
-        query_vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
+        try:
+            query_vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
+        except embeddings.EmbeddingsUnavailableError as exc:  # an endpoint down: words only
+            log.warning("searching by words only: %s", exc)
+            return Nearest([], [])
         similarity = matrix.similarity(query_vector, sentences)
         if not sentence_copies:
             similarity.by_part = None
