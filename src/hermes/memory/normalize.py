@@ -5,7 +5,8 @@ full-width or mathematical letters, in Cyrillic or Greek look-alikes, with a spa
 every letter, with invisible characters between the letters, or base64-encoded. The scanner
 matches its patterns against every view this module produces of a text:
 
-* `fold` — invisible characters dropped, NFKC, look-alike letters mapped to Latin, casefolded;
+* `fold` — invisible characters dropped, NFKC, look-alike letters mapped to Latin, casefolded,
+  accents dropped;
 * `despace` — runs of single letters split by one separator (`i g n o r e`) joined up;
 * `compact` — letters and digits only, for patterns written without word gaps;
 * `base64_payloads` — the decoded text of base64-looking runs that decode to readable text.
@@ -77,9 +78,12 @@ def first_invisible(text: str) -> str | None:
 
 
 def fold(text: str) -> str:
-    """Invisible characters dropped, NFKC, look-alikes mapped to Latin, casefolded."""
+    """Invisible characters dropped, NFKC, look-alikes mapped to Latin, casefolded, accents
+    and other combining marks dropped (`Schlüssel` → `schlussel`, `i̸g̸n̸o̸r̸e̸` → `ignore`)."""
     visible = "".join(ch for ch in text if not is_invisible(ch))
-    return unicodedata.normalize("NFKC", visible).translate(_CONFUSABLES).casefold()
+    folded = unicodedata.normalize("NFKC", visible).translate(_CONFUSABLES).casefold()
+    bare = unicodedata.normalize("NFKD", folded)
+    return "".join(ch for ch in bare if not unicodedata.combining(ch))
 
 
 def despace(folded: str) -> str:

@@ -5,8 +5,12 @@ later session. Four families are refused: prompt injection (instructions aimed a
 model), exfiltration (sending secrets or keys somewhere, backdoors), secrets themselves (API
 keys, private keys: a note is pasted into every prompt and every transcript), and invisible
 Unicode (format characters, variation selectors, Hangul fillers: text hidden from a human
-reviewer). Used before
-storing and again before rendering, because files can be edited by hand.
+reviewer; ordinary emoji sequences are fine). Used before storing and again before
+rendering, because files can be edited by hand.
+
+Two stages: patterns (English, plus the common phrasings of five other languages in
+`scan_phrases`) always run; the meaning stage (`scan_meaning`) compares each sentence with
+known intents when the bundled embedding model is available.
 
     from hermes.memory.scan import scan_text
     threats = scan_text(prompt)   # [] when clean, else short names like "prompt-injection"
@@ -17,10 +21,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from hermes.memory import embeddings, scan_phrases
 from hermes.memory.normalize import base64_payloads, compact, despace, first_invisible, fold
+from hermes.memory.scan_meaning import closest_intent
+
+if TYPE_CHECKING:
+    from hermes.config.settings import Settings
+    from hermes.memory.embeddings import Embedder
 
 MAX_SCAN_CHARS = 20_000
+MAX_QUOTE = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +109,10 @@ _EXFILTRATION = [
     ),
 ]
 
-_COMPILED = [(re.compile(p, _I | re.MULTILINE), "prompt-injection", d) for p, d in _INJECTION] + [
-    (re.compile(p, _I), "exfiltration", d) for p, d in _EXFILTRATION
-]
+_COMPILED = [
+    (re.compile(p, _I | re.MULTILINE), "prompt-injection", d)
+    for p, d in _INJECTION + scan_phrases.INJECTION
+] + [(re.compile(p, _I), "exfiltration", d) for p, d in _EXFILTRATION + scan_phrases.EXFILTRATION]
 
 _COMPACT = [
     (
@@ -174,11 +187,37 @@ def _patterns(text: str, seen: set[str], where: str = "") -> list[Threat]:
     return found
 
 
-def scan_text(text: str) -> list[Threat]:
+def _embedder(settings: Settings | None) -> Embedder | None:
+    """With settings, the model is loaded at the first scan that asks (a memory or skill write
+    is rare, and waits for the load once); without, only a model this process has already
+    loaded is used, so rendering a prompt never waits for one."""
+    if settings is None or settings.search.embeddings == "endpoint":
+        return embeddings.loaded()
+    try:
+        return embeddings.load(settings)
+    except embeddings.EmbeddingsUnavailableError:
+        return None
+
+
+def _meaning(text: str, settings: Settings | None, seen: set[str]) -> list[Threat]:
+    if {"prompt-injection", "exfiltration"} <= seen:
+        return []
+    match = closest_intent(text, _embedder(settings))
+    if match is None or match.family in seen:
+        return []
+    quote = match.sentence
+    if len(quote) > MAX_QUOTE:
+        quote = quote[: MAX_QUOTE - 1] + "…"
+    seen.add(match.family)
+    return [Threat(match.family, f"{match.detail}: “{quote}”")]
+
+
+def scan_text(text: str, *, settings: Settings | None = None) -> list[Threat]:
     """Every threat family found in `text` (one Threat per family); [] when clean.
 
     Look-alike letters, spaced-out letters, invisible characters and base64 are undone
-    first (`hermes.memory.normalize`), so a disguised instruction is still found."""
+    first (`hermes.memory.normalize`), so a disguised instruction is still found. `settings`
+    lets the scan load the embedding model for the meaning stage (see `_embedder`)."""
     if len(text) > MAX_SCAN_CHARS:
         return [Threat("too-long", f"{len(text):,} characters is more than the scanner reads")]
     threats = [t for t in (_invisible(text), _secret(text)) if t is not None]
@@ -190,6 +229,7 @@ def scan_text(text: str) -> list[Threat]:
         if secret is not None:
             threats.append(secret)
             seen.add("secret")
+    threats += _meaning(text, settings, seen)
     return threats
 
 
