@@ -1,4 +1,5 @@
 import json
+import time
 from pathlib import Path
 
 from hermes.testing.fake_model import FakeModel, Text
@@ -203,3 +204,18 @@ def test_doctor_names_an_existing_config_file(home: Path) -> None:
     (home / "config.yaml").write_text("timezone: UTC\n")
     result = run_cli("doctor")
     assert f"ok   config: {home / 'config.yaml'}" in result.stdout
+
+
+def test_one_shot_chat_against_a_dead_endpoint_fails_fast_and_says_what_to_do(
+    monkeypatch,
+) -> None:
+    with FakeModel() as dead:
+        url = dead.base_url
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("HERMES_MODEL", "echo")
+    started = time.monotonic()
+    result = run_cli("chat", "-q", "hi")
+    assert time.monotonic() - started < 5  # was ~8 s of back-off before a word
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert url in result.stderr and "refused" in result.stderr
+    assert "hermes doctor" in result.stderr

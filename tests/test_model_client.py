@@ -353,6 +353,27 @@ async def test_closed_port_is_unavailable() -> None:
     assert isinstance(info.value, ModelUnreachableError)
 
 
+@pytest.mark.parametrize("call", ["complete", "stream", "list_models"])
+async def test_a_refused_connection_fails_fast_naming_the_url_and_the_fix(call: str) -> None:
+    fake = FakeModel().start()
+    fake.stop()  # nothing listens on that port now
+    client = OpenAICompatClient(base_url=fake.base_url, api_key=None, model="m", max_retries=3)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelUnreachableError) as info:
+            if call == "list_models":
+                await client.list_models()
+            else:
+                await client.complete(USER, on_delta=(lambda _: None) if call == "stream" else None)
+    finally:
+        await client.aclose()
+    # one quick retry, not the 0.5 + 1 + 2 s back-off a timeout or a 5xx gets
+    assert time.monotonic() - started < 1.5
+    message = str(info.value)
+    assert fake.base_url in message and "(2 attempts)" in message
+    assert "refused" in message and "`hermes doctor`" in message
+
+
 @pytest.mark.parametrize(
     ("base_url", "model", "hint"),
     [(None, "m", "OPENAI_BASE_URL"), ("http://127.0.0.1:9/v1", None, "HERMES_MODEL")],

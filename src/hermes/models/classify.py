@@ -5,6 +5,7 @@ the problem without the caller's key."""
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from collections.abc import Mapping
@@ -73,9 +74,13 @@ class AttemptFailed(Exception):
         body: Any = None,
         message: str = "",
         code: str | None = None,
+        refused: bool = False,
     ) -> None:
         super().__init__(kind, status)
         self.kind = kind
+        self.refused = refused
+        """A "connect" failure because nothing listens at the address (ECONNREFUSED): a
+        down or mistyped endpoint, which waiting seconds for will not fix."""
         self.status = status
         self.headers: Mapping[str, str] = headers or {}
         self.body = body
@@ -108,6 +113,12 @@ class Classifier:
         if failure.kind == "timeout":
             return ModelTimeoutError(
                 f"{where} did not answer within {self.timeout:g}s{tried}, so there is no status code."
+            )
+        if failure.kind == "connect" and failure.refused:
+            return ModelUnreachableError(
+                f"{where} could not be reached{tried}: the connection was refused, so nothing "
+                "is listening there. Start the model server, or point OPENAI_BASE_URL / "
+                "model.base_url at one that runs; `hermes doctor` checks the endpoint."
             )
         if failure.kind == "connect":
             return ModelUnreachableError(
@@ -177,7 +188,7 @@ def failure_from_sdk(exc: openai.OpenAIError, sdk: Any) -> AttemptFailed:
     if isinstance(exc, sdk.APITimeoutError) and not refused(exc):
         return AttemptFailed("timeout")
     if isinstance(exc, sdk.APIConnectionError):
-        return AttemptFailed("connect")
+        return AttemptFailed("connect", refused=nothing_listening(exc))
     if isinstance(exc, sdk.APIStatusError):
         return AttemptFailed(
             "status",
@@ -204,6 +215,29 @@ def refused(exc: BaseException) -> bool:
             return True
         if isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError):
             return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def nothing_listening(exc: BaseException) -> bool:
+    """True when the cause chain holds a refused connection (ECONNREFUSED): nothing listens
+    at the address. Also when every address of a name refused (asyncio then raises one
+    OSError "Multiple exceptions: [Errno 111] ..., [Errno 111] ...")."""
+    refused_text = f"[Errno {errno.ECONNREFUSED}]"
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError):
+            return True
+        if isinstance(cause, OSError):
+            if cause.errno == errno.ECONNREFUSED:
+                return True
+            text = str(cause)
+            if text.startswith("Multiple exceptions") and text.count("[Errno") == text.count(
+                refused_text
+            ):
+                return True
         cause = cause.__cause__ or cause.__context__
     return False
 

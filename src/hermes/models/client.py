@@ -26,7 +26,7 @@ from hermes.models.errors import (
     ModelStreamBrokenError,
     ModelTimeoutError,
 )
-from hermes.models.retry import retry_delay
+from hermes.models.retry import REFUSED_DELAY, REFUSED_RETRIES, retry_delay
 from hermes.models.streaming import StreamAccumulator, completion_from_payload
 from hermes.models.transport import HttpTransport, SdkTransport, openai_sdk
 from hermes.models.types import Completion
@@ -202,11 +202,14 @@ class OpenAICompatClient:
                 async with asyncio.timeout_at(deadline):
                     return await attempt()
             except AttemptFailed as failure:
-                delay = retry_delay(retries_taken, failure.headers)
+                if failure.refused:  # nothing listens there: one quick retry, then say so
+                    delay, limit = REFUSED_DELAY, min(self.max_retries, REFUSED_RETRIES)
+                else:
+                    delay, limit = retry_delay(retries_taken, failure.headers), self.max_retries
                 out_of_time = deadline is not None and (
                     asyncio.get_running_loop().time() + delay >= deadline
                 )
-                if not failure.retryable or retries_taken >= self.max_retries or out_of_time:
+                if not failure.retryable or retries_taken >= limit or out_of_time:
                     raise self._classify.error(failure, attempts=retries_taken + 1) from None
                 await asyncio.sleep(delay)
                 retries_taken += 1

@@ -5,6 +5,8 @@ same whichever path hit it. The rules are the ones OpenAI-compatible servers exp
 their clients (and the openai SDK follows):
 
 * retry 408, 409, 429 and any 5xx, timeouts and connection failures; never other 4xx;
+* a refused connection (nothing listens: the server is down or the URL is wrong) is retried
+  once, after `REFUSED_DELAY`, not backed off for seconds: the user hears at once what to fix;
 * an explicit `x-should-retry: true|false` response header overrides the status;
 * wait what `retry-after-ms` or `retry-after` (seconds or an HTTP date) asks, when that is
   between 0 and 60 s; otherwise back off exponentially from 0.5 s, capped at 8 s, with up to
@@ -22,6 +24,8 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})
 INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
+REFUSED_RETRIES = 1
+REFUSED_DELAY = 0.2
 
 
 def should_retry_status(status: int, headers: Mapping[str, str]) -> bool:

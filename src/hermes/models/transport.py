@@ -21,7 +21,7 @@ import aiohttp
 from yarl import URL
 
 from hermes import __version__
-from hermes.models.classify import AttemptFailed, failure_from_sdk
+from hermes.models.classify import AttemptFailed, failure_from_sdk, nothing_listening
 from hermes.models.errors import ModelBadAnswerError
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class HttpTransport:
         except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
             raise AttemptFailed("timeout") from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise AttemptFailed("connect") from exc
+            raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
         text = raw.decode("utf-8", errors="replace")
         try:
             decoded: Any = json.loads(text)
