@@ -1,6 +1,6 @@
 """PostgreSQL for tests: one database per test run (made here, dropped at the end), emptied
 before each test that uses it. The server is the machine's (127.0.0.1:5432, trust auth,
-user postgres; `.ci/run` starts it); HERMES_TEST_PG_ADMIN_URL points elsewhere."""
+user postgres) or the private one scripts/test starts, named by HERMES_TEST_PG_ADMIN_URL."""
 
 from __future__ import annotations
 
@@ -26,9 +26,8 @@ def create_database(prefix: str = "hermes_test") -> str:
             conn.execute(f'CREATE DATABASE "{name}"')
     except psycopg.OperationalError as exc:
         raise RuntimeError(
-            f"the tests need PostgreSQL at {ADMIN_URL} ({exc}); start it with "
-            "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` "
-            "(what .ci/run does)"
+            f"the tests need PostgreSQL at {ADMIN_URL} ({exc}); run them with scripts/test, "
+            "which starts a private one when none answers"
         ) from None
     return name
 
