@@ -37,12 +37,37 @@ from hermes.models.errors import (
     ModelTimeoutError,
     ModelUnreachableError,
 )
+from hermes.server.validation import invalid_json_sentence, sentence
 from hermes.store.base import StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
 SERVER_ERROR = "server_error"
 INVALID_REQUEST = "invalid_request_error"
+
+_STATUS_CODES = {
+    400: "invalid_request",
+    401: "invalid_api_key",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    409: "conflict",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "rate_limit_exceeded",
+    500: "internal_error",
+    502: "upstream_error",
+    503: "service_unavailable",
+    504: "upstream_timeout",
+    507: "disk_full",
+}
+
+
+def code_for(status: int) -> str:
+    """The code of an error raised without one: every envelope has a non-null `code`."""
+    return _STATUS_CODES.get(status, "invalid_request" if status < 500 else "server_error")
 
 
 class APIError(StarletteHTTPException):
@@ -61,7 +86,7 @@ class APIError(StarletteHTTPException):
         self.status = status
         self.message = message
         self.type = type
-        self.code = code
+        self.code = code or code_for(status)
         self.param = param
 
     def body(self) -> dict[str, Any]:
@@ -90,7 +115,7 @@ def error_response(
     param: str | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Response:
-    payload = json.dumps(error_body(message, type, code, param)).encode()
+    payload = json.dumps(error_body(message, type, code or code_for(status), param)).encode()
     return Response(payload, status_code=status, headers=headers, media_type="application/json")
 
 
@@ -262,14 +287,17 @@ async def _validation_error(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-    param = _loc_to_param(tuple(first.get("loc", ())))
-    msg = str(first.get("msg", "invalid value"))
     if first.get("type") == "json_invalid":
-        return error_response(
-            400, f"The request body is not valid JSON: {msg}.", code="invalid_json"
-        )
+        return error_response(400, invalid_json_sentence(first), code="invalid_json")
+    param = _loc_to_param(tuple(first.get("loc", ())))
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return error_response(400, f"`{param}`: {msg}{more}.", code="invalid_value", param=param)
+    code = "unknown_parameter" if first.get("type") == "extra_forbidden" else "invalid_value"
+    return error_response(
+        400,
+        f"{sentence(first, param)}{more}.",
+        code=code,
+        param=None if param == "body" else param,
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -62,12 +62,15 @@ async def _session_for(
         try:
             conversation = validate_id(call.conversation, what="conversation id")
         except InvalidIdError as exc:
-            raise APIError(400, f"conversation: {exc}.", param="conversation") from None
+            raise APIError(
+                400, f"The {exc}.", code="invalid_conversation_id", param="conversation"
+            ) from None
         if header is not None and header != conversation:
             raise APIError(
                 400,
                 f"`conversation` {conversation!r} and {SESSION_HEADER} {header!r} name "
                 "different sessions; send one of them.",
+                code="conflicting_session",
                 param="conversation",
             )
         session_id = conversation
@@ -86,6 +89,7 @@ async def _session_for(
                 400,
                 f"`previous_response_id` belongs to another session than {SESSION_HEADER} "
                 f"{header!r}; send one of them.",
+                code="conflicting_session",
                 param="previous_response_id",
             )
         session_id = previous.session_id
