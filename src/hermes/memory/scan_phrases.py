@@ -27,6 +27,9 @@ _IGNORE_QUALIFIER = (
     r"|precedenti|tutte|tue|di\s+sistema"
     r"|suas|tuas|do\s+sistema"
     r"|eerdere|vorige|je|jouw"
+    # "… you were given": die man dir …, qu'on t'a …, que te dieron, che ti hanno …, que te deram
+    r"|die\s+(?:man\s+)?dir|qu'?on\s+t'?a|que\s+te\s+(?:dieron|han\s+dado|dio)"
+    r"|che\s+ti\s+(?:hanno|sono\s+stat[ei])|que\s+(?:te|lhe)\s+(?:deram|foram)"
 )
 _IGNORE_NOUN = (
     r"anweisung\w*|instruktion\w*|regeln|vorgaben|befehle|richtlinien|prompts?"
