@@ -24,7 +24,7 @@ from hermes.memory.notes import (
     usage_chars,
     usage_text,
 )
-from hermes.memory.scan import describe, scan_text
+from hermes.memory.scan import describe, prepare, scan_text
 from hermes.runtime import open_store
 from hermes.store.base import Store, StoreError
 from hermes.store.urls import backend_of
@@ -141,6 +141,7 @@ def edit_cmd(
         fail(f"--target must be 'memory' or 'user', not {target!r}", 2)
     settings = settings_or_exit()
     command = _editor()
+    prepare(settings)  # the edited text is scanned by meaning too
     with _notes(settings, scope) as notes:
         _edit(notes, target, command, settings.home)
 

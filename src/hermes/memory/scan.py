@@ -199,6 +199,13 @@ def _embedder(settings: Settings | None) -> Embedder | None:
         return None
 
 
+def prepare(settings: Settings) -> None:
+    """Load the model the meaning stage compares with, before a write is scanned: called
+    where a write begins (the memory and skill tools, the CLI, job creation), so a scan
+    deep inside, which has no settings, finds it loaded."""
+    _embedder(settings)
+
+
 def _meaning(text: str, settings: Settings | None, seen: set[str]) -> list[Threat]:
     if {"prompt-injection", "exfiltration"} <= seen:
         return []

@@ -21,7 +21,7 @@ from hermes.memory.notes import (
     usage_chars,
     usage_text,
 )
-from hermes.memory.scan import describe, scan_text
+from hermes.memory.scan import describe, prepare, scan_text
 from hermes.store.base import Store
 from hermes.tools.registry import ToolContext, ToolError, tool
 
@@ -263,6 +263,8 @@ def memory_tool(
     """
     try:
         ops = _operations(action, content, old_text, operations)
+        if any(op.content for op in ops):
+            prepare(ctx.settings)  # the meaning stage's model, once per process
         return change_notes(notes_for(ctx), target, ops)
     except NotesError as exc:
         raise ToolError(str(exc)) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from hermes.memory.scan import prepare
 from hermes.skills import manage
 from hermes.skills.library import SkillLibrary, confined
 from hermes.skills.store import can_write, library_for
@@ -102,6 +103,8 @@ def skill_manage(
             "not change them"
         )
     library = _library(ctx)
+    if action in ("create", "patch", "edit", "write_file"):
+        prepare(ctx.settings)  # the safety scan's meaning stage, once per process
     try:
         return _apply(
             library,

@@ -1,0 +1,191 @@
+"""The LoCoMo dev slice: real long-term conversations, scored as the held-out check scores them.
+
+    .venv/bin/python bench/recall_locomo.py                 # meaning on (the default) and off
+    .venv/bin/python bench/recall_locomo.py --embeddings on # one setting only
+
+Reads the five conversations in ../shared/data/locomo-dev/ (never copied into the repo) and
+follows its README to the letter: each conversation imported into its own user scope with
+`hermes sessions import FILE --user conv-<n>` (one Hermes session per LoCoMo session, titled
+with its date and time; each turn one message "<speaker>: <text>", plus " [image: <caption>]"
+when the turn shared an image; role user for speaker_a, assistant for the other), then every
+question with evidence (category 5 left out) asked with `hermes sessions search --batch
+--json` at limit 20. A hit counts when its (session id, message index) is an evidence turn.
+Prints recall@1/5/10/20 overall and by category, and the searches' latency (`took_ms`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (1, 5, 10, 20)
+
+
+@dataclass
+class Question:
+    conversation: str
+    text: str
+    category: int
+    evidence: set[tuple[str, int]]
+
+
+@dataclass
+class Run:
+    label: str
+    hits: dict[int, list[tuple[str, int]]] = field(default_factory=dict)  # question -> hits
+    took_ms: list[float] = field(default_factory=list)
+    import_s: float = 0.0
+
+
+def conversation_files(data: Path = DATA) -> list[Path]:
+    files = sorted(data.glob("conv-*.json"))
+    if not files:
+        raise SystemExit(f"no LoCoMo conversations in {data} (see its README)")
+    return files
+
+
+def sessions_of(conv: dict) -> list[dict]:
+    """One Hermes session per LoCoMo session, in the import format of `hermes sessions`."""
+    out = []
+    k = 1
+    while f"session_{k}" in conv:
+        turns = conv[f"session_{k}"]
+        messages = []
+        for turn in turns:
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [image: {turn['blip_caption']}]"
+            role = "user" if turn["speaker"] == conv["speaker_a"] else "assistant"
+            messages.append({"role": role, "content": text})
+        out.append(
+            {"id": f"session_{k}", "title": conv[f"session_{k}_date_time"], "messages": messages}
+        )
+        k += 1
+    return out
+
+
+def questions_of(name: str, conv: dict) -> list[Question]:
+    out = []
+    for qa in conv["qa"]:
+        if qa.get("category") == 5 or not qa.get("evidence"):
+            continue
+        evidence = set()
+        for dia in qa["evidence"]:
+            for part in str(dia).replace(";", " ").split():  # a few list "D1:3; D1:4" as one
+                if ":" not in part or not part.startswith("D"):
+                    continue
+                session, turn = part[1:].split(":", 1)
+                if session.isdigit() and turn.isdigit():
+                    evidence.add((f"session_{int(session)}", int(turn) - 1))
+        if evidence:
+            out.append(Question(name, qa["question"], int(qa["category"]), evidence))
+    return out
+
+
+def hermes(*args: str, env: dict[str, str], stdin: str | None = None) -> str:
+    r = subprocess.run(
+        [sys.executable, "-m", "hermes", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if r.returncode != 0:
+        raise SystemExit(f"hermes {' '.join(args[:3])} failed ({r.returncode}):\n{r.stderr}")
+    return r.stdout
+
+
+def run(label: str, embeddings: str, workdir: Path, questions: list[Question]) -> Run:
+    home = workdir / label
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
+    env |= {"HERMES_HOME": str(home), "HERMES_EMBEDDINGS": embeddings}
+    result = Run(label)
+    started = time.perf_counter()
+    for path in conversation_files():
+        conv = json.loads(path.read_text())
+        source = workdir / f"{path.stem}.jsonl"
+        source.write_text("".join(json.dumps(s) + "\n" for s in sessions_of(conv)))
+        hermes("sessions", "import", str(source), "--user", path.stem, env=env)
+    result.import_s = time.perf_counter() - started
+    by_conversation: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        by_conversation.setdefault(q.conversation, []).append(i)
+    for name, indexes in by_conversation.items():
+        batch = "".join(
+            json.dumps({"query": questions[i].text, "limit": 20}) + "\n" for i in indexes
+        )
+        out = hermes(
+            "sessions", "search", "--batch", "-", "--user", name, "--json", env=env, stdin=batch
+        )
+        for i, line in zip(indexes, out.splitlines(), strict=True):
+            answer = json.loads(line)
+            result.hits[i] = [(h["session_id"], h["message_index"]) for h in answer["hits"]]
+            result.took_ms.append(float(answer["took_ms"]))
+    return result
+
+
+def recall(run: Run, questions: list[Question], k: int, category: int | None = None) -> float:
+    chosen = [i for i, q in enumerate(questions) if category in (None, q.category)]
+    found = sum(1 for i in chosen if questions[i].evidence & set(run.hits[i][:k]))
+    return found / len(chosen) if chosen else 0.0
+
+
+def table(runs: list[Run], questions: list[Question]) -> str:
+    lines = [
+        f"LoCoMo dev slice: {len(questions)} questions, {len(conversation_files())} "
+        "conversations, each in its own scope",
+        "",
+        f"{'setting':<22}{'kind':<13}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS),
+    ]
+    for r in runs:
+        for category in (None, *CATEGORIES):
+            n = sum(1 for q in questions if category in (None, q.category))
+            name = "all" if category is None else CATEGORIES[category]
+            values = "".join(f"{recall(r, questions, k, category):>8.3f}" for k in KS)
+            lines.append(f"{r.label:<22}{name:<13}{n:>5}{values}")
+        lines.append("")
+    lines.append(f"{'setting':<22}{'import s':>10}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
+    for r in runs:
+        ordered = sorted(r.took_ms)
+        p95 = ordered[int(0.95 * (len(ordered) - 1))]
+        lines.append(
+            f"{r.label:<22}{r.import_s:>10.1f}{statistics.median(ordered):>9.1f}"
+            f"{p95:>9.1f}{ordered[-1]:>9.1f}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embeddings", choices=["on", "off", "both"], default="both")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    questions = [
+        q
+        for path in conversation_files()
+        for q in questions_of(path.stem, json.loads(path.read_text()))
+    ]
+    settings = ["on", "off"] if args.embeddings == "both" else [args.embeddings]
+    with tempfile.TemporaryDirectory(prefix="hermes-locomo-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        runs = [
+            run(f"meaning {s}" if s == "on" else "words only", s, workdir, questions)
+            for s in settings
+        ]
+    print(table(runs, questions))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
