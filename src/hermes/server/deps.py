@@ -176,10 +176,24 @@ def session_from_headers(request: Request) -> str | None:
     if value is None:
         return None
     header = SESSION_HEADER if sid is not None else SESSION_KEY_HEADER
+    refuse_non_ascii(value, header, "invalid_session_id")
     try:
         return validate_id(value, what="session id")
     except InvalidIdError as exc:
         raise APIError(400, f"{header}: {exc}.", code="invalid_session_id", param=header) from None
+
+
+def refuse_non_ascii(value: str, header: str, code: str) -> None:
+    """Header values arrive as latin-1-decoded bytes: `café` sent as UTF-8 reads `cafÃ©`.
+    Such an id is refused by the header's name, never echoed back (it would be mojibake)."""
+    if not value.isascii():
+        raise APIError(
+            400,
+            f"{header} holds characters outside ASCII; ids are 1-256 characters of "
+            "A-Z a-z 0-9 . _ : / @ - (map other names onto those, e.g. percent-encode them).",
+            code=code,
+            param=header,
+        )
 
 
 def _user_scope(request: Request) -> str:
@@ -214,6 +228,7 @@ def _user_scope(request: Request) -> str:
 
 
 def _scope_or_400(user: str) -> str:
+    refuse_non_ascii(user, "X-Hermes-User-Id", "invalid_user_id")
     try:
         return scope_for_user(user)
     except InvalidIdError as exc:
