@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from hermes.memory.notes import NotesError, NotesStore
 from hermes.server import faults
 from hermes.testing.fake_model import FakeModel, Text
 from tests.conftest import run_cli
-from tests.server.conftest import AUTH, open_api, open_socket_api
+from tests.server.conftest import AUTH, open_api, open_socket_api, sse_events
 
 # ---------------------------------------------------------------------- disk full
 
@@ -187,3 +188,66 @@ async def test_a_stalled_request_body_gets_408(settings: Settings) -> None:
         head = await asyncio.wait_for(reader.read(4096), 5)
         writer.close()
     assert head.startswith(b"HTTP/1.1 408"), head[:200]
+
+
+async def test_disk_full_during_a_streamed_turn_is_a_507_too(
+    small_disk: Path, fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: the streamed path said 500 where the non-streamed one says 507. Before the
+    stream starts it is a 507; once it has started, an error event with the same code."""
+    home = small_disk / "home"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    monkeypatch.setenv("HERMES_MODEL", "m")
+    settings = load_settings()
+    settings.model.max_retries = 0
+    fake.default = Text("fine")
+    async with open_api(settings) as api:
+        ok = await api.chat("hi", headers={"X-Hermes-Session-Id": "s"}, stream=True)
+        assert ok.status_code == 200, ok.text
+        filler = _fill(small_disk)
+        try:
+            full = await api.chat(
+                "again " * 20_000, headers={"X-Hermes-Session-Id": "s"}, stream=True
+            )
+        finally:
+            filler.unlink()
+            faults.clear_disk_full()
+    if full.status_code == 507:
+        assert full.json()["error"]["code"] == "disk_full", full.text
+        assert str(home) in full.json()["error"]["message"]
+    else:
+        assert full.status_code == 200, full.text
+        errors = [json.loads(d) for _, d in sse_events(full.text) if '"error"' in d]
+        assert errors and errors[-1]["error"]["code"] == "disk_full", full.text
+    assert "internal_error" not in full.text
+
+
+async def test_disk_full_after_the_stream_started_is_an_error_event(tmp_path: Path) -> None:
+    """Mid-stream the status is already sent: the failure is the stream's last event."""
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.routing import Route
+
+    from hermes.agent.loop import TurnObserver, TurnResult
+    from hermes.server.openai_compat import ChunkWriter
+    from hermes.server.streaming import TurnStreamResponse
+
+    async def run(observer: TurnObserver) -> TurnResult:
+        observer.on_delta("partial answer")
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "state.db"))
+
+    async def endpoint(request: Request) -> TurnStreamResponse:
+        return TurnStreamResponse(run, ChunkWriter("chatcmpl-x", "hermes"), {})
+
+    app = Starlette(routes=[Route("/s", endpoint, methods=["POST"])])
+    transport = httpx.ASGITransport(app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        r = await client.post("/s")
+    faults.clear_disk_full()
+    assert r.status_code == 200 and "partial answer" in r.text
+    events = [d for _, d in sse_events(r.text)]
+    assert events[-1] == "[DONE]"
+    error = json.loads(events[-2])["error"]
+    assert error["code"] == "disk_full" and str(tmp_path / "state.db") in error["message"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from starlette.responses import Response
@@ -19,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from hermes.agent.loop import TurnObserver, TurnResult
 from hermes.server.errors import SERVER_ERROR, APIError, from_turn_error
+from hermes.server.faults import from_fault
 from hermes.server.openai_compat import ChunkWriter
 
 log = logging.getLogger("hermes.server")
@@ -121,6 +123,7 @@ class TurnStreamResponse(Response):
             media_type="text/event-stream; charset=utf-8",
         )
         self._run = run
+        self._home = Path(".")  # where Hermes writes, named by a disk-full error (set per call)
         self._writer: StreamFormat = (
             ChatChunks(writer) if isinstance(writer, ChunkWriter) else writer
         )
@@ -128,6 +131,9 @@ class TurnStreamResponse(Response):
         self.raw_headers += [(b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = scope.get("app")
+        runtime = getattr(app.state, "runtime", None) if app is not None else None
+        self._home = runtime.settings.home if runtime is not None else Path(".")
         queue: asyncio.Queue[Any] = asyncio.Queue()
         observer = _QueueObserver(queue, self._writer)
         turn = asyncio.ensure_future(self._run(observer))
@@ -153,7 +159,7 @@ class TurnStreamResponse(Response):
         if first is _DISCONNECTED:
             return
         if first is _FINISHED and turn.exception() is not None:
-            err = _as_api_error(turn.exception())
+            err = _as_api_error(turn.exception(), self._home)
             await err.response()({"type": "http"}, _never_receive, send)
             return
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -184,12 +190,18 @@ class TurnStreamResponse(Response):
     def _ending(self, turn: asyncio.Future[TurnResult], observer: _QueueObserver) -> bytes:
         exc = turn.exception()
         if exc is not None:
-            return self._writer.failure(_as_api_error(exc))
+            return self._writer.failure(_as_api_error(exc, self._home))
         return self._writer.closing(turn.result(), observer.streamed)
 
 
-def _as_api_error(exc: BaseException | None) -> APIError:
+def _as_api_error(exc: BaseException | None, home: Path) -> APIError:
+    """The envelope for a failed turn: a known failure's own, a machine fault's (a full disk
+    is a 507 here as on the non-streamed path), else a logged 500."""
     err = from_turn_error(exc) if isinstance(exc, Exception) else None
+    if err is None and exc is not None:
+        err = from_fault(exc, home=home)
+        if err is not None:
+            log.error("streamed turn: %s", err.message)
     if err is None:
         log.error("streamed turn failed", exc_info=exc)
         err = APIError(
