@@ -219,3 +219,36 @@ def test_one_shot_chat_against_a_dead_endpoint_fails_fast_and_says_what_to_do(
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert url in result.stderr and "refused" in result.stderr
     assert "hermes doctor" in result.stderr
+
+
+def test_one_shot_chat_loads_only_what_a_turn_needs(model_env: dict, fake: FakeModel) -> None:
+    """`hermes chat -q` took ~2 s against a local model, mostly imports a turn never uses: the
+    openai SDK (for the model list), FastAPI (through the webhook platforms), the terminal UI
+    and every other command's module. The turn itself still runs in full."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from hermes.cli.main import app\n"
+        "try:\n"
+        "    app(sys.argv[1:], prog_name='hermes')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('openai', 'fastapi', 'rich.markdown', 'hermes.cli.doctor', 'hermes.cli.setup',\n"
+        "         'hermes.cli.memory', 'hermes.cli.serve', 'hermes.cli.repl.session')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    fake.enqueue(Text("pong"))
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "chat", "-q", "ping", "--session", "quick"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["pong", "[]"]
+    assert len(fake.chat_requests()) == 1
+    assert fake.chat_requests()[0]["tools"]  # the tools are offered as before
+    shown = run_cli("sessions", "show", "quick")
+    assert "user: ping" in shown.stdout and "assistant: pong" in shown.stdout

@@ -61,7 +61,7 @@ def with_cwd_workdir(settings: Settings) -> Settings:
 async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
     from hermes.agent.loop import TurnRequest
     from hermes.cli.repl import skills
-    from hermes.cli.repl.session import new_session_id
+    from hermes.cli.repl.ids import new_session_id
     from hermes.models.errors import ModelError, ModelNotConfiguredError
 
     session_id = session or new_session_id()
@@ -85,7 +85,7 @@ async def _interactive(runtime: Runtime, session: str | None, plain: bool) -> No
     from rich.console import Console
 
     from hermes.cli.repl import app
-    from hermes.cli.repl.session import new_session_id
+    from hermes.cli.repl.ids import new_session_id
 
     rich = sys.stdout.isatty() and not plain
     console = Console() if rich else Console(force_terminal=False, no_color=True, highlight=False)

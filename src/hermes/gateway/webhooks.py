@@ -14,11 +14,14 @@ import logging
 from abc import abstractmethod
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter, Request, Response
+from starlette.requests import Request
+from starlette.responses import Response
 
 from hermes.gateway.base import AdapterError, InboundHandler, PlatformAdapter
 
 if TYPE_CHECKING:
+    from fastapi import APIRouter
+
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -97,7 +100,11 @@ async def _dispatch(platform: str, request: Request) -> Response:
 
 def router() -> APIRouter:
     """`GET|POST /gateway/{platform}`: no Hermes bearer key (the platforms cannot send one);
-    each adapter authenticates its platform's signature instead."""
+    each adapter authenticates its platform's signature instead. FastAPI is imported here, not
+    at the top: every command that asks which platforms are configured imports this module,
+    and FastAPI costs ~0.4 s a one-shot `hermes chat -q` does not need."""
+    from fastapi import APIRouter
+
     api = APIRouter()
 
     @api.api_route(PREFIX + "/{platform}", methods=["GET", "POST"], include_in_schema=False)

@@ -5,8 +5,8 @@ proxy…). Everything above this module sees only `Completion` values and the ty
 `hermes.models.errors`, never SDK types, so the agent loop can decide what to do (retry later,
 compress the context, tell the user) without knowing which server answered.
 
-The jobs are split by module: `transport` (aiohttp for plain completions, the openai SDK for
-streams), `retry` (one policy for both), `classify` (failures → typed errors), `streaming`
+The jobs are split by module: `transport` (aiohttp for plain completions and the model list,
+the openai SDK for streams), `retry` (one policy for both), `classify` (failures → typed errors), `streaming`
 (chunks and bodies → `Completion`), `wire` (request bodies from cached message JSON). This
 module composes them. A stream that breaks after the first byte is not retried: deltas have
 already reached the caller, so replaying would duplicate them.
@@ -139,8 +139,8 @@ class OpenAICompatClient:
 
     async def list_models(self) -> list[dict]:
         """Raw model entries as the server sent them, so callers can read e.g. `context_length`."""
-        sdk = self._sdk_transport()
-        return await self._retrying(sdk.list_models)
+        http = self._http_transport()
+        return await self._retrying(http.list_models)
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop and open the HTTP pool, so the first turn waits

@@ -3,8 +3,10 @@
 * `HttpTransport`: non-streamed completions, the server's hot path (every API turn, memory
   review, summaries, cron): one aiohttp POST of the pre-encoded body and one `json.loads`.
   The SDK's per-request machinery costs more CPU than the rest of a turn (bench/api.py).
-* `SdkTransport`: streamed completions and `GET /models` through the openai SDK (its SSE
-  parsing, chunk and error types), imported on first use.
+  Also `GET /models` (the context window's metadata): a one-shot `hermes chat -q` then never
+  imports the SDK (~0.5-1 s of its start-up).
+* `SdkTransport`: streamed completions through the openai SDK (its SSE parsing, chunk and
+  error types), imported on first use.
 
 Both send the same headers and report failures as `AttemptFailed` for the one classifier.
 """
@@ -49,10 +51,12 @@ def env_proxy(url: URL) -> str | None:
 
 
 class HttpTransport:
-    """Non-streamed chat completions over one aiohttp session, opened on first use."""
+    """Non-streamed chat completions and the model list over one aiohttp session, opened on
+    first use."""
 
     def __init__(self, *, base_url: str, api_key: str, timeout: float, display_url: str) -> None:
         self.url = URL(base_url.rstrip("/") + "/chat/completions")
+        self.models_url = URL(base_url.rstrip("/") + "/models")
         self.display_url = display_url
         self.timeout = timeout
         self.headers = {
@@ -75,10 +79,24 @@ class HttpTransport:
         return self._session
 
     async def post(self, body: bytes) -> Any:
-        """One request: the decoded JSON answer, or `AttemptFailed`."""
+        """One completion request: the decoded JSON answer, or `AttemptFailed`."""
+        return await self._request("POST", self.url, body)
+
+    async def list_models(self) -> list[dict[str, Any]]:
+        """`GET /models`: the entries as sent (`{"data": [...]}`, or a bare list)."""
+        answer = await self._request("GET", self.models_url, None)
+        entries = answer.get("data") if isinstance(answer, dict) else answer
+        if not isinstance(entries, list):
+            raise ModelBadAnswerError(
+                f"The model endpoint at {self.display_url} answered GET /models without a "
+                "`data` list."
+            )
+        return [entry for entry in entries if isinstance(entry, dict)]
+
+    async def _request(self, method: str, url: URL, body: bytes | None) -> Any:
         try:
-            async with self.session().post(
-                self.url, data=body, headers=self.headers, proxy=self._proxy
+            async with self.session().request(
+                method, url, data=body, headers=self.headers, proxy=self._proxy
             ) as resp:
                 raw = await resp.read()
                 status, headers = resp.status, resp.headers
@@ -108,7 +126,7 @@ class HttpTransport:
 
 
 class SdkTransport:
-    """Streams and model listings through the openai SDK (retries are the client's)."""
+    """Streamed completions through the openai SDK (retries are the client's)."""
 
     def __init__(self, *, base_url: str, api_key: str, timeout: float) -> None:
         self.base_url = base_url
@@ -150,14 +168,6 @@ class SdkTransport:
             )
         except sdk.OpenAIError as exc:
             raise failure_from_sdk(exc, sdk) from exc
-
-    async def list_models(self) -> list[dict[str, Any]]:
-        sdk = openai_sdk()
-        try:
-            page = await self.client().models.list()
-        except sdk.OpenAIError as exc:
-            raise failure_from_sdk(exc, sdk) from exc
-        return [entry.to_dict(mode="json") for entry in page.data]
 
     async def close(self) -> None:
         if self._client is not None:

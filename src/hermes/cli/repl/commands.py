@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from hermes.agent.policy import visible
 from hermes.agent.undo import undo_last_exchange
 from hermes.cli.repl import skills
-from hermes.cli.repl.session import ChatSession, new_session_id
+from hermes.cli.repl.ids import new_session_id
+from hermes.cli.repl.session import ChatSession
 from hermes.cli.repl.usage import usage_report
 from hermes.memory.query import query_terms
 from hermes.store.base import MessageRecord, SessionRecord

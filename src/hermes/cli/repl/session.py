@@ -4,11 +4,9 @@ it asks the user (approvals, picks from a list)."""
 from __future__ import annotations
 
 import asyncio
-import secrets
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,10 +20,6 @@ from hermes.runtime import Runtime
 from hermes.store.base import DEFAULT_SCOPE, Store
 
 Ask = Callable[[str], Awaitable[str]]
-
-
-def new_session_id() -> str:
-    return f"{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
 
 
 @contextmanager

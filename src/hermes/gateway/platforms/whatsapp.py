@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from starlette.requests import Request
+from starlette.responses import Response
 
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
