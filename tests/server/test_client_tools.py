@@ -291,3 +291,25 @@ async def test_a_forcing_tool_choice_holds_only_until_a_tool_was_called(
     assert r.json()["choices"][0]["message"]["content"] == "3"
     first, second = fake.chat_requests()
     assert first["tool_choice"] == "required" and "tool_choice" not in second
+
+
+@pytest.mark.parametrize(
+    "choice", ["required", {"type": "function", "function": {"name": "get_weather"}}]
+)
+async def test_a_forcing_tool_choice_applies_to_the_callers_tools(
+    tool_api: Api, fake: FakeModel, choice: Any
+) -> None:
+    """Issue 33: with Hermes' own tools offered too, "required" could be met by one of them
+    and the caller never got the call it demanded. The forced call offers the caller's only."""
+    fake.enqueue(ToolCalls([("get_weather", {"city": "Oslo"})]))
+    r = await _post(
+        tool_api, [{"role": "user", "content": "Oslo?"}], tools=[WEATHER], tool_choice=choice
+    )
+    assert r.json()["choices"][0]["finish_reason"] == "tool_calls"
+    (forced,) = fake.chat_requests()
+    assert [t["function"]["name"] for t in forced["tools"]] == ["get_weather"]
+    assert forced["tool_choice"] == choice
+    fake.enqueue(Text("fine"))
+    await _post(tool_api, [{"role": "user", "content": "hi"}], tools=[WEATHER], tool_choice="auto")
+    offered = {t["function"]["name"] for t in fake.chat_requests()[-1]["tools"]}
+    assert {"get_weather", "add"} <= offered  # not forced: Hermes' own tools next to the caller's

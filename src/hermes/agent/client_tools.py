@@ -46,6 +46,11 @@ class ClientTools:
     def names(self) -> set[str]:
         return {str(s.get("function", {}).get("name")) for s in self.schemas}
 
+    def forces(self) -> bool:
+        """Whether `tool_choice` demands a call ("required" or one named function): the caller
+        wants a call of its own tools, which one of Hermes' tools must not satisfy."""
+        return self.choice == "required" or isinstance(self.choice, dict)
+
     def call_options(self) -> dict[str, Any]:
         """What goes into a model call that offers tools (never into one that offers none)."""
         options: dict[str, Any] = {}

@@ -380,7 +380,7 @@ class Agent:
             messages = state.messages()
             # stream from upstream only when someone is watching the text arrive
             streaming = type(observer).on_delta is not TurnObserver.on_delta
-            offered = state.tools if tools and state.tools else None
+            offered = self._offered_tools(turn, tools)
             try:
                 completion = await self.model.complete(
                     messages,
@@ -399,6 +399,19 @@ class Agent:
                 state.anchor_len = len(messages)
             await self.policy.after_response(state, completion.usage)
             return completion
+
+    @staticmethod
+    def _offered_tools(turn: _Turn, tools: bool) -> list[dict[str, Any]] | None:
+        """The tools one call offers. While the caller's `tool_choice` forces a call, only the
+        caller's tools are offered: with Hermes' own next to them, "required" could be met by
+        one of those and the caller would never get the call it demanded."""
+        state = turn.state
+        if not tools or not state.tools:
+            return None
+        client = turn.client
+        if client is not None and client.schemas and client.forces() and not turn.tool_steps:
+            return client.schemas
+        return state.tools
 
     @staticmethod
     def _call_options(turn: _Turn, offers_tools: bool) -> dict[str, Any]:
