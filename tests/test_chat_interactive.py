@@ -42,3 +42,45 @@ def test_interactive_chat_streams_and_handles_commands(model_env: dict, fake: Fa
     assert {s["id"] for s in sessions} >= {"tty-1"} and len(sessions) == 2
     # the second session did not see the first one's history
     assert [m["content"] for m in fake.chat_requests()[1]["messages"][1:]] == ["again"]
+
+
+def test_the_chat_history_file_is_private(model_env: dict, fake: FakeModel, home) -> None:
+    history = home / "logs" / "chat_history"
+    history.parent.mkdir(parents=True)
+    history.write_text("")
+    history.chmod(0o644)  # as an older version left it
+    fake.enqueue(Text("noted"))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "hermes", "chat", "--session", "private"],
+        env=dict(os.environ, TERM="xterm"),
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 120),
+    )
+    try:
+        child.expect("for commands")
+        child.sendline("my secret is swordfish")
+        child.expect("noted")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert "swordfish" in history.read_text()
+    assert history.stat().st_mode & 0o777 == 0o600
+    history.unlink()  # a new one is created private as well
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "hermes", "chat", "--session", "private"],
+        env=dict(os.environ, TERM="xterm"),
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 120),
+    )
+    try:
+        child.expect("for commands")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert history.stat().st_mode & 0o777 == 0o600

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from rich.console import Console
 
@@ -45,8 +47,7 @@ def _prompt_reader(chat: ChatSession) -> tuple[ReadLine, ReadLine]:
         else:
             buffer.validate_and_handle()
 
-    history = chat.runtime.settings.home / "logs" / "chat_history"
-    history.parent.mkdir(parents=True, exist_ok=True)
+    history = private_history(chat.runtime.settings.home)
     store, settings = chat.store, chat.runtime.settings
 
     def sessions() -> list[tuple[str, str]]:
@@ -76,6 +77,17 @@ def _prompt_reader(chat: ChatSession) -> tuple[ReadLine, ReadLine]:
     )
     questions: PromptSession[str] = PromptSession()
     return main.prompt_async, questions.prompt_async
+
+
+def private_history(home: Path) -> Path:
+    """`logs/chat_history`, made 0600 before prompt_toolkit appends to it: it holds every line
+    typed (keys pasted into the chat included), so like the other files of the home only its
+    owner may read it. A file left 0644 by an older version is tightened too."""
+    history = home / "logs" / "chat_history"
+    history.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(history, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    os.chmod(history, 0o600)
+    return history
 
 
 async def _stdin_line(message: str) -> str:
