@@ -252,3 +252,11 @@ def test_one_shot_chat_loads_only_what_a_turn_needs(model_env: dict, fake: FakeM
     assert fake.chat_requests()[0]["tools"]  # the tools are offered as before
     shown = run_cli("sessions", "show", "quick")
     assert "user: ping" in shown.stdout and "assistant: pong" in shown.stdout
+
+
+def test_help_shows_flags_without_a_value() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    flags = [line for line in result.stdout.splitlines() if "--version" in line or "--help" in line]
+    assert len(flags) == 2 and all("<bool>" not in line for line in flags), flags
+    assert run_cli("--version").stdout.startswith("hermes ")

@@ -14,6 +14,13 @@ def clip(text: str | None, limit: int, *, squash: bool = False) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def sentence(text: str) -> str:
+    """`text` ending in one full stop: joined messages may or may not bring their own (a
+    schedule error ending in its list of accepted forms does), and `..` reads as a typo."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 

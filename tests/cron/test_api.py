@@ -288,3 +288,13 @@ async def test_a_taken_name_with_another_definition_is_a_409(client: httpx.Async
     listed = (await client.get("/api/jobs", headers=AUTH)).json()["jobs"]
     assert [j["id"] for j in listed] == [job["id"]]
     assert listed[0]["schedule"]["expr"] == "0 9 * * 1-5"
+
+
+@pytest.mark.parametrize("schedule", ["whenever", "every 0m", "61 9 * * *", "in 99999d"])
+async def test_schedule_errors_end_in_one_full_stop(
+    client: httpx.AsyncClient, schedule: str
+) -> None:
+    r = await client.post("/api/jobs", headers=AUTH, json={**STANDUP, "schedule": schedule})
+    assert r.status_code == 400
+    message = r.json()["error"]["message"]
+    assert message.endswith(".") and ".." not in message, message

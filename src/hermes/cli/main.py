@@ -116,6 +116,13 @@ class _WithParts(TyperGroup):
         listed = super().list_commands(ctx)
         return [n for n in BUILT_IN if n in listed] + [n for n in listed if n not in BUILT_IN]
 
+    def get_help_option(self, ctx: Any) -> Any:
+        """`--help` without the `<bool>` typer gives every flag: it takes no value."""
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
     def _add_part_commands(self) -> None:
         if self._parts_loaded:
             return
@@ -147,10 +154,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
+    # metavar "": typer would show a flag as `--version <bool>`, as if it took a value
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        metavar="",
+        help="Print the version and exit.",
     ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug detail to stderr."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", metavar="", help="Log debug detail to stderr."
+    ),
 ) -> None:
     """Hermes: a self-hosted AI agent that remembers."""
     logging.basicConfig(

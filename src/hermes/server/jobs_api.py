@@ -43,7 +43,7 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import SERVER_ERROR, APIError
-from hermes.text import find_lone_surrogate
+from hermes.text import find_lone_surrogate, sentence
 
 router = APIRouter(prefix="/api/jobs", dependencies=[Depends(require_auth)])
 
@@ -80,7 +80,10 @@ def _store(runtime: Runtime, scope: str) -> JobStore:
         tz = resolve_timezone(runtime.settings.timezone)
     except ScheduleError as exc:
         raise APIError(
-            500, f"Hermes' configuration is invalid: {exc}.", SERVER_ERROR, "invalid_timezone"
+            500,
+            sentence(f"Hermes' configuration is invalid: {exc}"),
+            SERVER_ERROR,
+            "invalid_timezone",
         ) from None
     scheduler = scheduler_for(runtime)
     return JobStore(
@@ -116,22 +119,24 @@ def _api_error(exc: Exception) -> APIError:
         job_id = exc.job.get("id")
         return APIError(
             409,
-            f"{exc}. Change that job with PATCH /api/jobs/{job_id}, remove it, or pick "
-            "another name.",
+            f"{sentence(str(exc))} Change that job with PATCH /api/jobs/{job_id}, remove it, "
+            "or pick another name.",
             code="job_exists",
             param="name",
         )
     if isinstance(exc, JobLimitError):
-        return APIError(429, f"{exc}.", code="job_limit_reached")
+        return APIError(429, sentence(str(exc)), code="job_limit_reached")
     if isinstance(exc, JobInputError):
-        return APIError(400, f"`{exc.field}`: {exc}.", code="invalid_value", param=exc.field)
+        return APIError(
+            400, sentence(f"`{exc.field}`: {exc}"), code="invalid_value", param=exc.field
+        )
     if isinstance(exc, JobNotFoundError):
         return APIError(404, "Job not found in your scope.", code="job_not_found", param="id")
     if isinstance(exc, JobRunningError):
         return APIError(409, f"{exc}; wait for it to finish.", code="job_running")
     if isinstance(exc, JobStoreCorruptError):
         return APIError(500, str(exc), SERVER_ERROR, "jobs_file_corrupt")
-    return APIError(503, f"{exc}.", SERVER_ERROR, "jobs_unavailable")
+    return APIError(503, sentence(str(exc)), SERVER_ERROR, "jobs_unavailable")
 
 
 async def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
