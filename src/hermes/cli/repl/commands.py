@@ -44,17 +44,22 @@ async def _first_words(chat: ChatSession, session: SessionRecord) -> str:
 
 
 async def _show_sessions(chat: ChatSession, sessions: list[SessionRecord]) -> None:
+    """One row per session in aligned columns (ids differ in length: a generated
+    `20300107_080000_3f2a9c` next to a short `--session` name)."""
+    width = max(len(s.id) for s in sessions)
+    count = max(len(f"{s.message_count:,}") for s in sessions)
     for number, s in enumerate(sessions, 1):
         mark = "*" if s.id == chat.session_id else " "
         words = await _first_words(chat, s)
         chat.say(
-            f"{mark}{number:>3}  {s.id}  {when(s.updated_at)}  {s.message_count:>4} msgs  {words}"
+            f"{mark}{number:>3}  {s.id:<{width}}  {when(s.updated_at)}  "
+            f"{s.message_count:>{count},} msgs  {words}".rstrip()
         )
 
 
 async def _new(chat: ChatSession, _: str) -> None:
     chat.session_id = new_session_id()
-    chat.usage = type(chat.usage)()
+    chat.reset_usage()
     chat.print(f"New session [cyan]{chat.session_id}[/cyan] (the old one stays searchable).")
 
 
@@ -121,7 +126,7 @@ async def _resume(chat: ChatSession, arg: str) -> None:
 
 async def _switch(chat: ChatSession, session: SessionRecord) -> None:
     chat.session_id = session.id
-    chat.usage = type(chat.usage)()
+    chat.reset_usage()
     chat.print(f"Resumed [cyan]{session.id}[/cyan] ({session.message_count} messages).")
     rows = await asyncio.to_thread(_recent_visible, chat, session)
     for row in rows:
@@ -148,9 +153,16 @@ async def _undo(chat: ChatSession, _: str) -> None:
     if taken is None:
         chat.say("Nothing to undo in this session.")
         return
+    usage = chat.forget_turn(taken.start)
+    counted = (
+        f"; its {usage.prompt_tokens:,} + {usage.completion_tokens:,} tokens no longer count "
+        "for this chat in /usage"
+        if usage is not None
+        else ""
+    )
     chat.say(
         f"Took back: {clip(' '.join(taken.user_text.split()), 80)!r} "
-        "(out of the prompt; still in the session's history)"
+        f"(out of the prompt; still in the session's history{counted})"
     )
 
 
@@ -159,6 +171,7 @@ async def _retry(chat: ChatSession, _: str) -> None:
     if taken is None or not taken.user_text:
         chat.say("Nothing to retry in this session.")
         return
+    chat.forget_turn(taken.start)  # the retried turn counts once, as its new answer
     chat.print(f"[dim]retrying: {_escape(clip(taken.user_text, 80))}[/dim]")
     await chat.send(taken.user_text)
 

@@ -7,6 +7,7 @@ import asyncio
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +21,24 @@ from hermes.runtime import Runtime
 from hermes.store.base import DEFAULT_SCOPE, Store
 
 Ask = Callable[[str], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class TurnUsage:
+    """What one turn of this chat cost, and where it starts, so /undo can take it back out
+    of the chat's figures."""
+
+    session_id: str
+    start: int
+    usage: Usage
+
+
+def _add(a: Usage, b: Usage, *, sign: int = 1) -> Usage:
+    return Usage(
+        a.prompt_tokens + sign * b.prompt_tokens,
+        a.completion_tokens + sign * b.completion_tokens,
+        a.total_tokens + sign * b.total_tokens,
+    )
 
 
 @contextmanager
@@ -54,6 +73,13 @@ class ChatSession:
         self.approver = PromptApprover(console, ask=self._ask_approval)
         self.usage = Usage()
         self.turns = 0
+        self.turn_log: list[TurnUsage] = []
+        """This chat's turns still counted in `usage` (newest last)."""
+        self.undone = Usage()
+        """Tokens of turns taken back with /undo: spent, but no longer this chat's context."""
+        self.undone_since_turn = False
+        """A turn was taken back since the last one ran: the session's last prompt size is
+        stale (it still held the undone turn)."""
         self.exit_requested = False
         self.interrupted = False
         """The last turn was stopped with Ctrl-C: one more Ctrl-C at the prompt exits."""
@@ -114,11 +140,29 @@ class ChatSession:
             self._view = None
         view.finish(result.content)
         self.turns += 1
-        self.usage = Usage(
-            self.usage.prompt_tokens + result.usage.prompt_tokens,
-            self.usage.completion_tokens + result.usage.completion_tokens,
-            self.usage.total_tokens + result.usage.total_tokens,
-        )
+        self.usage = _add(self.usage, result.usage)
+        self.undone_since_turn = False
+        if result.stored:
+            self.turn_log.append(TurnUsage(self.session_id, result.stored[0].index, result.usage))
+
+    def forget_turn(self, start: int) -> Usage | None:
+        """Take the turn of this chat that began at message `start` out of the chat's
+        figures (after /undo or /retry); its usage, or None if it was not this chat's."""
+        for turn in reversed(self.turn_log):
+            if turn.session_id == self.session_id and turn.start == start:
+                self.turn_log.remove(turn)
+                self.turns -= 1
+                self.usage = _add(self.usage, turn.usage, sign=-1)
+                self.undone = _add(self.undone, turn.usage)
+                self.undone_since_turn = True
+                return turn.usage
+        return None
+
+    def reset_usage(self) -> None:
+        """A new or resumed session: the chat's figures start again."""
+        self.usage, self.undone, self.turns = Usage(), Usage(), 0
+        self.undone_since_turn = False
+        self.turn_log.clear()
 
     def notice(self, text: str) -> None:
         TurnView(self.console, rich=self.rich).notice(text)

@@ -64,11 +64,24 @@ async def usage_report(chat: ChatSession) -> list[str]:
         f"completion tokens over {chat.turns} turn(s)"
         + _cost(chat.usage.prompt_tokens, chat.usage.completion_tokens, price),
     ]
+    if chat.undone.total_tokens or chat.undone.prompt_tokens:
+        lines.append(
+            f"taken back (/undo, /retry): {chat.undone.prompt_tokens:,} prompt + "
+            f"{chat.undone.completion_tokens:,} completion tokens (spent, so still in the "
+            "session's figures; no longer this chat's)"
+        )
     window = getattr(chat.runtime.agent.policy, "context_window", None)
     if session.last_prompt_tokens and window is not None:
         size = await window()
         share = 100 * session.last_prompt_tokens / size
-        lines.append(f"context: {session.last_prompt_tokens:,} of {size:,} tokens ({share:.0f}%)")
+        stale = (
+            " at the last call, before /undo; the next prompt leaves the undone turn out"
+            if chat.undone_since_turn
+            else ""
+        )
+        lines.append(
+            f"context: {session.last_prompt_tokens:,} of {size:,} tokens ({share:.0f}%){stale}"
+        )
     if price is None:
         lines.append(
             "cost: unknown for this model; set model.pricing.input/output (USD per million "
