@@ -474,6 +474,64 @@ class CompactionStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class NoteChange:
+    """One change to a note (MEMORY.md, USER.md, SOUL.md, `skill:NAME`) as it is recorded:
+    the whole text before and after, who made it and why (SPEC §13 memory history)."""
+
+    target: str
+    before: str
+    after: str
+    actor: str
+    """tool | review | api | cli | editor (a hand edit found later) | baseline."""
+    reason: str | None = None
+    session_id: str | None = None
+    turn: int | None = None
+    """Index of the session's message that made the change (a tool call)."""
+    key_name: str | None = None
+    reverts: int | None = None
+    """The version this change reverted, if it is a revert."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoteVersion(NoteChange):
+    id: int = 0
+    scope: str = DEFAULT_SCOPE
+    at: float = 0.0
+
+
+class NoteHistoryStore(Protocol):
+    """Versions of each scope's notes, skills and SOUL.md, newest kept (older ones fold
+    into one baseline version), so every change can be read back, explained and reverted."""
+
+    def add_version(self, scope: str, change: NoteChange, *, keep: int) -> NoteVersion:
+        """Record `change`, then fold the target's oldest versions so at most `keep` stay."""
+        ...
+
+    def latest_version(self, scope: str, target: str) -> NoteVersion | None: ...
+
+    def get_version(self, scope: str, version_id: int) -> NoteVersion | None:
+        """The version `version_id` if it belongs to `scope`, else None."""
+        ...
+
+    def list_versions(
+        self, scope: str, *, target: str | None = None, limit: int = 50, after_id: int = 0
+    ) -> list[NoteVersion]:
+        """Newest first; with `after_id`, only versions recorded after that one."""
+        ...
+
+    def introducing(
+        self, scope: str, text: str, *, target: str | None = None, limit: int = 20
+    ) -> list[NoteVersion]:
+        """Versions whose text after holds `text` (case-insensitive) and before did not,
+        newest first: where an entry came from."""
+        ...
+
+    def forget_versions(self, scope: str) -> int:
+        """Remove every version of `scope`; returns how many."""
+        ...
+
+
 class Store(Searcher, CompactionStore, Protocol):
     """Sessions, messages, compactions, leases and search, always addressed within a scope.
 
@@ -494,6 +552,9 @@ class Store(Searcher, CompactionStore, Protocol):
 
     vectors: VectorStore | None
     """Message embeddings for semantic search; None where the backend keeps none."""
+
+    note_history: NoteHistoryStore | None
+    """Versions of notes, skills and SOUL.md (both backends keep them)."""
 
     def ensure_session(
         self,

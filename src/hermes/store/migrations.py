@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hermes.store.api_keys import M009_API_KEYS
+from hermes.store.note_history import M012_NOTE_VERSIONS
 from hermes.store.search_schema import (
     M003_MESSAGE_WINDOWS,
     M005_MESSAGE_VIEWS,
@@ -182,6 +183,7 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "api_keys", _script(M009_API_KEYS)),
     Migration(10, "message_vectors", _script(M010_MESSAGE_VECTORS)),
     Migration(11, "vector_removals", _script(M011_VECTOR_REMOVALS)),
+    Migration(12, "note_versions", _script(M012_NOTE_VERSIONS)),
 ]
 
 

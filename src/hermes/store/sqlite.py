@@ -20,6 +20,7 @@ from hermes.store.base import (
     MessageRecord,
     NewMessage,
     NewSession,
+    NoteHistoryStore,
     SchemaStatus,
     SessionRecord,
     StoreError,
@@ -33,6 +34,7 @@ from hermes.store.migrations import (
     applied_versions,
     migrate,
 )
+from hermes.store.note_history import SQLiteNoteHistory
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.search_index import SearchIndexMixin
@@ -74,6 +76,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
         self.vectors: VectorStore | None = SQLiteVectorStore(self._conn, self._lock)
+        self.note_history: NoteHistoryStore | None = SQLiteNoteHistory(self._conn, self._lock)
 
     def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:
         """Open, switch to WAL and migrate, retrying while sibling processes do the same.

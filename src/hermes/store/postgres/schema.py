@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hermes.store.postgres.api_keys import M005_API_KEYS
+from hermes.store.postgres.note_history import M007_NOTE_VERSIONS
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
 
 # Scripts written without spaces between words (same ranges as the SQLite trigram view).
@@ -142,4 +143,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(4, "message_vectors", M004_MESSAGE_VECTORS),
     PgMigration(5, "api_keys", M005_API_KEYS),
     PgMigration(6, "vector_removals", M006_VECTOR_REMOVALS),
+    PgMigration(7, "note_versions", M007_NOTE_VERSIONS),
 ]

@@ -22,6 +22,7 @@ from hermes.store.base import (
     MessageRecord,
     NewMessage,
     NewSession,
+    NoteHistoryStore,
     SchemaStatus,
     SessionRecord,
     StoreError,
@@ -30,6 +31,7 @@ from hermes.store.base import (
 from hermes.store.leases import holder_is_dead
 from hermes.store.postgres.api_keys import PgApiKeysMixin
 from hermes.store.postgres.idempotency import PgIdempotency
+from hermes.store.postgres.note_history import PgNoteHistory
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
@@ -88,6 +90,7 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
         self.documents: DocumentStore | None = PgDocuments(self._db)
         self.idempotency: IdempotencyStore | None = PgIdempotency(self._db)
         self.vectors: VectorStore | None = PgVectorStore(self._db)
+        self.note_history: NoteHistoryStore | None = PgNoteHistory(self._db)
         try:
             self._db.open()
             if migrate:
