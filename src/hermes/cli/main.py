@@ -77,6 +77,12 @@ def _keys() -> Command:
     return _group("keys", keys_app)
 
 
+def _users() -> Command:
+    from hermes.cli.users import app as users_app
+
+    return _group("users", users_app)
+
+
 BUILT_IN: dict[str, Callable[[], Command]] = {
     "chat": _chat,
     "doctor": _doctor,
@@ -86,6 +92,7 @@ BUILT_IN: dict[str, Callable[[], Command]] = {
     "cron": _cron,
     "memory": _memory,
     "keys": _keys,
+    "users": _users,
 }
 """The built-in commands, each imported only when it runs (or the list is shown): importing
 them all cost `hermes chat -q` ~0.3 s of modules it never uses (doctor, setup, memory…)."""

@@ -123,6 +123,17 @@ class PairingStore:
         with self._edit() as data:
             return data["approved"].pop(identity, None) is not None
 
+    def forget(self, identity: str) -> int:
+        """Drop the identity's approval and pending codes (`hermes users forget`)."""
+        if not self.path.exists():
+            return 0
+        with self._edit() as data:
+            codes = [c for c, v in data["pending"].items() if v.get("identity") == identity]
+            for code in codes:
+                del data["pending"][code]
+            approved = data["approved"].pop(identity, None) is not None
+            return len(codes) + int(approved)
+
     def pending(self) -> list[dict[str, Any]]:
         with self._edit() as data:
             return [{"code": c, **v} for c, v in data["pending"].items()]

@@ -55,6 +55,16 @@ class ChatSessions:
         return fresh
 
 
+def forget_chats(home: Path, scope: str) -> int:
+    """Drop the scope's chat → session entries from sessions.json (`hermes users forget`)."""
+    path = gateway_dir(home) / "sessions.json"
+    data = read_json(path)
+    kept = {k: v for k, v in data.items() if not k.startswith(f"{scope}|")}
+    if len(kept) != len(data):
+        atomic_write(path, json.dumps(kept, indent=1, sort_keys=True))
+    return len(data) - len(kept)
+
+
 def set_home(home: Path, target: str) -> None:
     """Store `gateway.home` in config.yaml, keeping every other key (atomic write)."""
     path = home / "config.yaml"

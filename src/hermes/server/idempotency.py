@@ -82,6 +82,13 @@ class IdempotencyCache:
         self.shared = shared  # the database's keys when several replicas share it
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
 
+    def forget_scope(self, scope: str) -> int:
+        """Drop the scope's remembered answers (a forgotten user); returns how many."""
+        slots = [slot for slot in self._entries if slot[0] == scope]
+        for slot in slots:
+            del self._entries[slot]
+        return len(slots)
+
     def _live(self, slot: tuple[str, str]) -> _Entry | None:
         entry = self._entries.get(slot)
         if entry is None:

@@ -97,6 +97,16 @@ class ResponseStore:
         finally:
             conn.close()
 
+    def forget_scope(self, scope: str) -> int:
+        """Delete every stored response of `scope` (`hermes users forget`); blocking."""
+        if not self.path.exists():
+            return 0
+        conn = self._connect()
+        try:
+            return conn.execute("DELETE FROM responses WHERE scope = ?", (scope,)).rowcount
+        finally:
+            conn.close()
+
     async def save(self, scope: str, response: StoredResponse) -> None:
         await asyncio.to_thread(self._save, scope, response)
 

@@ -62,6 +62,10 @@ class ApiKeyStore(Protocol):
 
     def revoke_api_key(self, key_id: str) -> bool: ...
 
+    def delete_api_keys_of(self, user: str) -> int:
+        """Delete (not revoke: nothing of a forgotten user stays) every key of `user`."""
+        ...
+
     def export_api_keys(self) -> list[tuple[ApiKeyRecord, str]]:
         """Every key with its secret's hash, for `hermes db copy` (the secrets stay unknown)."""
         ...
@@ -108,6 +112,10 @@ class ApiKeyStoreMixin:
     def export_api_keys(self) -> list[tuple[ApiKeyRecord, str]]:
         rows = self._read(f"SELECT {KEY_COLUMNS}, secret_hash FROM api_keys ORDER BY created_at")
         return [(key_row(r), str(r[6])) for r in rows]
+
+    def delete_api_keys_of(self, user: str) -> int:
+        with self._write() as conn:
+            return conn.execute("DELETE FROM api_keys WHERE user_id = ?", (user,)).rowcount
 
     def revoke_api_key(self, key_id: str) -> bool:
         with self._write() as conn:

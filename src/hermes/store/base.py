@@ -53,6 +53,16 @@ class SessionRecord:
     user_turns: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ScopeStats:
+    """What one scope holds in the store (`GET /api/users`, `hermes users list`)."""
+
+    scope: str
+    sessions: int
+    messages: int
+    last_active: float | None
+
+
 @dataclass(slots=True)
 class NewMessage:
     """A message about to be stored; the store assigns its id and position."""
@@ -582,12 +592,24 @@ class Store(Searcher, CompactionStore, Protocol):
 
     def set_system_prompt(self, scope: str, session_id: str, prompt: str) -> None: ...
 
+    def set_session_title(self, scope: str, session_id: str, title: str | None) -> bool:
+        """Rename a session (None: no title); False when the scope has no such session."""
+        ...
+
     def delete_session(self, scope: str, session_id: str) -> bool: ...
 
-    def delete_scope(self, scope: str) -> int: ...
+    def delete_scope(self, scope: str) -> int:
+        """Remove every session of a scope and with them its messages, search rows, vectors,
+        compactions and hidden ranges, plus the scope's other rows (its vector removal count,
+        its idempotency keys); returns sessions removed. Nothing of the scope is left."""
+        ...
 
     def list_scopes(self) -> list[str]:
         """Every scope that has sessions (for `hermes db copy`)."""
+        ...
+
+    def scope_stats(self) -> list[ScopeStats]:
+        """Sessions, messages and last activity of every scope that has sessions, by scope."""
         ...
 
     def append_messages(

@@ -22,6 +22,7 @@ from hermes.store.base import (
     NewSession,
     NoteHistoryStore,
     SchemaStatus,
+    ScopeStats,
     SessionRecord,
     StoreError,
     VectorStore,
@@ -38,6 +39,7 @@ from hermes.store.note_history import SQLiteNoteHistory
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.search_index import SearchIndexMixin
+from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
 from hermes.store.urls import sqlite_url
 from hermes.store.vectors import SQLiteVectorStore
@@ -255,6 +257,14 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
                 (prompt, scope, session_id),
             )
 
+    def set_session_title(self, scope: str, session_id: str, title: str | None) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET title = ? WHERE scope = ? AND id = ?",
+                (title, scope, session_id),
+            )
+        return cur.rowcount > 0
+
     def delete_session(self, scope: str, session_id: str) -> bool:
         with self._write() as conn:
             cur = conn.execute(
@@ -266,10 +276,26 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
         return [r[0] for r in self._read("SELECT DISTINCT scope FROM sessions ORDER BY scope")]
 
     def delete_scope(self, scope: str) -> int:
-        """Remove every session (and so every message) of a scope; returns sessions removed."""
+        """Remove every session (and so every message, search row and vector) of a scope,
+        then its vector removal count (written by the vectors' delete trigger). The search
+        tables are merged after: an FTS5 delete only marks the terms deleted, the words
+        themselves stay in the index's segments until a merge (a full one: slow on a large
+        index, and a scope is deleted rarely, to forget a user)."""
         with self._write() as conn:
             cur = conn.execute("DELETE FROM sessions WHERE scope = ?", (scope,))
-        return cur.rowcount
+            removed = cur.rowcount
+            conn.execute("DELETE FROM vector_removals WHERE scope = ?", (scope,))
+            if removed:
+                for table in SEARCH_TABLES:
+                    conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        return removed
+
+    def scope_stats(self) -> list[ScopeStats]:
+        rows = self._read(
+            "SELECT scope, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at) "
+            "FROM sessions GROUP BY scope ORDER BY scope"
+        )
+        return [ScopeStats(r[0], int(r[1]), int(r[2]), r[3]) for r in rows]
 
     # -- messages -------------------------------------------------------------------------
 

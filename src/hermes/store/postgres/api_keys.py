@@ -54,6 +54,10 @@ class PgApiKeysMixin:
         )
         return [(key_row(r), str(r[6])) for r in rows]
 
+    def delete_api_keys_of(self, user: str) -> int:
+        with self._db.connection() as conn:
+            return conn.execute("DELETE FROM api_keys WHERE user_id = %s", (user,)).rowcount
+
     def revoke_api_key(self, key_id: str) -> bool:
         with self._db.connection() as conn:
             cur = conn.execute(

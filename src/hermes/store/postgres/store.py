@@ -24,6 +24,7 @@ from hermes.store.base import (
     NewSession,
     NoteHistoryStore,
     SchemaStatus,
+    ScopeStats,
     SessionRecord,
     StoreError,
     VectorStore,
@@ -180,6 +181,14 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
                 (prompt, scope, session_id),
             )
 
+    def set_session_title(self, scope: str, session_id: str, title: str | None) -> bool:
+        with self._db.connection() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET title = %s WHERE scope = %s AND id = %s",
+                (title, scope, session_id),
+            )
+            return cur.rowcount > 0
+
     def delete_session(self, scope: str, session_id: str) -> bool:
         with self._db.connection() as conn:
             cur = conn.execute(
@@ -188,8 +197,18 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
             return cur.rowcount > 0
 
     def delete_scope(self, scope: str) -> int:
-        with self._db.connection() as conn:
-            return conn.execute("DELETE FROM sessions WHERE scope = %s", (scope,)).rowcount
+        with self._db.transaction() as conn:
+            removed = conn.execute("DELETE FROM sessions WHERE scope = %s", (scope,)).rowcount
+            conn.execute("DELETE FROM vector_removals WHERE scope = %s", (scope,))
+            conn.execute("DELETE FROM idempotency_keys WHERE scope = %s", (scope,))
+            return removed
+
+    def scope_stats(self) -> list[ScopeStats]:
+        rows = self._db.fetch(
+            "SELECT scope, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at) "
+            "FROM sessions GROUP BY scope ORDER BY scope"
+        )
+        return [ScopeStats(r[0], int(r[1]), int(r[2]), r[3]) for r in rows]
 
     # -- messages -------------------------------------------------------------------------
 
