@@ -91,6 +91,13 @@ def _notes(job: Forgetting) -> dict[str, int]:
     return {"notes": entries}
 
 
+@forget_step("note_history")
+def _note_history(job: Forgetting) -> dict[str, int]:
+    """Every earlier version of the notes (memory history)."""
+    history = job.store.note_history
+    return {"note_versions": history.forget_versions(job.scope) if history is not None else 0}
+
+
 @forget_step("jobs")
 def _jobs(job: Forgetting) -> dict[str, int]:
     """Cron jobs and their run outputs."""
