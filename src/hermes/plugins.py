@@ -89,7 +89,9 @@ class Registry:
 
     tools: list[ToolEntry] = field(default_factory=list)
     prompt_blocks: list[Callable[[Settings], PromptBlock]] = field(default_factory=list)
-    memory_providers: list[Callable[[Settings], MemoryProvider]] = field(default_factory=list)
+    memory_providers: list[Callable[[Settings], MemoryProvider | None]] = field(
+        default_factory=list
+    )
     components: list[Callable[[Runtime], object]] = field(default_factory=list)
     services: list[Callable[[Runtime], Service | None]] = field(default_factory=list)
     routers: list[Callable[[], Any]] = field(default_factory=list)
@@ -123,7 +125,9 @@ class Registry:
         """A system-prompt section (after the memory blocks), built once per runtime."""
         self.prompt_blocks.append(factory)
 
-    def memory_provider(self, factory: Callable[[Settings], MemoryProvider]) -> None:
+    def memory_provider(self, factory: Callable[[Settings], MemoryProvider | None]) -> None:
+        """A memory layer; `factory` returns None to stay off for these settings (an external
+        provider that `memory.provider` does not name)."""
         self.memory_providers.append(factory)
 
     def component(self, factory: Callable[[Runtime], object]) -> None:

@@ -98,7 +98,8 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
     from hermes.tools.toolsets import ToolGroups
 
     registry = registry or load_registry()
-    memory = [factory(settings) for factory in registry.memory_providers]
+    made = (factory(settings) for factory in registry.memory_providers)
+    memory = [provider for provider in made if provider is not None]
     MemoryLayers(memory)  # refuse a bad provider set before anything is opened
     store = open_store(settings)
     model = make_model_client(settings)

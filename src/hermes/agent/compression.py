@@ -162,7 +162,11 @@ def chunk_for_budget(
     return chunks
 
 
-def summarizer_request(previous: str | None, transcript: str) -> list[dict[str, Any]]:
+def summarizer_request(
+    previous: str | None, transcript: str, recalled: str | None = None
+) -> list[dict[str, Any]]:
+    """The summariser's messages; `recalled` is what a memory provider knows of the user,
+    offered as background so the summary keeps the facts that matter to them."""
     if previous:
         task = (
             "Here is the existing summary of the conversation so far:\n\n"
@@ -173,6 +177,12 @@ def summarizer_request(previous: str | None, transcript: str) -> list[dict[str, 
         )
     else:
         task = "Summarise these conversation turns:\n\n" + transcript
+    if recalled:
+        task += (
+            "\n\nBACKGROUND (recalled memory about this user, reference only; use it to "
+            "judge what matters, do not copy it into the summary unless the turns confirm it):"
+            "\n" + recalled
+        )
     return [
         {"role": "system", "content": SUMMARIZER_INSTRUCTIONS},
         {"role": "user", "content": task},

@@ -257,8 +257,8 @@ class CompressingHistory:
         if not middle:
             return False
         started = time.monotonic()
-        await self._flush(state, middle)
-        summary, kind = await self._summarise(state, view.summary, middle, window)
+        recalled = await self._flush(state, middle)
+        summary, kind = await self._summarise(state, view.summary, middle, window, recalled)
         new_tail, new_idx = rest[tail_start:], rest_idx[tail_start:]
         if not state.stateless:
             upto = new_idx[0] if new_idx else view.count
@@ -300,23 +300,30 @@ class CompressingHistory:
         except Exception:
             log.exception("refreshing the system prompt after compression failed; kept the old")
 
-    async def _flush(self, state: CallState, middle: list[dict[str, Any]]) -> None:
+    async def _flush(self, state: CallState, middle: list[dict[str, Any]]) -> str | None:
+        """The memory pass over the messages about to go; returns the providers' view."""
         if state.on_pre_compress is None or state.stateless or state.source == "cron":
-            return
+            return None
         self.stats.flushes += 1
         try:
-            await state.on_pre_compress(state.scope, state.session_id, middle)
+            return await state.on_pre_compress(state.scope, state.session_id, middle)
         except Exception:
             log.exception("memory flush before compression failed; compressing anyway")
+            return None
 
     async def _summarise(
-        self, state: CallState, previous: str | None, middle: list[dict[str, Any]], window: int
+        self,
+        state: CallState,
+        previous: str | None,
+        middle: list[dict[str, Any]],
+        window: int,
+        recalled: str | None = None,
     ) -> tuple[str, str]:
         budget = max(200, min(12_000, int(0.08 * window)))
         chunks = cx.chunk_for_budget(cx.clear_old_tool_outputs(middle), int(0.45 * window))
         summary, kind = previous, "model"
         for chunk in chunks:
-            text = await self._summary_call(state, summary, chunk, budget)
+            text = await self._summary_call(state, summary, chunk, budget, recalled)
             if text is None:
                 summary, kind = cx.fallback_summary(summary, chunk, budget * 4), "fallback"
                 self.stats.fallbacks += 1
@@ -325,7 +332,12 @@ class CompressingHistory:
         return summary or "", kind
 
     async def _summary_call(
-        self, state: CallState, previous: str | None, chunk: list[dict[str, Any]], budget: int
+        self,
+        state: CallState,
+        previous: str | None,
+        chunk: list[dict[str, Any]],
+        budget: int,
+        recalled: str | None = None,
     ) -> str | None:
         key = (state.scope, state.session_id)
         failures, until = self._cooldown.get(key, (0, 0.0))
@@ -334,7 +346,7 @@ class CompressingHistory:
         self.stats.summary_calls += 1
         try:
             completion = await self.model.complete(
-                cx.summarizer_request(previous, cx.render_transcript(chunk)),
+                cx.summarizer_request(previous, cx.render_transcript(chunk), recalled),
                 model=self.settings.compression.model,
                 max_tokens=budget,
             )

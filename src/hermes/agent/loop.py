@@ -21,7 +21,7 @@ from hermes.agent.client_tools import (
 )
 from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
 from hermes.agent.locks import HeldSession, SessionLocks, run_settled
-from hermes.agent.memory import MemoryLayers, MemoryProvider
+from hermes.agent.memory import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
 from hermes.config.settings import Settings
@@ -153,6 +153,12 @@ def _take_steering(req: TurnRequest, turn: _Turn) -> None:
         turn.new.append(
             NewMessage(role="user", content=text, token_count=estimate_text_tokens(text))
         )
+
+
+def _stream_rest(turn: _Turn, observer: TurnObserver, text: str) -> None:
+    """Stream the text a fence scrubber held back until the end of a call."""
+    turn.partial.append(text)
+    observer.on_delta(text)
 
 
 def _tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
@@ -372,10 +378,13 @@ class Agent:
         while True:
             await self.policy.before_call(state)
             turn.partial.clear()
+            scrubber = FenceScrubber()  # recalled memory the model echoes is not streamed
 
-            def on_delta(text: str) -> None:
-                turn.partial.append(text)
-                observer.on_delta(text)
+            def on_delta(piece: str, scrubber: FenceScrubber = scrubber) -> None:
+                text = scrubber.feed(piece)
+                if text:
+                    turn.partial.append(text)
+                    observer.on_delta(text)
 
             messages = state.messages()
             # stream from upstream only when someone is watching the text arrive
@@ -393,6 +402,9 @@ class Agent:
                     raise
                 retried = True
                 continue
+            rest = scrubber.flush()
+            if rest and streaming:
+                _stream_rest(turn, observer, rest)
             turn.usage = _add_usage(turn.usage, completion.usage)
             if completion.usage is not None and completion.usage.prompt_tokens:
                 state.anchor_tokens = completion.usage.prompt_tokens
@@ -456,7 +468,7 @@ class Agent:
         return _Outcome(self._finish(turn, completion), "length", limit + 1)
 
     def _finish(self, turn: _Turn, completion: Completion) -> str:
-        content = completion.content or ""
+        content = scrub_fences(completion.content or "")
         turn.state.turn.append({"role": "assistant", "content": content})
         turn.new.append(
             NewMessage(
@@ -481,6 +493,7 @@ class Agent:
         recorded in the step but left for the caller to answer."""
         tool_calls = _tool_calls_json(completion.tool_calls)
         calls = [c for c in completion.tool_calls if c.name not in skip]
+        ctx.turn = turn.held.session.message_count + len(turn.new)  # this step's message
         assistant = {"role": "assistant", "content": completion.content, "tool_calls": tool_calls}
         for call in calls:
             observer.on_tool_arguments(call.id, call.name, call.arguments)

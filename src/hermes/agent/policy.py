@@ -11,8 +11,9 @@ from hermes.models.errors import ContextLengthExceededError
 from hermes.models.types import Usage
 from hermes.store.base import MessageRecord, SessionRecord, Store
 
-# Told the messages about to leave the prompt (scope, session id, messages) before compressing.
-PreCompressHook = Callable[[str, str, list[dict[str, Any]]], Awaitable[None]]
+# Told the messages about to leave the prompt (scope, session id, messages) before compressing;
+# may answer with what the memory providers know, for the summary prompt.
+PreCompressHook = Callable[[str, str, list[dict[str, Any]]], Awaitable[str | None]]
 
 
 @dataclass

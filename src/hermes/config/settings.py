@@ -63,6 +63,8 @@ class ServerSettings(_Section):
     session_scopes: list[str] = Field(default_factory=list)
     # Listen beyond loopback with no server key: only behind loopback-only publishing (Docker).
     allow_unauthenticated_public_bind: bool = False
+    # `/v1/runs` one caller (scope) may have unfinished at once on this replica (then 429).
+    max_concurrent_runs: int = Field(default=8, ge=1)
 
     @field_validator("session_scopes", mode="before")
     @classmethod
@@ -97,11 +99,56 @@ class AgentSettings(_Section):
     toolsets: list[str] | None = None
 
 
+class Mem0Settings(_Section):
+    # mem0 runs in this process: its extraction calls go to the model endpoint (`model`:
+    # default model.name), its vectors come from the bundled MiniLM or the endpoint's
+    # /v1/embeddings (`embedder: endpoint` with `embedding_model` and `embedding_dims`), and
+    # they are kept by qdrant's on-disk local mode under `path` (default $HERMES_HOME/mem0).
+    model: str | None = None
+    embedder: Literal["minilm", "endpoint"] = "minilm"
+    embedding_model: str | None = None
+    embedding_dims: int = Field(default=384, gt=0)
+    path: Path | None = None
+    collection: str = Field(default="hermes", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class HonchoSettings(_Section):
+    base_url: str | None = None  # default: Honcho's hosted API
+    api_key: SecretStr | None = None
+    workspace: str = Field(default="hermes", pattern=r"^[A-Za-z0-9_-]{1,100}$")
+    assistant_peer: str = Field(default="hermes", pattern=r"^[A-Za-z0-9_-]{1,100}$")
+
+
+class SupermemorySettings(_Section):
+    base_url: str | None = None  # default: Supermemory's hosted API
+    api_key: SecretStr | None = None
+    container_prefix: str = Field(default="hermes", pattern=r"^[A-Za-z0-9_-]{1,40}$")
+
+
 class MemorySettings(_Section):
     enabled: bool = True
     memory_char_limit: int = Field(default=2200, gt=0)
     user_char_limit: int = Field(default=1375, gt=0)
     review_interval: int = Field(default=10, ge=0)
+    # Versions kept per note, skill or SOUL.md (`hermes memory log`); older ones fold into one.
+    history_retention: int = Field(default=200, ge=2)
+    # the external provider beside the notes and search (SPEC §15); none by default
+    provider: Literal["honcho", "mem0", "supermemory"] | None = None
+    # seconds a provider call may take (a prefetch slower than this is skipped for its turn)
+    provider_timeout: float = Field(default=8.0, gt=0, le=120)
+    # provider work (turn syncs, prefetches) waiting for its worker; beyond it, work is dropped
+    provider_queue: int = Field(default=256, ge=1, le=100_000)
+    mem0: Mem0Settings = Field(default_factory=Mem0Settings)
+    honcho: HonchoSettings = Field(default_factory=HonchoSettings)
+    supermemory: SupermemorySettings = Field(default_factory=SupermemorySettings)
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _no_provider(cls, value: object) -> object:
+        """`none`, `off` and an empty value all mean no external provider."""
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off", "null"):
+            return None
+        return value
 
 
 class SearchSettings(_Section):
@@ -298,6 +345,8 @@ class ToolsSettings(_Section):
     files: FilesSettings = Field(default_factory=FilesSettings)
     terminal: TerminalSettings = Field(default_factory=TerminalSettings)
     delegate: DelegateSettings = Field(default_factory=DelegateSettings)
+    # seconds a run's dangerous tool call waits for POST /v1/runs/{id}/approval (then denied)
+    approval_timeout: float = Field(default=300.0, gt=0)
     # tool groups or tool names end users get (None: memory, session_search, web, skills)
     end_user_toolsets: list[str] | None = None
 
@@ -442,6 +491,11 @@ ENV_OVERRIDES: dict[str, str] = {
     "SEARXNG_URL": "web.search.searxng_url",
     "BRAVE_API_KEY": "web.search.brave_api_key",
     "TAVILY_API_KEY": "web.search.tavily_api_key",
+    # external memory providers (SPEC §15)
+    "HONCHO_API_KEY": "memory.honcho.api_key",
+    "HONCHO_BASE_URL": "memory.honcho.base_url",
+    "SUPERMEMORY_API_KEY": "memory.supermemory.api_key",
+    "SUPERMEMORY_BASE_URL": "memory.supermemory.base_url",
 }
 
 

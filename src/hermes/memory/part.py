@@ -49,11 +49,13 @@ async def _semantic_health(runtime: Runtime) -> dict[str, Any]:
 
 
 def register(hermes: Registry) -> None:
+    from hermes.memory import providers
     from hermes.memory.health import notes_health
     from hermes.memory.provider import NotesProvider
     from hermes.memory.search import session_search
 
     hermes.memory_provider(NotesProvider)
+    providers.register(hermes)  # Honcho, Mem0, Supermemory: registered as a plugin would
     hermes.tool(session_search, group="session_search")
     hermes.health("notes", notes_health)
     hermes.health("semantic_search", _semantic_health)

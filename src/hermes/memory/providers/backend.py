@@ -1,0 +1,48 @@
+"""The small contract an external memory service implements (Honcho, Mem0, Supermemory, or a
+third party's): plain blocking calls, made one at a time on the provider's own worker thread,
+so an adapter is a thin translation of its SDK and never has to think about the event loop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message of a finished turn as the provider receives it (already redacted)."""
+
+    role: str  # "user" or "assistant"
+    content: str
+
+
+class ProviderError(Exception):
+    """A provider cannot work as configured; the message says what to change."""
+
+
+class Backend(Protocol):
+    """One external memory service. `user` is the provider-side id of a Hermes scope
+    (`identity.provider_user`): every call names it, so two scopes never share memory."""
+
+    def check(self) -> str:
+        """Reach the service once; a sentence saying what was reached (for `memory setup`)."""
+        ...
+
+    def recall(self, user: str, query: str) -> str:
+        """What the service knows about `user` that bears on `query` ("" for nothing)."""
+        ...
+
+    def store(self, user: str, session: str, turn: Sequence[Said]) -> None:
+        """Give the service one finished turn of `user`'s session `session`."""
+        ...
+
+    def search(self, user: str, query: str, limit: int) -> list[str]:
+        """The provider's own search, for its tool."""
+        ...
+
+    def forget(self, user: str) -> int:
+        """Delete everything the service keeps about `user`; how many items went."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,64 @@
+"""Forgetting a user at the external provider (SPEC §13 `DELETE /api/users/{id}`).
+
+When this process runs the provider (a server), the deletion goes through its worker, after
+the turns already queued for that user, so nothing queued re-adds them afterwards. Otherwise
+(a CLI command) the provider's client is opened just for this.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hermes.config.settings import Settings
+from hermes.memory.providers.backend import Backend, ProviderError
+from hermes.memory.providers.identity import provider_user
+
+if TYPE_CHECKING:
+    from hermes.memory.providers.external import ExternalMemory
+
+FORGET_TIMEOUT_S = 60.0
+
+_live: dict[tuple[Path, str], ExternalMemory] = {}
+_guard = threading.Lock()
+
+
+def track(provider: ExternalMemory) -> None:
+    with _guard:
+        _live[(provider.settings.home, provider.name)] = provider
+
+
+def untrack(provider: ExternalMemory) -> None:
+    with _guard:
+        key = (provider.settings.home, provider.name)
+        if _live.get(key) is provider:
+            del _live[key]
+
+
+def forget_provider_memory(settings: Settings, scope: str) -> int:
+    """Delete everything the configured provider keeps about `scope`; the number of items
+    removed (0 when no provider is configured). Blocking: call it from a thread."""
+    name = settings.memory.provider
+    if name is None:
+        return 0
+    with _guard:
+        live = _live.get((settings.home, name))
+    if live is not None:
+        return live.forget(scope, FORGET_TIMEOUT_S)
+    backend = make_backend(settings)
+    try:
+        return backend.forget(provider_user(scope))
+    finally:
+        backend.close()
+
+
+def make_backend(settings: Settings) -> Backend:
+    """The configured provider's backend, opened directly (CLI commands, setup)."""
+    name = settings.memory.provider
+    if name is None:
+        raise ProviderError("no external memory provider is configured (memory.provider)")
+    adapter = importlib.import_module(f"hermes.memory.providers.{name}")
+    backend: Backend = adapter.BACKEND(settings)
+    return backend

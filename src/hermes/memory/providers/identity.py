@@ -1,0 +1,23 @@
+"""Which provider-side user (Honcho peer, Mem0 user_id, Supermemory namespace) a Hermes scope
+is. The owner's default scope is `owner`; an end user `42` is `user-42`. Characters the
+services do not accept in ids are escaped injectively, so two scopes never map to one id."""
+
+from __future__ import annotations
+
+import re
+
+from hermes.store.base import DEFAULT_SCOPE
+
+OWNER = "owner"
+_KEEP = re.compile(r"[A-Za-z0-9-]")
+
+
+def provider_user(scope: str, prefix: str = "") -> str:
+    """The id of `scope` at the provider, optionally under a per-install `prefix`."""
+    if scope == DEFAULT_SCOPE:
+        name = OWNER
+    else:
+        name = "user-" + "".join(
+            ch if _KEEP.fullmatch(ch) else "".join(f"_{b:02x}" for b in ch.encode()) for ch in scope
+        )
+    return f"{prefix}-{name}" if prefix else name

@@ -1,0 +1,95 @@
+"""Shared helpers for the external memory provider tests: a runtime with a provider chosen
+through config.yaml (the real configuration path) and ways to tell Hermes' own chat calls
+from the calls a provider makes to the same fake model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hermes.agent.loop import TurnRequest, TurnResult
+from hermes.config.settings import Settings, load_settings
+from hermes.memory.providers.external import ExternalMemory
+from hermes.runtime import Runtime, build_runtime
+
+SETTLE_S = 20.0
+
+
+def is_extraction(body: dict[str, Any]) -> bool:
+    """A mem0 fact-extraction call (it asks for a JSON object)."""
+    return body.get("response_format", {}).get("type") == "json_object"
+
+
+def is_chat(body: dict[str, Any]) -> bool:
+    return not is_extraction(body)
+
+
+def facts(*texts: str) -> str:
+    """mem0's extraction answer naming these facts."""
+    return json.dumps({"memory": [{"text": t} for t in texts]})
+
+
+def recalled_blocks(body: dict[str, Any]) -> list[str]:
+    """The fenced recalled-memory messages of one chat request."""
+    return [
+        m["content"]
+        for m in body["messages"]
+        if m["role"] == "system" and str(m.get("content", "")).startswith("<memory-context>")
+    ]
+
+
+def write_config(home: Path, memory: dict[str, Any], **sections: Any) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(yaml.safe_dump({"memory": memory, **sections}))
+
+
+def make_settings() -> Settings:
+    settings = load_settings()
+    settings.model.max_retries = 0
+    return settings
+
+
+@pytest.fixture
+async def provider_runtime() -> AsyncIterator[Callable[[], Runtime]]:
+    """Build runtimes from the current config; each is closed (and drained) at the end."""
+    made: list[Runtime] = []
+
+    def make() -> Runtime:
+        runtime = build_runtime(make_settings())
+        made.append(runtime)
+        return runtime
+
+    try:
+        yield make
+    finally:
+        for runtime in reversed(made):
+            await runtime.aclose()
+
+
+def provider_of(runtime: Runtime) -> ExternalMemory:
+    found = [p for p in runtime.agent.memory.providers if isinstance(p, ExternalMemory)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+async def settle(runtime: Runtime) -> None:
+    """Wait for after-turn tasks and the provider's worker to finish what is queued."""
+    await runtime.agent.drain()
+    assert await asyncio.to_thread(provider_of(runtime).worker.wait_idle, SETTLE_S)
+
+
+async def timed_turn(
+    runtime: Runtime, text: str, *, scope: str, session: str
+) -> tuple[TurnResult, float]:
+    started = time.perf_counter()
+    result = await runtime.agent.run_turn(
+        TurnRequest(user_message=text, scope=scope, session_id=session, source="api")
+    )
+    return result, time.perf_counter() - started
