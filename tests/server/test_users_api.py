@@ -62,6 +62,10 @@ async def test_forget_user_everywhere(keyed_api: Api, keyed_settings: Settings) 
     r = await keyed_api.client.get("/v1/models", headers=_bearer(alice))
     assert r.status_code == 401  # the key is gone at once, not after the cache expires
     assert search_hits(store, alice["scope"], ALICE_WORD) == []
+    found = await keyed_api.client.get(
+        "/api/sessions", params={"q": ALICE_WORD}, headers={"X-Hermes-User-Id": ALICE}
+    )
+    assert found.status_code == 200 and found.json()["sessions"] == []
     assert leftovers(keyed_settings, store, ALICE, ALICE_WORD) == []
 
     # bob is untouched

@@ -21,7 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from hermes.plugins import Service
 from hermes.runtime import Runtime
-from hermes.server import chat, jobs_api, meta, metrics, responses, users_api
+from hermes.server import chat, jobs_api, meta, metrics, responses, sessions_api, users_api
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.middleware import HygieneMiddleware
@@ -90,6 +90,7 @@ def create_app(
         chat.router,
         responses.router,
         jobs_api.router,
+        sessions_api.router,
         users_api.router,
         *part_routers,
         *routers,

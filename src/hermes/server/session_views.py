@@ -1,0 +1,147 @@
+"""What `/api/sessions` shows of the store (blocking helpers, run in a worker thread): a
+session as JSON, the search over titles and messages, a page of messages with compression
+and undo marked, and a fork."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes.memory.search import search_hits
+from hermes.store.base import NewMessage, SessionRecord, Store
+
+TITLE_SCAN_MAX = 5_000  # newest sessions whose titles a search reads
+HITS_PER_SESSION = 3  # message hits asked for per session wanted (several hits share one)
+
+
+def session_json(r: SessionRecord) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "title": r.title,
+        "source": r.source,
+        "started_at": r.started_at,
+        "updated_at": r.updated_at,
+        "ended_at": r.ended_at,
+        "parent_session_id": r.parent_session_id,
+        "message_count": r.message_count,
+        "input_tokens": r.input_tokens,
+        "output_tokens": r.output_tokens,
+    }
+
+
+def _title_matches(store: Store, scope: str, words: list[str]) -> list[SessionRecord]:
+    found: list[SessionRecord] = []
+    offset = 0
+    while offset < TITLE_SCAN_MAX:
+        batch = store.list_sessions(scope, limit=500, offset=offset)
+        if not batch:
+            break
+        offset += len(batch)
+        for r in batch:
+            title = (r.title or "").casefold()
+            if title and all(w in title for w in words):
+                found.append(r)
+    return found
+
+
+def search_sessions(
+    store: Store, scope: str, query: str, source: str | None, limit: int, offset: int
+) -> list[dict[str, Any]]:
+    """Sessions whose title holds every word of `query` (newest first), then those whose
+    messages match it (best first, with the best message's snippet)."""
+    words = query.casefold().split()
+    results: dict[str, dict[str, Any]] = {}
+    for r in _title_matches(store, scope, words):
+        if source and r.source != source:
+            continue
+        results[r.id] = {**session_json(r), "match": {"in": "title"}}
+    wanted = offset + limit
+    hits = search_hits(store, scope, query, limit=min(wanted * HITS_PER_SESSION, 500))
+    for hit in hits:
+        if hit.session_id in results or len(results) >= wanted:
+            continue
+        record = store.get_session(scope, hit.session_id)
+        if record is None or (source and record.source != source):
+            continue
+        results[hit.session_id] = {
+            **session_json(record),
+            "match": {
+                "in": "messages",
+                "message_index": hit.message_index,
+                "role": hit.role,
+                "snippet": hit.snippet,
+            },
+        }
+    return list(results.values())[offset:wanted]
+
+
+def message_page(
+    store: Store, scope: str, session_id: str, offset: int, limit: int
+) -> dict[str, Any]:
+    """Messages [offset, offset+limit) with `hidden` (undone) and `compressed` (summarised
+    in the prompt by the latest compaction) marked; the compactions, the latest with its
+    summary; the hidden ranges."""
+    rows = store.get_messages(scope, session_id, start=offset, end=offset + limit)
+    hidden = store.hidden_ranges(scope, session_id)
+    latest = store.latest_compaction(scope, session_id)
+    compressions = store.compression_markers(scope, session_id)
+    if latest is not None:
+        for marker in compressions:
+            if marker.get("seq") == latest.seq:
+                marker["summary"] = latest.summary
+    messages = []
+    for m in rows:
+        item: dict[str, Any] = {
+            "id": m.id,
+            "index": m.index,
+            "role": m.role,
+            "content": m.content,
+            "timestamp": m.timestamp,
+            "hidden": any(a <= m.index < b for a, b in hidden),
+            "compressed": latest is not None and latest.head_end <= m.index < latest.upto_idx,
+        }
+        if m.tool_calls:
+            item["tool_calls"] = m.tool_calls
+        if m.tool_call_id:
+            item["tool_call_id"] = m.tool_call_id
+        if m.tool_name:
+            item["tool_name"] = m.tool_name
+        if m.name:
+            item["name"] = m.name
+        messages.append(item)
+    return {
+        "messages": messages,
+        "compressions": compressions,
+        "hidden_ranges": [list(r) for r in hidden],
+    }
+
+
+def forked(
+    store: Store, scope: str, original: SessionRecord, new_id: str, title: str | None
+) -> SessionRecord | None:
+    """A copy of `original`'s messages in a new session whose parent it is; None when
+    `new_id` is taken."""
+    if store.get_session(scope, new_id) is not None:
+        return None
+    store.ensure_session(
+        scope,
+        new_id,
+        source=original.source,
+        title=title or original.title,
+        parent_session_id=original.id,
+    )
+    copies = [
+        NewMessage(
+            role=m.role,
+            content=m.content,
+            tool_calls=m.tool_calls,
+            tool_call_id=m.tool_call_id,
+            tool_name=m.tool_name,
+            timestamp=m.timestamp,
+            token_count=m.token_count,
+            name=m.name,
+        )
+        for m in store.get_messages(scope, original.id)
+    ]
+    if copies:
+        store.append_messages(scope, new_id, copies)
+    return store.get_session(scope, new_id)
