@@ -14,7 +14,9 @@ from pathlib import Path
 import typer
 
 from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.cli.memory_history import register as register_history
 from hermes.config.settings import Settings
+from hermes.memory.history import CLI, forget_history
 from hermes.memory.notes import (
     FILES,
     NotesStore,
@@ -32,13 +34,23 @@ from hermes.store.urls import backend_of
 app = typer.Typer(help="Show, edit and forget what Hermes remembers.", no_args_is_help=True)
 
 UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
+register_history(app)  # log, diff, revert, why (hermes.cli.memory_history)
 
 
 @contextlib.contextmanager
 def _notes(settings: Settings, scope: str) -> Iterator[NotesStore]:
-    """The scope's notes: files in the home, or documents in a shared PostgreSQL database."""
+    """The scope's notes: files in the home, or documents in a shared PostgreSQL database;
+    either way with their history (kept in the store: `hermes memory log`)."""
     if backend_of(settings.database_url) == "sqlite":
-        yield open_notes(settings, scope)
+        try:
+            state = open_store(settings)
+        except StoreError:  # the notes are files: only their history is unavailable
+            yield open_notes(settings, scope)
+            return
+        try:
+            yield open_notes(settings, scope, state)
+        finally:
+            state.close()
         return
     store = _store_or_exit(settings)
     try:
@@ -162,7 +174,7 @@ def _edit(notes: NotesStore, target: str, command: list[str], home: Path) -> Non
         tmp.unlink()
         typer.echo("No changes.")
         return
-    if not notes.replace_raw(target, original, edited):
+    if not notes.replace_raw(target, original, edited, CLI):
         fail(
             f"{path.name} changed while you were editing (the agent wrote to it); your "
             f"version is kept at {tmp}. Run `hermes memory edit` again.",
@@ -195,6 +207,7 @@ def forget_cmd(
             fail("nothing was removed", 1)
         removed = store.delete_scope(scope)
         open_notes(settings, scope, store).erase()
+        forget_history(store, scope)
     except StoreError as exc:
         fail(str(exc), 1)
     finally:

@@ -26,6 +26,7 @@ from hermes import fileio
 from hermes.config.settings import MemorySettings, Settings
 from hermes.fileio import atomic_write
 from hermes.memory.health import record_readable, record_unreadable
+from hermes.memory.history import UNKNOWN, Actor, History, history_for
 from hermes.scopes import scope_root
 from hermes.store.base import DocumentEdit, DocumentStore, Store
 
@@ -81,6 +82,8 @@ class NotesState:
     malformed: bool = False
     written: dict[str, str] = field(default_factory=dict)
     """Entry text → the UTC date (YYYY-MM-DD) it was written; hand-written entries have none."""
+    text: str = ""
+    """The file as read: the text a recorded version starts from."""
 
     @property
     def chars(self) -> int:
@@ -134,13 +137,21 @@ def backup(path: Path) -> Path:
 
 
 class NotesStore:
-    """The two notes files of one scope; every method reads the disk (no stale cache)."""
+    """The two notes files of one scope; every method reads the disk (no stale cache).
 
-    def __init__(self, home: Path, scope: str, settings: MemorySettings) -> None:
+    With a `history`, every write is recorded as a version and every read compares the file
+    with the last version (under the lock), so a hand edit is recorded as `editor`."""
+
+    history: History | None = None
+
+    def __init__(
+        self, home: Path, scope: str, settings: MemorySettings, history: History | None = None
+    ) -> None:
         self.scope = scope
         self.directory = scope_root(home, scope) / "memories"
         self.where = str(self.directory)
         self._limits = {"memory": settings.memory_char_limit, "user": settings.user_char_limit}
+        self.history = history
 
     def path(self, target: str) -> Path:
         if target not in FILES:
@@ -151,10 +162,17 @@ class NotesStore:
         return self._limits[target]
 
     def read(self, target: str) -> NotesState:
+        """The note as it is now (with a history: read under the lock, hand edits recorded)."""
+        if self.history is None:
+            return self._state(target)
+        with self.locked(target) as state:
+            return state
+
+    def _state(self, target: str) -> NotesState:
         path = self.path(target)
         text, malformed = self._read(path)
         entries = parse_entries(text)
-        state = NotesState(target, path, entries, self.limit(target), malformed)
+        state = NotesState(target, path, entries, self.limit(target), malformed, text=text)
         dates = _parse_dates(self._read(_dates_path(path))[0])
         state.written = {e: dates[e] for e in entries if e in dates}
         return state
@@ -164,18 +182,33 @@ class NotesStore:
         """Hold the lock of one file; yields its current state (write with `save`)."""
         path = self.path(target)
         with self._lock(path):
-            yield self.read(target)
+            state = self._state(target)
+            if self.history is not None:
+                self.history.audit(target, state.text)
+            yield state
 
-    def save(self, state: NotesState, entries: list[str]) -> Path | None:
-        """Write entries (call inside `locked`); returns the backup made of a malformed file."""
+    def save(
+        self,
+        state: NotesState,
+        entries: list[str],
+        actor: Actor = UNKNOWN,
+        *,
+        reverts: int | None = None,
+    ) -> Path | None:
+        """Write entries (call inside `locked`) and record the version `actor` made; returns
+        the backup made of a malformed file."""
         saved = self._backup(state.path) if state.malformed else None
         today, before = today_utc(), set(state.entries)
         written = {e: d for e in entries if (d := state.written.get(e) or _new(e, before, today))}
-        self._write(state.path, serialize(entries))
+        text = serialize(entries)
+        self._write(state.path, text)
         self._write(_dates_path(state.path), json.dumps(written, ensure_ascii=False, indent=0))
+        if self.history is not None:
+            self.history.record(state.target, state.text, text, actor, reverts=reverts)
         state.entries = list(entries)
         state.written = written
         state.malformed = False
+        state.text = text
         return saved
 
     @property
@@ -240,7 +273,7 @@ class NotesStore:
         """The note's text as stored and whether it is malformed (`hermes memory edit`)."""
         return self._read(self.path(target))
 
-    def replace_raw(self, target: str, expected: str, text: str) -> bool:
+    def replace_raw(self, target: str, expected: str, text: str, actor: Actor = UNKNOWN) -> bool:
         """Store `text` if the note still reads `expected` (False: it changed meanwhile)."""
         path = self.path(target)
         with self._lock(path):
@@ -250,6 +283,8 @@ class NotesStore:
             if malformed:
                 self._backup(path)
             self._write(path, text)
+            if self.history is not None:
+                self.history.record(target, now, text, actor)
         return True
 
     def erase(self) -> None:
@@ -280,9 +315,10 @@ class NotesStore:
 def open_notes(settings: Settings, scope: str, store: Store | None = None) -> NotesStore:
     """The scope's notes: documents in the database when the store keeps them (PostgreSQL,
     shared by every replica), else the files under `$HERMES_HOME`."""
+    history = history_for(store, scope, settings.memory.history_retention)
     if store is not None and store.documents is not None:
-        return DatabaseNotes(store.documents, scope, settings.memory)
-    return NotesStore(settings.home, scope, settings.memory)
+        return DatabaseNotes(store.documents, scope, settings.memory, history)
+    return NotesStore(settings.home, scope, settings.memory, history)
 
 
 class DatabaseNotes(NotesStore):
@@ -290,8 +326,15 @@ class DatabaseNotes(NotesStore):
     files (`memories/MEMORY.md`, …) in the shared database; a document's lock is the note's
     lock across every replica, and a write inside it lands when the lock is let go."""
 
-    def __init__(self, documents: DocumentStore, scope: str, settings: MemorySettings) -> None:
+    def __init__(
+        self,
+        documents: DocumentStore,
+        scope: str,
+        settings: MemorySettings,
+        history: History | None = None,
+    ) -> None:
         self.scope = scope
+        self.history = history
         self.directory = Path("memories")
         self.where = "the database (store.url)"
         self._limits = {"memory": settings.memory_char_limit, "user": settings.user_char_limit}

@@ -122,6 +122,7 @@ async def memory_pass(
             }
         )
         unresolved = None
+        ctx.reason = (completion.content or "").strip() or None  # recorded with the versions
         for call in completion.tool_calls:  # one at a time: they write the same files
             outcome = await toolset.call(call.name, call.arguments, ctx)
             saved += outcome.ok

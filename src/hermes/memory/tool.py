@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hermes.memory.history import UNKNOWN, Actor, tool_actor
 from hermes.memory.notes import (
     ARCHIVE_FILE,
     NotesError,
@@ -191,8 +192,25 @@ def _operations(
     return [Operation(action, content, old_text)]
 
 
-def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[str, Any]:
-    """Apply operations to one notes file under its lock, all or nothing; a short report."""
+def describe_operations(ops: list[Operation]) -> str:
+    """What a call asked for, as a version's reason: `add: …; replace 'old': …`."""
+    parts = []
+    for op in ops:
+        named = f" {op.old_text.strip()!r}" if op.old_text and op.action != "add" else ""
+        content = f": {op.content.strip()}" if op.content and op.action != "remove" else ""
+        parts.append(f"{op.action}{named}{content}")
+    return "; ".join(parts)
+
+
+def change_notes(
+    notes: NotesStore, target: str, ops: list[Operation], actor: Actor = UNKNOWN
+) -> dict[str, Any]:
+    """Apply operations to one notes file under its lock, all or nothing; a short report.
+
+    The operations are applied to the text as it is under the lock, not to the snapshot a
+    turn started with, so a change made meanwhile (a revert, a hand edit) is kept."""
+    if actor.reason is None:
+        actor = actor.because(describe_operations(ops))
     with notes.locked(target) as state:
         outcome = apply_operations(state.entries, ops)
         changed = outcome.entries != state.entries
@@ -203,7 +221,7 @@ def change_notes(notes: NotesStore, target: str, ops: list[Operation]) -> dict[s
             if leaving:
                 why = "superseded" if outcome.superseded else "removed"
                 _archive(notes, state, leaving, "replaced" if outcome.replaced else why)
-            backup = notes.save(state, outcome.entries)
+            backup = notes.save(state, outcome.entries, actor)
     result: dict[str, Any] = {
         "success": True,
         "target": target,
@@ -238,6 +256,12 @@ def _archive(notes: NotesStore, state: NotesState, leaving: list[str], why: str)
         ) from None
 
 
+def _joined(summary: str | None, ops: list[Operation]) -> str:
+    """The reason recorded for a tool call: what it did, after the caller's summary."""
+    done = describe_operations(ops)
+    return f"{summary.strip()} — {done}" if summary and summary.strip() else done
+
+
 def notes_for(ctx: ToolContext) -> NotesStore:
     store = ctx.services.find(Store)  # type: ignore[type-abstract]
     return open_notes(ctx.settings, ctx.scope, store)
@@ -265,6 +289,7 @@ def memory_tool(
         ops = _operations(action, content, old_text, operations)
         if any(op.content for op in ops):
             prepare(ctx.settings)  # the meaning stage's model, once per process
-        return change_notes(notes_for(ctx), target, ops)
+        actor = tool_actor(ctx.platform, ctx.session_id, ctx.turn, _joined(ctx.reason, ops))
+        return change_notes(notes_for(ctx), target, ops, actor)
     except NotesError as exc:
         raise ToolError(str(exc)) from None

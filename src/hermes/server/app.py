@@ -24,6 +24,7 @@ from hermes.runtime import Runtime
 from hermes.server import chat, jobs_api, meta, metrics, responses, sessions_api, users_api
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
+from hermes.server.memory_history_api import router as memory_history_router
 from hermes.server.middleware import HygieneMiddleware
 
 log = logging.getLogger("hermes.server")
@@ -90,6 +91,7 @@ def create_app(
         chat.router,
         responses.router,
         jobs_api.router,
+        memory_history_router,
         sessions_api.router,
         users_api.router,
         *part_routers,

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from hermes.cli.common import fail, settings_or_exit
+from hermes.config.settings import Settings
+from hermes.memory.history import CLI, history_for
 from hermes.skills import manage
 from hermes.skills.store import library_for
+from hermes.store.base import DEFAULT_SCOPE, Store, StoreError
 
 app = typer.Typer(
     help="The skill library: procedures the agent loads on demand.", no_args_is_help=True
@@ -77,8 +83,10 @@ def install(
     """Install a skill from a local directory after checking its format and content."""
     if not path.exists():
         fail(f"{path}: no such file or directory", 2)
+    settings = settings_or_exit()
     try:
-        skill = manage.install(library_for(settings_or_exit()), path, category, replace=replace)
+        with _recorded(settings) as rec:
+            skill = manage.install(library_for(settings), path, category, replace=replace, **rec)
     except manage.SkillWriteError as exc:
         fail(str(exc), 1)
     typer.echo(f"Installed {skill.qualified_name} at {skill.directory}")
@@ -87,8 +95,29 @@ def install(
 @app.command("remove")
 def remove(name: str = typer.Argument(..., help="Skill name or category/name.")) -> None:
     """Delete an installed skill and its files."""
+    settings = settings_or_exit()
     try:
-        skill = manage.delete(library_for(settings_or_exit()), name)
+        with _recorded(settings) as rec:
+            skill = manage.delete(library_for(settings), name, **rec)
     except manage.SkillWriteError as exc:
         fail(str(exc), 1)
     typer.echo(f"Removed {skill.qualified_name}")
+
+
+@contextlib.contextmanager
+def _recorded(settings: Settings) -> Iterator[dict[str, Any]]:
+    """The owner's memory history for a SKILL.md change made here (`hermes memory log`); a
+    store that cannot be opened only costs the record, never the change."""
+    from hermes.runtime import open_store
+
+    store: Store | None
+    try:
+        store = open_store(settings)
+    except StoreError:
+        store = None
+    try:
+        history = history_for(store, DEFAULT_SCOPE, settings.memory.history_retention)
+        yield {"history": history, "actor": CLI} if history is not None else {}
+    finally:
+        if store is not None:
+            store.close()

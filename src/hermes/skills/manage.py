@@ -3,7 +3,9 @@
 
 Every write is scanned like a memory note (a skill is re-read into future prompts, so a
 poisoned one would steer every later session), checked to still parse, written atomically,
-and serialised across processes by a lock file in the skills directory.
+and serialised across processes by a lock file in the skills directory. Each change to a
+SKILL.md is recorded as a version (`hermes memory log --target skill:NAME`) when the caller
+passes the owner's `History` and says who it is.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hermes.fileio import atomic_write, file_lock
+from hermes.memory.history import SKILL_PREFIX, UNKNOWN, Actor, History
 from hermes.memory.scan import describe, scan_text
 from hermes.skills.library import (
     CATEGORY_PATTERN,
@@ -80,7 +83,27 @@ def _existing(library: SkillLibrary, name: str) -> Skill:
     return skill
 
 
-def create(library: SkillLibrary, name: str, content: str, category: str | None = None) -> Skill:
+def _record(history: History | None, name: str, before: str, after: str, actor: Actor) -> None:
+    if history is not None:
+        history.record(SKILL_PREFIX + name, before, after, actor)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def create(
+    library: SkillLibrary,
+    name: str,
+    content: str,
+    category: str | None = None,
+    *,
+    history: History | None = None,
+    actor: Actor = UNKNOWN,
+) -> Skill:
     name = _check_name(name)
     if category is not None and not CATEGORY_PATTERN.match(category):
         raise SkillWriteError(f"{category!r} is not a category name (lowercase slug)")
@@ -92,14 +115,24 @@ def create(library: SkillLibrary, name: str, content: str, category: str | None 
                 f"a skill named {name!r} already exists; patch or edit it instead"
             )
         atomic_write(directory / SKILL_FILE, content)
+        _record(history, skill.name, "", content, actor)
     return skill
 
 
-def edit(library: SkillLibrary, name: str, content: str) -> Skill:
+def edit(
+    library: SkillLibrary,
+    name: str,
+    content: str,
+    *,
+    history: History | None = None,
+    actor: Actor = UNKNOWN,
+) -> Skill:
     with locked(library.root):
         current = _existing(library, name)
         skill = check_skill_text(content, current.path, current.name)
+        before = _text(current.path)
         atomic_write(current.path, content)
+        _record(history, current.name, before, content, actor)
     return skill
 
 
@@ -109,6 +142,9 @@ def patch(
     old_string: str,
     new_string: str,
     file_path: str | None = None,
+    *,
+    history: History | None = None,
+    actor: Actor = UNKNOWN,
 ) -> str:
     """Replace the one occurrence of `old_string` in SKILL.md (or a supporting file)."""
     if not old_string:
@@ -133,13 +169,19 @@ def patch(
         else:
             check_safe(updated, f"{file_path} of {name!r}")
         atomic_write(target, updated)
+        if file_path is None:
+            _record(history, current.name, text, updated, actor)
     return str(target.relative_to(current.directory))
 
 
-def delete(library: SkillLibrary, name: str) -> Skill:
+def delete(
+    library: SkillLibrary, name: str, *, history: History | None = None, actor: Actor = UNKNOWN
+) -> Skill:
     with locked(library.root):
         current = _existing(library, name)
+        before = _text(current.path)
         shutil.rmtree(current.directory)
+        _record(history, current.name, before, "", actor)
         category_dir = current.directory.parent
         if category_dir != library.root and not any(category_dir.iterdir()):
             category_dir.rmdir()
@@ -184,7 +226,13 @@ def remove_file(library: SkillLibrary, name: str, file_path: str) -> str:
 
 
 def install(
-    library: SkillLibrary, source: Path, category: str | None = None, *, replace: bool = False
+    library: SkillLibrary,
+    source: Path,
+    category: str | None = None,
+    *,
+    replace: bool = False,
+    history: History | None = None,
+    actor: Actor = UNKNOWN,
 ) -> Skill:
     """Copy a skill directory (or a lone SKILL.md) into the library after checking every file."""
     skill_file = source / SKILL_FILE if source.is_dir() else source
@@ -213,6 +261,7 @@ def install(
                     extra.append(p)
     with locked(library.root):
         existing = library.find(parsed.name)
+        before = _text(existing.path) if existing is not None else ""
         if existing is not None:
             if not replace:
                 raise SkillWriteError(
@@ -226,6 +275,7 @@ def install(
             rel = p.relative_to(source)
             (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             shutil.copyfile(p, target / rel)
+        _record(history, parsed.name, before, text, actor)
     found = library.find(parsed.name)
     if found is None:
         raise SkillWriteError(f"{parsed.name!r} was copied to {target} but cannot be read back")

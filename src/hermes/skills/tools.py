@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from hermes.memory.history import history_for, tool_actor
 from hermes.memory.scan import prepare
 from hermes.skills import manage
 from hermes.skills.library import SkillLibrary, confined
@@ -108,6 +109,7 @@ def skill_manage(
     try:
         return _apply(
             library,
+            _recording(ctx, action, name, old_string),
             action,
             name,
             content,
@@ -127,8 +129,17 @@ def _need(value: str | None, what: str, action: str) -> str:
     return value
 
 
+def _recording(ctx: ToolContext, action: str, name: str, old_string: str | None) -> dict[str, Any]:
+    """How `manage` records this call's SKILL.md change: the owner's history, and who."""
+    history = history_for(ctx.store, ctx.scope, ctx.settings.memory.history_retention)
+    what = f"{action} {name}" + (f": {old_string[:200]!r}" if old_string else "")
+    why = f"{ctx.reason.strip()} — {what}" if ctx.reason and ctx.reason.strip() else what
+    return {"history": history, "actor": tool_actor(ctx.platform, ctx.session_id, ctx.turn, why)}
+
+
 def _apply(
     library: SkillLibrary,
+    rec: dict[str, Any],
     action: str,
     name: str,
     content: str | None,
@@ -139,14 +150,14 @@ def _apply(
     file_content: str | None,
 ) -> dict[str, Any]:
     if action == "create":
-        skill = manage.create(library, name, _need(content, "content", action), category)
+        skill = manage.create(library, name, _need(content, "content", action), category, **rec)
         return {
             "success": True,
             "message": f"Skill {skill.name!r} created.",
             "path": str(skill.path),
         }
     if action == "edit":
-        skill = manage.edit(library, name, _need(content, "content", action))
+        skill = manage.edit(library, name, _need(content, "content", action), **rec)
         return {"success": True, "message": f"Skill {skill.name!r} replaced."}
     if action == "patch":
         where = manage.patch(
@@ -155,10 +166,11 @@ def _apply(
             _need(old_string, "old_string", action),
             _need(new_string, "new_string", action),
             file_path,
+            **rec,
         )
         return {"success": True, "message": f"Skill {name!r} patched ({where})."}
     if action == "delete":
-        manage.delete(library, name)
+        manage.delete(library, name, **rec)
         return {"success": True, "message": f"Skill {name!r} deleted."}
     if action == "write_file":
         where = manage.write_file(

@@ -40,6 +40,11 @@ class ToolContext:
     services: Services
     platform: str = "cli"
     approver: Approver | None = None
+    turn: int | None = None
+    """Index of the session's message making the current tool calls (recorded with memory
+    versions, so a change links back to the message that made it)."""
+    reason: str | None = None
+    """What the caller says its tool calls are for (the memory review's summary)."""
 
     @property
     def settings(self) -> Settings:
