@@ -21,7 +21,16 @@ from starlette.middleware.cors import CORSMiddleware
 
 from hermes.plugins import Service
 from hermes.runtime import Runtime
-from hermes.server import chat, jobs_api, meta, metrics, responses, sessions_api, users_api
+from hermes.server import (
+    chat,
+    jobs_api,
+    memory_api,
+    meta,
+    metrics,
+    responses,
+    sessions_api,
+    users_api,
+)
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.memory_history_api import router as memory_history_router
@@ -93,6 +102,7 @@ def create_app(
         jobs_api.router,
         memory_history_router,
         sessions_api.router,
+        memory_api.router,
         users_api.router,
         *part_routers,
         *routers,
