@@ -35,6 +35,9 @@ from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.memory_history_api import router as memory_history_router
 from hermes.server.middleware import HygieneMiddleware
+from hermes.server.runs import router as runs_router
+from hermes.server.runs_manager import RunManager
+from hermes.server.session_chat import router as session_chat_router
 
 log = logging.getLogger("hermes.server")
 
@@ -73,6 +76,7 @@ def create_app(
             if close_runtime:
                 stack.push_async_callback(runtime.aclose)
             stack.push_async_callback(app.state.turns.drain)
+            stack.push_async_callback(app.state.runs.close)
             for service in all_services:
                 await service.start()
                 log.info("started %s", service.name)
@@ -92,6 +96,7 @@ def create_app(
     app.state.runtime = runtime
     app.state.started_at = int(time.time())
     app.state.turns = TurnTracker()
+    app.state.runs = RunManager(runtime)
     app.state.idempotency = IdempotencyCache(shared=runtime.store.idempotency)
     install_error_handlers(app)
     part_routers = [make() for make in runtime.registry.routers]
@@ -100,6 +105,8 @@ def create_app(
         chat.router,
         responses.router,
         jobs_api.router,
+        runs_router,
+        session_chat_router,
         memory_history_router,
         sessions_api.router,
         memory_api.router,

@@ -449,6 +449,54 @@ class IdempotencyStore(Protocol):
         ...
 
 
+RunStatus = Literal["queued", "running", "waiting_for_approval", "completed", "failed", "cancelled"]
+RUN_FINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One `/v1/runs` run as every replica sees it: its state and, once over, its outcome."""
+
+    id: str
+    scope: str
+    status: RunStatus
+    created_at: float
+    updated_at: float
+    session_id: str | None = None
+    model: str | None = None
+    output: str | None = None
+    usage: dict[str, int] | None = None
+    error: dict[str, Any] | None = None
+
+
+class RunEvent(NamedTuple):
+    """One event of a run, numbered from 1 in the order it happened (`data` is its JSON)."""
+
+    seq: int
+    data: dict[str, Any]
+
+
+class RunStore(Protocol):
+    """Runs and their events, so a run's status and replay are readable on any replica (the
+    live stream stays in the process that runs it). Every read is confined to one scope."""
+
+    def save_run(self, run: RunRecord, events: Sequence[RunEvent] = ()) -> None:
+        """Insert or update the run and append `events`, in one transaction."""
+        ...
+
+    def get_run(self, scope: str, run_id: str) -> RunRecord | None: ...
+
+    def run_events(
+        self, scope: str, run_id: str, *, after: int = 0, limit: int = 1000
+    ) -> list[RunEvent]:
+        """The run's events numbered above `after`, in order."""
+        ...
+
+    def delete_runs(self, scope: str) -> int:
+        """Forget every run of `scope` and its events; returns runs removed."""
+        ...
+
+
 class CompactionStore(Protocol):
     """The prompt view's records: compactions per session, message ranges hidden from the
     prompt (undo), and learned context windows."""
@@ -562,6 +610,9 @@ class Store(Searcher, CompactionStore, Protocol):
 
     vectors: VectorStore | None
     """Message embeddings for semantic search; None where the backend keeps none."""
+
+    runs: RunStore | None
+    """`/v1/runs` runs and their events (both backends keep them)."""
 
     note_history: NoteHistoryStore | None
     """Versions of notes, skills and SOUL.md (both backends keep them)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from hermes.store.api_keys import M009_API_KEYS
 from hermes.store.note_history import M012_NOTE_VERSIONS
+from hermes.store.runs import M013_RUNS
 from hermes.store.search_schema import (
     M003_MESSAGE_WINDOWS,
     M005_MESSAGE_VIEWS,
@@ -184,6 +185,7 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "message_vectors", _script(M010_MESSAGE_VECTORS)),
     Migration(11, "vector_removals", _script(M011_VECTOR_REMOVALS)),
     Migration(12, "note_versions", _script(M012_NOTE_VERSIONS)),
+    Migration(13, "runs", _script(M013_RUNS)),
 ]
 
 

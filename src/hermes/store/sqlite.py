@@ -21,6 +21,7 @@ from hermes.store.base import (
     NewMessage,
     NewSession,
     NoteHistoryStore,
+    RunStore,
     SchemaStatus,
     ScopeStats,
     SessionRecord,
@@ -38,6 +39,7 @@ from hermes.store.migrations import (
 from hermes.store.note_history import SQLiteNoteHistory
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
+from hermes.store.runs import SQLiteRunStore
 from hermes.store.search_index import SearchIndexMixin
 from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
@@ -78,6 +80,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
         self.vectors: VectorStore | None = SQLiteVectorStore(self._conn, self._lock)
+        self.runs: RunStore | None = SQLiteRunStore(self._conn, self._lock)
         self.note_history: NoteHistoryStore | None = SQLiteNoteHistory(self._conn, self._lock)
 
     def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:

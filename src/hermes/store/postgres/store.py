@@ -23,6 +23,7 @@ from hermes.store.base import (
     NewMessage,
     NewSession,
     NoteHistoryStore,
+    RunStore,
     SchemaStatus,
     ScopeStats,
     SessionRecord,
@@ -34,6 +35,7 @@ from hermes.store.postgres.api_keys import PgApiKeysMixin
 from hermes.store.postgres.idempotency import PgIdempotency
 from hermes.store.postgres.note_history import PgNoteHistory
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
+from hermes.store.postgres.runs import PgRunStore
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
 from hermes.store.postgres.vectors import PgVectorStore
@@ -91,6 +93,7 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
         self.documents: DocumentStore | None = PgDocuments(self._db)
         self.idempotency: IdempotencyStore | None = PgIdempotency(self._db)
         self.vectors: VectorStore | None = PgVectorStore(self._db)
+        self.runs: RunStore | None = PgRunStore(self._db)
         self.note_history: NoteHistoryStore | None = PgNoteHistory(self._db)
         try:
             self._db.open()

@@ -1,0 +1,291 @@
+"""`/v1/runs`: an agent turn as a run the server owns (SPEC §13). Start it, read its status,
+follow its events (SSE, with replay), stop it, steer it, answer its approval requests.
+
+A run belongs to the caller's scope; another scope's run is a 404 like an unknown one. The
+turn is a task of the server, not of the request, so it finishes when the client goes away.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import get_args
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import JSONResponse, Response
+
+from hermes.agent.loop import TurnRequest
+from hermes.runtime import Runtime
+from hermes.scopes import InvalidIdError, validate_id
+from hermes.server.deps import (
+    SESSION_HEADER,
+    get_runtime,
+    get_scope,
+    require_auth,
+    scope_with_session,
+    session_from_headers,
+)
+from hermes.server.errors import APIError
+from hermes.server.idempotency import HEADER as IDEMPOTENCY_HEADER
+from hermes.server.idempotency import IdempotencyCache, StoredResponse, fingerprint, validate_key
+from hermes.server.model_names import model_or_404
+from hermes.server.responses import response_store
+from hermes.server.runs_live import LiveRun
+from hermes.server.runs_manager import RunManager
+from hermes.server.runs_sse import OPENAPI_SSE, event_stream
+from hermes.server.runs_wire import (
+    ApprovalAnswered,
+    ApprovalBody,
+    RunAccepted,
+    RunCreate,
+    RunObject,
+    SteerAccepted,
+    SteerBody,
+    run_body,
+    run_input,
+)
+from hermes.store.base import RUN_FINAL, RunRecord
+from hermes.tools.approval import Decision
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"], dependencies=[Depends(require_auth)])
+
+SOURCE = "api"
+STEER_MAX_CHARS = 20_000
+
+
+def runs_of(request: Request) -> RunManager:
+    manager: RunManager = request.app.state.runs
+    return manager
+
+
+def run_not_found(run_id: str) -> APIError:
+    return APIError(
+        404,
+        f"No run {run_id!r} in your scope (unknown, or started by another user or key).",
+        code="run_not_found",
+        param="run_id",
+    )
+
+
+async def _session_for(request: Request, body: RunCreate, scope: str) -> str | None:
+    """The session the run continues: `session_id`, the session header, or the session of
+    `previous_response_id` (400 when they name different sessions)."""
+    header = session_from_headers(request)
+    session_id = header
+    if body.session_id is not None:
+        try:
+            named = validate_id(body.session_id, what="session id")
+        except InvalidIdError as exc:
+            raise APIError(
+                400, f"`session_id`: {exc}.", code="invalid_session_id", param="session_id"
+            ) from None
+        if header is not None and header != named:
+            raise APIError(
+                400,
+                f"`session_id` {named!r} and {SESSION_HEADER} {header!r} name different "
+                "sessions; send one of them.",
+                code="conflicting_session",
+                param="session_id",
+            )
+        session_id = named
+    if body.previous_response_id is not None:
+        previous = await response_store(request).get(scope, body.previous_response_id)
+        if previous is None:
+            raise APIError(
+                404,
+                f"Previous response not found: {body.previous_response_id!r} (never stored, "
+                "stored with store: false, or another user's).",
+                code="previous_response_not_found",
+                param="previous_response_id",
+            )
+        if session_id is not None and previous.session_id != session_id:
+            raise APIError(
+                400,
+                "`previous_response_id` belongs to another session than the one named; "
+                "send one of them.",
+                code="conflicting_session",
+                param="previous_response_id",
+            )
+        session_id = previous.session_id
+    return session_id
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=RunAccepted,
+    summary="Start a run",
+    description="Starts an agent turn the server owns and answers at once with its id; "
+    "follow it with GET /v1/runs/{id}/events. Honours Idempotency-Key.",
+)
+async def create_run(
+    body: RunCreate,
+    request: Request,
+    runtime: Runtime = Depends(get_runtime),
+    scope: str = Depends(get_scope),
+) -> Response:
+    model = model_or_404(body.model, runtime.settings)
+    session_id = await _session_for(request, body, scope)
+    turn_scope = scope_with_session(request, scope, session_id)
+    given = run_input(body)
+    manager = runs_of(request)
+
+    async def start() -> StoredResponse:
+        req = TurnRequest(
+            user_message=given.message,
+            session_id=session_id,
+            scope=turn_scope,
+            source=SOURCE,
+            history=given.history or None,
+            system_extra=given.system_extra,
+        )
+        run = await manager.start(scope, req, model=model)
+        accepted = {"run_id": run.record.id, "status": run.record.status}
+        return StoredResponse(202, json.dumps(accepted).encode(), {})
+
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        stored, replayed = await start(), False
+    else:
+        cache: IdempotencyCache = request.app.state.idempotency
+        stored, replayed = await cache.run(
+            scope,
+            validate_key(key),
+            fingerprint(body.model_dump_json().encode(), session_from_headers(request)),
+            start,
+            request.app.state.turns.spawn,
+        )
+    headers = dict(stored.headers)
+    if replayed:
+        headers["Idempotency-Replayed"] = "true"
+    return Response(
+        stored.body, status_code=stored.status, headers=headers, media_type="application/json"
+    )
+
+
+@router.get("/{run_id}", response_model=RunObject, summary="A run's status and outcome")
+async def get_run(run_id: str, request: Request, scope: str = Depends(get_scope)) -> JSONResponse:
+    record = await runs_of(request).get(scope, run_id)
+    if record is None:
+        raise run_not_found(run_id)
+    return JSONResponse(run_body(record))
+
+
+@router.get(
+    "/{run_id}/events",
+    summary="Follow a run's events (SSE)",
+    description="Every event so far first, then live ones; ends after run.completed, "
+    "run.failed or run.cancelled.",
+    responses=OPENAPI_SSE,  # type: ignore[arg-type]
+    response_class=Response,
+)
+async def run_events(run_id: str, request: Request, scope: str = Depends(get_scope)) -> Response:
+    manager = runs_of(request)
+    if await manager.get(scope, run_id) is None:
+        raise run_not_found(run_id)
+    return event_stream(manager.follow(scope, run_id))
+
+
+async def _live(request: Request, scope: str, run_id: str) -> LiveRun | RunRecord:
+    """The run as this process holds it, or its stored record when it is over and let go
+    of; 404 if the scope has no such run, 409 if another replica runs it (stop, steer and
+    approvals reach only the process that runs the turn)."""
+    manager = runs_of(request)
+    run = manager.live(scope, run_id)
+    if run is not None:
+        return run
+    record = await manager.get(scope, run_id)
+    if record is None:
+        raise run_not_found(run_id)
+    if record.status in RUN_FINAL:
+        return record
+    raise APIError(
+        409,
+        f"Run {run_id!r} is running on another Hermes replica; send this request to that "
+        "replica (a run is controlled where its turn runs).",
+        code="run_on_other_replica",
+        param="run_id",
+    )
+
+
+@router.post(
+    "/{run_id}/stop",
+    response_model=RunObject,
+    summary="Stop a run",
+    description="Cancels the run's turn; what it already said is kept in its session. "
+    "Stopping a finished run returns it unchanged.",
+)
+async def stop_run(run_id: str, request: Request, scope: str = Depends(get_scope)) -> JSONResponse:
+    run = await _live(request, scope, run_id)
+    if isinstance(run, RunRecord):
+        return JSONResponse(run_body(run))
+    await runs_of(request).stop(run)
+    return JSONResponse(run_body(run.record))
+
+
+@router.post(
+    "/{run_id}/steer",
+    response_model=SteerAccepted,
+    summary="Steer a running run",
+    description="Adds text to the running turn, sent to the model before its next call.",
+)
+async def steer_run(
+    run_id: str, body: SteerBody, request: Request, scope: str = Depends(get_scope)
+) -> JSONResponse:
+    text = body.text.strip()
+    if not text or len(text) > STEER_MAX_CHARS:
+        raise APIError(
+            400,
+            f"`text` must hold 1-{STEER_MAX_CHARS} characters (not only spaces).",
+            code="invalid_value",
+            param="text",
+        )
+    run = await _live(request, scope, run_id)
+    record = run if isinstance(run, RunRecord) else run.record
+    if isinstance(run, RunRecord) or run.finished:
+        raise APIError(
+            409,
+            f"Run {run_id!r} is already {record.status}; steer a running run.",
+            code="run_not_active",
+            param="run_id",
+        )
+    run.steering.put_nowait(text)
+    return JSONResponse({"object": "hermes.run.steer_response", "run_id": run_id, "accepted": True})
+
+
+@router.post(
+    "/{run_id}/approval",
+    response_model=ApprovalAnswered,
+    summary="Answer a run's approval request",
+    description="once, session or always lets the waiting dangerous tool call run; deny "
+    "refuses it. Answers the oldest pending request (all of them with `all`).",
+)
+async def answer_approval(
+    run_id: str, body: ApprovalBody, request: Request, scope: str = Depends(get_scope)
+) -> JSONResponse:
+    choices: tuple[str, ...] = get_args(Decision)
+    if body.choice not in choices:
+        raise APIError(
+            400,
+            f"`choice` {body.choice[:50]!r} is not one of {', '.join(choices)}.",
+            code="invalid_approval_choice",
+            param="choice",
+        )
+    choice: Decision = body.choice  # type: ignore[assignment]
+    run = await _live(request, scope, run_id)
+    resolved = 0 if isinstance(run, RunRecord) else run.resolve_approvals(choice, every=body.all)
+    if not resolved:
+        status = run.status if isinstance(run, RunRecord) else run.record.status
+        raise APIError(
+            409,
+            f"Run {run_id!r} is not waiting for an approval (status {status}).",
+            code="approval_not_pending",
+            param="run_id",
+        )
+    return JSONResponse(
+        {
+            "object": "hermes.run.approval_response",
+            "run_id": run_id,
+            "choice": choice,
+            "resolved": resolved,
+        }
+    )
