@@ -12,12 +12,14 @@ OWNER = "owner"
 _KEEP = re.compile(r"[A-Za-z0-9-]")
 
 
+def safe_id(text: str) -> str:
+    """`text` with every character but letters, digits and `-` escaped as `_xx` (injective)."""
+    return "".join(
+        ch if _KEEP.fullmatch(ch) else "".join(f"_{b:02x}" for b in ch.encode()) for ch in text
+    )
+
+
 def provider_user(scope: str, prefix: str = "") -> str:
     """The id of `scope` at the provider, optionally under a per-install `prefix`."""
-    if scope == DEFAULT_SCOPE:
-        name = OWNER
-    else:
-        name = "user-" + "".join(
-            ch if _KEEP.fullmatch(ch) else "".join(f"_{b:02x}" for b in ch.encode()) for ch in scope
-        )
+    name = OWNER if scope == DEFAULT_SCOPE else "user-" + safe_id(scope)
     return f"{prefix}-{name}" if prefix else name

@@ -1,0 +1,157 @@
+"""Honcho through its official SDK (`honcho-ai`), its real HTTP client driven against a
+loopback stand-in of the v3 API (honcho_api.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from hermes.memory.providers import provider_health
+from hermes.memory.providers.forget import forget_provider_memory
+from hermes.runtime import Runtime
+from hermes.testing.fake_model import FakeModel, Text
+from tests.memory.providers.conftest import (
+    provider_of,
+    recalled_blocks,
+    settle,
+    timed_turn,
+    write_config,
+)
+from tests.memory.providers.honcho_api import KEY, HonchoAPI
+
+
+@pytest.fixture
+async def honcho(
+    home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[HonchoAPI]:
+    async with HonchoAPI() as api:
+        monkeypatch.setenv("HONCHO_BASE_URL", api.base_url)
+        monkeypatch.setenv("HONCHO_API_KEY", KEY)
+        write_config(home, {"provider": "honcho", "review_interval": 0, "provider_timeout": 2})
+        try:
+            yield api
+        finally:
+            api.release()
+
+
+async def test_alice_facts_reach_her_next_session_and_never_bob(
+    honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    fake.default = Text("Noted.")
+    await timed_turn(runtime, "I play the cello on Sundays", scope="alice", session="a-1")
+    await settle(runtime)
+    await timed_turn(runtime, "When do I play the cello?", scope="alice", session="a-2")
+    await timed_turn(runtime, "When do I play the cello?", scope="bob", session="b-1")
+    await settle(runtime)
+    await timed_turn(runtime, "And what about cello?", scope="bob", session="b-2")
+    await settle(runtime)
+
+    chats = fake.chat_requests()
+    alice = recalled_blocks(chats[1])
+    assert len(alice) == 1 and "I play the cello on Sundays" in alice[0]
+    assert "honcho" in alice[0]
+    bob = [block for body in chats[2:] for block in recalled_blocks(body)]
+    assert all("Sundays" not in block for block in bob), bob
+    # each scope is its own peer, each Hermes session a session of that peer only
+    assert {"user-alice", "user-bob"} <= set(honcho.peers)
+    assert {s["peers"].__len__() for s in honcho.sessions.values()} == {2}
+    assert "user-alice--a-1" in honcho.sessions
+    assert honcho.sessions["user-bob--b-1"]["peers"] == {"user-bob", "hermes"}
+
+
+async def test_the_owner_is_its_own_peer(
+    honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    await timed_turn(runtime, "hello", scope="default", session="o")
+    await settle(runtime)
+    assert "owner--o" in honcho.sessions
+
+
+async def test_a_hanging_honcho_adds_nothing_to_a_turn(
+    honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    honcho.mode = "hang"
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    durations = []
+    for n in range(4):
+        _, took = await timed_turn(runtime, f"message {n}", scope="alice", session="h")
+        durations.append(took)
+    assert max(durations) < 0.5, durations
+    honcho.release()
+    await runtime.agent.drain()
+    await asyncio.to_thread(provider_of(runtime).worker.wait_idle, 30)
+    health = await provider_health(runtime)
+    assert health["status"] == "degraded" and health["failed"] >= 1, health
+
+
+async def test_garbage_from_honcho_breaks_nothing(
+    honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    honcho.mode = "garbage"
+    runtime = provider_runtime()
+    fake.default = Text("fine")
+    first, _ = await timed_turn(runtime, "hello", scope="alice", session="g")
+    second, _ = await timed_turn(runtime, "again", scope="alice", session="g")
+    await settle(runtime)
+    assert (first.content, second.content) == ("fine", "fine")
+    assert all(not recalled_blocks(b) for b in fake.chat_requests())
+    assert (await provider_health(runtime))["status"] == "degraded"
+
+
+async def test_forget_deletes_the_users_sessions_and_conclusions_only(
+    honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I live in Lyon", scope="alice", session="1")
+    await timed_turn(runtime, "I moved again", scope="alice", session="2")
+    await timed_turn(runtime, "I live in Oslo", scope="bob", session="1")
+    await settle(runtime)
+
+    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice")
+
+    assert removed == 2 + 2  # two sessions, two conclusions about alice
+    assert set(honcho.sessions) == {"user-bob--1"}
+    assert {c["observed_id"] for c in honcho.conclusions} == {"user-bob", "hermes"}
+    assert await provider_of(runtime).search("bob", "Oslo", 5) == ["I live in Oslo"]
+    assert await provider_of(runtime).search("alice", "Lyon", 5) == []
+
+
+async def test_honcho_search_is_offered_by_toolset(
+    honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    agent = runtime.agent
+    assert "honcho_search" in agent.toolset_for("alice", "api").names()  # end user: own peer
+    assert "honcho_search" in agent.toolset_for("default", "cli").names()
+    write_config(
+        runtime.settings.home,
+        {"provider": "honcho"},
+        tools={"end_user_toolsets": ["session_search"]},
+    )
+    narrowed = provider_runtime().agent
+    assert "honcho_search" not in narrowed.toolset_for("alice", "api").names()
+
+
+async def test_missing_key_is_a_sentence_and_turns_go_on(
+    home: Path,
+    model_env: dict[str, str],
+    fake: FakeModel,
+    provider_runtime: Callable[[], Runtime],
+) -> None:
+    write_config(home, {"provider": "honcho"})
+    runtime = provider_runtime()
+    fake.default = Text("still here")
+    result, _ = await timed_turn(runtime, "hi", scope="alice", session="m")
+    await settle(runtime)
+    assert result.content == "still here"
+    health = await provider_health(runtime)
+    assert health["status"] == "error"
+    assert "HONCHO_API_KEY" in health["detail"]
