@@ -3,15 +3,17 @@ the caller's scope, answered at once or streamed with the runs' event shapes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+import httpx
 import pytest
 
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from hermes.tools.workdir import workdir
 
-from .conftest import AUTH, open_api, sse_events
+from .conftest import AUTH, open_api, open_socket_api, sse_events
 from .test_basics import assert_envelope
 
 on_each_backend = pytest.mark.usefixtures("on_each_backend")
@@ -109,3 +111,30 @@ async def test_session_chat_needs_the_key(keyed_settings: Settings) -> None:
         paths = api.app.openapi()["paths"]
     assert paths["/api/sessions/{session_id}/chat"]["post"]["summary"]
     assert paths["/api/sessions/{session_id}/chat/stream"]["post"]["summary"]
+
+
+async def test_a_streamed_turn_survives_the_client_going_away(
+    settings: Settings, fake: FakeModel
+) -> None:
+    """The stream only reads the run: a client that hangs up mid-turn leaves it running, and
+    its approval can still be answered on the run."""
+    target = workdir(settings) / "junk"
+    target.mkdir()
+    fake.enqueue(ToolCalls([("terminal", {"command": "rm -rf junk"})]), Text("cleaned"))
+    async with open_socket_api(settings) as (base, _runtime):
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+            async with client.stream(
+                "POST", "/api/sessions/s-3/chat/stream", json={"message": "clean up"}
+            ) as stream:
+                run_id = stream.headers["X-Hermes-Run-Id"]
+                async for line in stream.aiter_lines():
+                    if line.startswith("data: ") and "approval.request" in line:
+                        break  # hang up while the run waits
+            r = await client.post(f"/v1/runs/{run_id}/approval", json={"choice": "once"})
+            assert r.status_code == 200, r.text
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while (run := (await client.get(f"/v1/runs/{run_id}")).json())["status"] != "completed":
+                assert loop.time() < deadline, run
+                await asyncio.sleep(0.01)
+    assert run["output"] == "cleaned" and not target.exists()
