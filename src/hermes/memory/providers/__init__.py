@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from hermes.memory.providers.external import ExternalMemory
     from hermes.runtime import Runtime
 
-NAMES = ("mem0", "honcho")  # supermemory follows
+NAMES = ("mem0", "honcho", "supermemory")
 
 
 def active(runtime: Runtime) -> ExternalMemory | None:

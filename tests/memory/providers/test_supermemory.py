@@ -1,0 +1,105 @@
+"""Supermemory through its official SDK (`supermemory`), its real HTTP client driven against a
+loopback stand-in of the namespace API (supermemory_api.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from hermes.memory.providers import provider_health
+from hermes.memory.providers.forget import forget_provider_memory
+from hermes.runtime import Runtime
+from hermes.testing.fake_model import FakeModel, Text
+from tests.memory.providers.conftest import (
+    provider_of,
+    recalled_blocks,
+    settle,
+    timed_turn,
+    write_config,
+)
+from tests.memory.providers.supermemory_api import KEY, SupermemoryAPI
+
+
+@pytest.fixture
+async def supermemory(
+    home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[SupermemoryAPI]:
+    async with SupermemoryAPI() as api:
+        monkeypatch.setenv("SUPERMEMORY_BASE_URL", api.base_url)
+        monkeypatch.setenv("SUPERMEMORY_API_KEY", KEY)
+        write_config(home, {"provider": "supermemory", "review_interval": 0, "provider_timeout": 2})
+        try:
+            yield api
+        finally:
+            api.release()
+
+
+async def test_alice_facts_reach_her_next_session_and_never_bob(
+    supermemory: SupermemoryAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    fake.default = Text("Noted.")
+    await timed_turn(runtime, "my sister is called Ines", scope="alice", session="a-1")
+    await settle(runtime)
+    await timed_turn(runtime, "what is my sister called?", scope="alice", session="a-2")
+    await timed_turn(runtime, "what is my sister called?", scope="bob", session="b-1")
+    await settle(runtime)
+    await timed_turn(runtime, "my sister?", scope="bob", session="b-2")
+    await settle(runtime)
+
+    chats = fake.chat_requests()
+    alice = recalled_blocks(chats[1])
+    assert len(alice) == 1 and "my sister is called Ines" in alice[0]
+    bob = [block for body in chats[2:] for block in recalled_blocks(body)]
+    assert all("Ines" not in block for block in bob), bob
+    assert set(supermemory.documents) == {"hermes-user-alice", "hermes-user-bob"}
+
+
+async def test_a_hanging_supermemory_adds_nothing_to_a_turn(
+    supermemory: SupermemoryAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    supermemory.mode = "hang"
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    durations = []
+    for n in range(4):
+        _, took = await timed_turn(runtime, f"message {n}", scope="alice", session="h")
+        durations.append(took)
+    assert max(durations) < 0.5, durations
+    supermemory.release()
+    await runtime.agent.drain()
+    await asyncio.to_thread(provider_of(runtime).worker.wait_idle, 60)
+    assert (await provider_health(runtime))["failed"] >= 1
+
+
+async def test_garbage_from_supermemory_breaks_nothing(
+    supermemory: SupermemoryAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    supermemory.mode = "garbage"
+    runtime = provider_runtime()
+    fake.default = Text("fine")
+    first, _ = await timed_turn(runtime, "hello", scope="alice", session="g")
+    second, _ = await timed_turn(runtime, "again", scope="alice", session="g")
+    await settle(runtime)
+    assert (first.content, second.content) == ("fine", "fine")
+    assert (await provider_health(runtime))["status"] == "degraded"
+
+
+async def test_forget_deletes_the_users_namespace_only(
+    supermemory: SupermemoryAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I live in Lyon", scope="alice", session="1")
+    await timed_turn(runtime, "I live in Oslo", scope="bob", session="1")
+    await settle(runtime)
+
+    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice")
+
+    assert removed == 2  # one document, one memory
+    assert set(supermemory.documents) == {"hermes-user-bob"}
+    assert await provider_of(runtime).search("bob", "Oslo", 5) == ["The user said: I live in Oslo"]
+    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice") == 0
