@@ -75,6 +75,8 @@ class History:
         self.versions = versions
         self.scope = scope
         self.keep = keep
+        self._audited: dict[str, str] = {}
+        """Target → the text its last audit found, for the write in the same lock hold."""
 
     def record(
         self, target: str, before: str, after: str, actor: Actor, *, reverts: int | None = None
@@ -85,7 +87,8 @@ class History:
         if before == after:
             return None
         try:
-            self.audit(target, before)
+            if self._audited.pop(target, None) != before:  # not audited under this lock
+                self.audit(target, before)
             change = NoteChange(
                 target=target,
                 before=before,
@@ -102,19 +105,26 @@ class History:
             log.warning("memory history: %s of scope %s not recorded: %s", target, self.scope, exc)
             return None
 
-    def audit(self, target: str, text: str) -> NoteVersion | None:
+    def audit(self, target: str, text: str, *, held: bool = False) -> NoteVersion | None:
         """Compare the text found with the last version; record what changed by hand (or,
-        the first time, what was there before history began). Call under the lock."""
+        the first time, what was there before history began). Call under the lock; `held`:
+        the caller keeps the lock for a write and calls `release` when it lets go, so that
+        write's `record` need not read the last version again."""
         last = self.versions.latest_version(self.scope, target)
-        if last is None:
-            if not text:
-                return None
+        found: NoteVersion | None = None
+        if last is None and text:
             first = NoteChange(target, "", text, "baseline", reason="found when history began")
-            return self.versions.add_version(self.scope, first, keep=self.keep)
-        if last.after == text:
-            return None
-        edit = NoteChange(target, last.after, text, EDITOR.kind, reason=EDITOR.reason)
-        return self.versions.add_version(self.scope, edit, keep=self.keep)
+            found = self.versions.add_version(self.scope, first, keep=self.keep)
+        elif last is not None and last.after != text:
+            edit = NoteChange(target, last.after, text, EDITOR.kind, reason=EDITOR.reason)
+            found = self.versions.add_version(self.scope, edit, keep=self.keep)
+        if held:
+            self._audited[target] = text
+        return found
+
+    def release(self, target: str) -> None:
+        """The lock of `target` is let go: what its audit found may be stale from now on."""
+        self._audited.pop(target, None)
 
 
 def history_for(store: Store | None, scope: str, keep: int) -> History | None:

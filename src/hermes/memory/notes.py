@@ -183,9 +183,14 @@ class NotesStore:
         path = self.path(target)
         with self._lock(path):
             state = self._state(target)
-            if self.history is not None:
-                self.history.audit(target, state.text)
-            yield state
+            if self.history is None:
+                yield state
+                return
+            self.history.audit(target, state.text, held=True)
+            try:
+                yield state
+            finally:
+                self.history.release(target)
 
     def save(
         self,

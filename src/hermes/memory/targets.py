@@ -74,8 +74,11 @@ class FileTarget:
     def locked(self) -> Iterator[str]:
         with file_lock(self._lock):
             self._text = read_text(self.path)[0] if self.path is not None else ""
-            self.history.audit(self.name, self._text)
-            yield self._text
+            self.history.audit(self.name, self._text, held=True)
+            try:
+                yield self._text
+            finally:
+                self.history.release(self.name)
 
     def write(self, text: str, actor: Actor, *, reverts: int | None = None) -> NoteVersion | None:
         if self.path is None:
