@@ -22,6 +22,7 @@ from starlette.middleware.cors import CORSMiddleware
 from hermes.plugins import Service
 from hermes.runtime import Runtime
 from hermes.server import (
+    capabilities,
     chat,
     jobs_api,
     memory_api,
@@ -29,6 +30,7 @@ from hermes.server import (
     metrics,
     responses,
     sessions_api,
+    skills_api,
     users_api,
 )
 from hermes.server.errors import install_error_handlers
@@ -110,6 +112,8 @@ def create_app(
         memory_history_router,
         sessions_api.router,
         memory_api.router,
+        skills_api.router,
+        capabilities.router,
         users_api.router,
         *part_routers,
         *routers,
