@@ -110,17 +110,24 @@ class History:
         the first time, what was there before history began). Call under the lock; `held`:
         the caller keeps the lock for a write and calls `release` when it lets go, so that
         write's `record` need not read the last version again."""
-        last = self.versions.latest_version(self.scope, target)
-        found: NoteVersion | None = None
-        if last is None and text:
-            first = NoteChange(target, "", text, "baseline", reason="found when history began")
-            found = self.versions.add_version(self.scope, first, keep=self.keep)
-        elif last is not None and last.after != text:
-            edit = NoteChange(target, last.after, text, EDITOR.kind, reason=EDITOR.reason)
-            found = self.versions.add_version(self.scope, edit, keep=self.keep)
+        try:
+            found = self._found(target, text)
+        except StoreError as exc:  # the notes stay usable; the next audit catches up
+            log.warning("memory history: %s of scope %s not audited: %s", target, self.scope, exc)
+            return None
         if held:
             self._audited[target] = text
         return found
+
+    def _found(self, target: str, text: str) -> NoteVersion | None:
+        last = self.versions.latest_version(self.scope, target)
+        if last is None and text:
+            first = NoteChange(target, "", text, "baseline", reason="found when history began")
+            return self.versions.add_version(self.scope, first, keep=self.keep)
+        if last is not None and last.after != text:
+            edit = NoteChange(target, last.after, text, EDITOR.kind, reason=EDITOR.reason)
+            return self.versions.add_version(self.scope, edit, keep=self.keep)
+        return None
 
     def release(self, target: str) -> None:
         """The lock of `target` is let go: what its audit found may be stale from now on."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
-from hermes.store.base import NoteChange, NoteVersion
+from hermes.store.base import NoteChange, NoteVersion, StoreError
 
 M012_NOTE_VERSIONS = """
 CREATE TABLE note_versions (
@@ -183,7 +183,7 @@ class SQLiteNoteHistory(SqlNoteHistory):
 
     @contextmanager
     def _transaction(self) -> Iterator[Execute]:
-        with self._lock:
+        with self._lock, _as_store_error():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn.execute
@@ -193,5 +193,14 @@ class SQLiteNoteHistory(SqlNoteHistory):
             self._conn.execute("COMMIT")
 
     def _fetch(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with self._lock:
+        with self._lock, _as_store_error():
             return self._conn.execute(sql, params).fetchall()
+
+
+@contextmanager
+def _as_store_error() -> Iterator[None]:
+    """A busy or broken state.db is a `StoreError`, which callers of the contract handle."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StoreError(f"the memory history in state.db failed: {exc}") from None
