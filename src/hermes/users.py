@@ -232,3 +232,11 @@ def _job_and_note_scopes(settings: Settings, store: Store) -> set[str]:
             if scope is not None:
                 scopes.add(scope)
     return scopes - {DEFAULT_SCOPE}
+
+
+@forget_step("provider_memory")
+def _provider_memory(job: Forgetting) -> dict[str, int]:
+    """What the external memory provider (memory.provider) keeps of the user, at the provider."""
+    from hermes.memory.providers.forget import forget_provider_memory
+
+    return {"provider_memory": forget_provider_memory(job.settings, job.scope)}

@@ -213,3 +213,65 @@ def forget_cmd(
     finally:
         store.close()
     typer.echo(f"forgot user {user}: removed their notes and {removed} session(s)")
+
+
+# -- external memory provider (SPEC §15): setup, status, off ---------------------------------
+
+ProviderArg = typer.Argument(None, help="honcho, mem0 or supermemory (asked when omitted).")
+
+
+@app.command("setup")
+def setup_cmd(
+    provider: str | None = ProviderArg,
+    base_url: str | None = typer.Option(None, "--base-url", help="The provider's API address."),
+    api_key: str | None = typer.Option(None, "--api-key", help="Its key (stored in .env, 0600)."),
+) -> None:
+    """Choose an external memory provider, configure it and connect once to check it."""
+    from hermes.config.settings import ConfigError, load_settings
+    from hermes.memory.providers import NAMES
+    from hermes.memory.providers.backend import ProviderError
+    from hermes.memory.providers.configure import KEY_VARS, connect_once, save_choice, save_key
+
+    settings = settings_or_exit()
+    name = provider or typer.prompt(f"Provider ({', '.join(NAMES)})")
+    if name not in NAMES:
+        fail(f"{name!r} is not a memory provider: choose one of {', '.join(NAMES)}", 2)
+    if name in KEY_VARS and api_key is None and not base_url:
+        api_key = typer.prompt(f"{KEY_VARS[name]}", hide_input=True, default="", show_default=False)
+    save_choice(settings.home, name, {"base_url": base_url} if base_url else {})
+    if api_key and name in KEY_VARS:
+        save_key(settings.home, name, api_key)
+    try:
+        settings = load_settings(settings.home)
+        said = connect_once(settings)
+    except (ConfigError, ProviderError) as exc:
+        fail(f"saved memory.provider: {name}, but it does not work yet: {exc}", 1)
+    typer.echo(f"memory.provider: {name} — {said}")
+
+
+@app.command("status")
+def status_cmd() -> None:
+    """Which external memory provider is on, and whether it answers."""
+    from hermes.memory.providers.backend import ProviderError
+    from hermes.memory.providers.configure import connect_once
+
+    settings = settings_or_exit()
+    name = settings.memory.provider
+    if name is None:
+        typer.echo("external memory provider: none (notes and search only; `hermes memory setup`)")
+        return
+    try:
+        said = connect_once(settings)
+    except ProviderError as exc:
+        fail(f"memory.provider: {name} — not working: {exc}", 1)
+    typer.echo(f"memory.provider: {name} — {said}")
+
+
+@app.command("off")
+def off_cmd() -> None:
+    """Turn the external memory provider off (what it stored stays at the provider)."""
+    from hermes.memory.providers.configure import save_choice
+
+    settings = settings_or_exit()
+    save_choice(settings.home, None, {})
+    typer.echo("memory.provider: none — notes and search go on as before")
