@@ -30,7 +30,7 @@ class Chat:
 
 @pytest.fixture
 async def chat(settings: Settings) -> AsyncIterator[Chat]:
-    settings.model.context_length = 2_000  # small, so /compress has something to do
+    settings.model.context_length = 4_000  # small (instructions and tools take ~3,000), so /compress has work
     settings.skills.enabled = False  # the skill tools' schemas alone would fill half of it
     runtime = build_runtime(settings)
     out = io.StringIO()
@@ -105,7 +105,7 @@ async def test_compress_now_summarises_the_older_part(chat: Chat, fake: FakeMode
 async def test_a_compression_during_a_turn_shows_a_notice(chat: Chat, fake: FakeModel) -> None:
     fake.default = Text("fine " * 60)  # answers, the memory flush and the summary alike
     for i in range(8):
-        await chat.session.send(f"question {i} " + "padding " * 60)
+        await chat.session.send(f"question {i} " + "padding " * 200)
     assert "-- compressed " in chat.out.getvalue()
     assert "into a summary (threshold)" in chat.out.getvalue()
 
