@@ -81,6 +81,13 @@ def _sessions(job: Forgetting) -> dict[str, int]:
     return {"sessions": job.store.delete_scope(job.scope), "messages": messages}
 
 
+@forget_step("runs")
+def _runs(job: Forgetting) -> dict[str, int]:
+    """`/v1/runs` records and their events (outputs included)."""
+    runs = job.store.runs
+    return {"runs": runs.delete_runs(job.scope) if runs is not None else 0}
+
+
 @forget_step("notes")
 def _notes(job: Forgetting) -> dict[str, int]:
     from hermes.memory.notes import FILES, open_notes
