@@ -150,8 +150,9 @@ async def test_bad_jobs_are_a_400_naming_the_field(jobs_api: Api, raw: bytes, pa
 
 async def test_jobs_per_scope_are_capped(jobs_api: Api) -> None:
     body = {"name": "n", "schedule": "every 1h", "prompt": "p"}
-    for _ in range(2):
-        assert (await jobs_api.client.post("/api/jobs", json=body)).status_code == 201
+    for i in range(2):
+        job = {**body, "name": f"n{i}"}
+        assert (await jobs_api.client.post("/api/jobs", json=job)).status_code == 201
     r = await jobs_api.client.post("/api/jobs", json=body)
     assert r.status_code == 429 and r.json()["error"]["code"] == "job_limit_reached"
     other = await jobs_api.client.post("/api/jobs", json=body, headers={"X-Hermes-User-Id": "bob"})

@@ -121,7 +121,13 @@ async def test_a_session_brain_is_the_header_brain(
         job = {"name": "standup", "schedule": "0 9 * * 1-5", "prompt": "plan my day"}
         r = await api.client.post("/api/jobs", json=job, headers={"X-Hermes-Session-Id": "user:1"})
         assert r.status_code == 201, r.text
+        first = r.json()["job"]["id"]
+        # the same job by the session id in the body: the same scope, so the same job (200)
         r = await api.client.post("/api/jobs", json={**job, "session_id": "user:1"})
+        assert r.status_code == 200 and r.json()["job"]["id"] == first, r.text
+        r = await api.client.post(
+            "/api/jobs", json={**job, "name": "standup-2", "session_id": "user:1"}
+        )
         assert r.status_code == 201, r.text
 
         async def names(headers: dict[str, str]) -> list[str]:
@@ -129,8 +135,8 @@ async def test_a_session_brain_is_the_header_brain(
             assert r.status_code == 200, r.text
             return [j["name"] for j in r.json()["jobs"]]
 
-        assert await names({"X-Hermes-User-Id": "1"}) == ["standup", "standup"]
-        assert await names({"X-Hermes-Session-Id": "user:1"}) == ["standup", "standup"]
+        assert await names({"X-Hermes-User-Id": "1"}) == ["standup", "standup-2"]
+        assert await names({"X-Hermes-Session-Id": "user:1"}) == ["standup", "standup-2"]
         assert await names({"X-Hermes-Session-Id": "user:2"}) == []
         assert await names({}) == []
 
