@@ -31,6 +31,7 @@ from hermes.server import (
     responses,
     sessions_api,
     skills_api,
+    ui,
     users_api,
 )
 from hermes.server.errors import install_error_handlers
@@ -119,6 +120,7 @@ def create_app(
         *routers,
     ]:
         app.include_router(router)
+    ui.install(app)  # the dashboard at /ui (SPEC §14)
     settings = runtime.settings.server
     if settings.cors_origins:
         app.add_middleware(

@@ -32,6 +32,7 @@ from hermes.scopes import (
     scope_for_user,
     validate_id,
 )
+from hermes.server import ui_auth
 from hermes.server.errors import APIError
 from hermes.server.quotas import Quotas
 from hermes.store.api_keys import ApiKeyRecord
@@ -83,7 +84,9 @@ async def require_auth(request: Request) -> None:
     expected = _key_bytes(request)
     given = _bearer(request)
     request.state.api_key = None
-    if given and given.startswith(PREFIX.encode()):
+    if given is None and await ui_auth.cookie_auth(request):
+        pass  # the dashboard's sign-in cookie (with its CSRF token), see ui_auth
+    elif given and given.startswith(PREFIX.encode()):
         record = await _scoped_key(request, given)
         if record is None:
             raise APIError(

@@ -1,0 +1,164 @@
+"""`/ui` routes: the page, its static files, and signing in and out with a key.
+
+The key arrives only in a POST body (never a URL, never logged) and is checked as the API
+checks a bearer (constant-time); the browser then holds an opaque signed cookie instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from fastapi import APIRouter, Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+
+from hermes import __version__
+from hermes.server import ui_auth
+from hermes.server.errors import APIError
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+STATIC = Path(__file__).parent / "static"
+TYPES = {".html", ".css", ".js", ".svg", ".png", ".ico", ".json", ".woff2"}
+FAILED_SIGN_IN_DELAY = 0.25
+MAX_KEY_CHARS = 4096
+
+
+def _error(status: int, message: str, code: str) -> JSONResponse:
+    body = {
+        "error": {"message": message, "type": "authentication_error", "code": code, "param": None}
+    }
+    return JSONResponse(body, status_code=status)
+
+
+@router.get("")
+async def root() -> RedirectResponse:
+    return RedirectResponse("/ui/", status_code=307)
+
+
+@router.get("/")
+async def index() -> FileResponse:
+    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/static/{path:path}")
+async def static(path: str) -> Response:
+    """A file under static/ (known types only; no path may leave the folder)."""
+    target = (STATIC / path).resolve()
+    if (
+        not target.is_relative_to(STATIC.resolve())
+        or target.suffix not in TYPES
+        or not target.is_file()
+    ):
+        return _error(404, f"No dashboard file {path!r}.", "not_found")
+    return FileResponse(target, headers={"Cache-Control": "no-cache"})
+
+
+def _same_origin(request: Request) -> bool:
+    """A sign-in posted from another site's page is refused (login CSRF)."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    host = request.headers.get("host", "")
+    return urlsplit(origin).netloc == host
+
+
+async def _key_from(request: Request) -> tuple[str | None, bool]:
+    """The key from a JSON or form body, and whether the caller wants JSON back."""
+    raw = await request.body()
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    try:
+        if kind == "application/json":
+            data: Any = json.loads(raw or b"{}")
+            key = data.get("key") if isinstance(data, dict) else None
+            return (key if isinstance(key, str) else None), True
+        values = parse_qs(raw.decode("utf-8"), keep_blank_values=True).get("key", [])
+        return (values[0] if values else None), False
+    except (ValueError, UnicodeDecodeError):
+        return None, kind == "application/json"
+
+
+def _session_body(request: Request, sign_in: ui_auth.SignIn, user: str | None) -> dict[str, Any]:
+    secret = request.app.state.runtime.settings.server.api_key
+    return {
+        "scope": "user" if sign_in.kind == "scoped" else "owner",
+        "user": user,
+        "open": secret is None or not secret.get_secret_value(),
+        "csrf": ui_auth.csrf_token(request, sign_in),
+        "version": __version__,
+    }
+
+
+async def _user_of(request: Request, sign_in: ui_auth.SignIn) -> str | None:
+    if sign_in.kind != "scoped":
+        return None
+    record = await ui_auth.scoped_record(request, sign_in.key_hash or "")
+    if record is None:
+        raise APIError(401, "The scoped key is revoked or expired.", "authentication_error")
+    return record.user
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    """Sign in with the server key or a scoped key (form or JSON `{"key"}`)."""
+    if not _same_origin(request):
+        return _error(403, "Sign in from the dashboard's own page.", "cross_origin_sign_in")
+    key, wants_json = await _key_from(request)
+    if key is None or len(key) > MAX_KEY_CHARS:
+        return _error(400, "Send the key as `key` (a form field or JSON).", "missing_key")
+    sign_in = await ui_auth.check_key(request, key.strip())
+    if sign_in is None:
+        await asyncio.sleep(FAILED_SIGN_IN_DELAY)
+        return _error(
+            401, "That key is not this server's key or a valid scoped key.", "invalid_api_key"
+        )
+    user = await _user_of(request, sign_in)
+    response: Response = (
+        JSONResponse(_session_body(request, sign_in, user))
+        if wants_json
+        else RedirectResponse("/ui/", status_code=303)
+    )
+    ui_auth.set_cookie(request, response, sign_in)
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    """End this sign-in (on this replica at once; the cookie is cleared everywhere)."""
+    sign_in = ui_auth.current(request)
+    if sign_in is not None:
+        if request.headers.get(ui_auth.CSRF_HEADER) != ui_auth.csrf_token(request, sign_in):
+            return _error(403, "Signing out needs the X-CSRF-Token header.", "csrf_token_invalid")
+        ui_auth.sign_out(request, sign_in)
+    response = JSONResponse({"signed_out": True})
+    ui_auth.clear_cookie(request, response)
+    return response
+
+
+@router.get("/session")
+async def session(request: Request) -> Response:
+    """Who is signed in and the CSRF token for this sign-in; 401 when nobody is."""
+    sign_in = ui_auth.current(request)
+    if sign_in is None:
+        return _error(401, "Not signed in.", "not_signed_in")
+    try:
+        user = await _user_of(request, sign_in)
+    except APIError:
+        return _error(
+            401, "The scoped key you signed in with is revoked or expired.", "invalid_api_key"
+        )
+    response = JSONResponse(
+        _session_body(request, sign_in, user), headers={"Cache-Control": "no-store"}
+    )
+    fresh = ui_auth.refreshed(sign_in)
+    if fresh is not None:
+        ui_auth.set_cookie(request, response, fresh)
+    return response
+
+
+@router.api_route("/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+async def not_found(rest: str) -> Response:
+    return _error(404, f"No dashboard page /ui/{rest}.", "not_found")

@@ -1,0 +1,138 @@
+"""The dashboard at the HTTP level: sign-in cookie, CSRF, scopes, headers, /api/me."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from hermes.auth.keys import create_key, revoke
+from hermes.config.settings import Settings
+from hermes.server import ui_auth
+
+from ..server.conftest import SERVER_KEY, Api, open_api
+
+
+@pytest.fixture
+async def ui(settings: Settings) -> AsyncIterator[Api]:
+    settings.server.api_key = SecretStr(SERVER_KEY)
+    async with open_api(settings) as a:
+        yield a
+
+
+async def _sign_in(client: httpx.AsyncClient, key: str) -> str:
+    res = await client.post("/ui/login", json={"key": key})
+    assert res.status_code == 200, res.text
+    assert key not in res.headers.get("set-cookie", "")
+    csrf: str = res.json()["csrf"]
+    return csrf
+
+
+async def test_every_ui_response_has_a_strict_csp(ui: Api) -> None:
+    for path in ["/ui/", "/ui/static/app.css", "/ui/static/js/app.js", "/ui/nope", "/ui/session"]:
+        res = await ui.client.get(path)
+        csp = res.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp, path
+        assert "unsafe-inline" not in csp
+        assert res.headers["x-content-type-options"] == "nosniff"
+        assert res.headers["referrer-policy"] == "no-referrer"
+    assert (
+        (await ui.client.get("/ui/static/js/app.js"))
+        .headers["content-type"]
+        .startswith("text/javascript")
+    )
+    assert (await ui.client.get("/ui/static/../__init__.py")).status_code == 404
+
+
+async def test_sign_in_sets_an_httponly_strict_cookie_that_is_not_the_key(ui: Api) -> None:
+    res = await ui.client.post("/ui/login", json={"key": "wrong-key-wrong-key"})
+    assert res.status_code == 401
+    res = await ui.client.post("/ui/login", json={"key": SERVER_KEY})
+    cookie = res.headers["set-cookie"]
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    assert SERVER_KEY not in cookie
+    assert res.json()["scope"] == "owner"
+    assert (await ui.client.get("/health/detailed")).status_code == 200
+    me = (await ui.client.get("/api/me")).json()
+    assert me == {"scope": "default", "user": None, "admin": True}
+
+
+async def test_form_sign_in_redirects_and_a_cross_site_one_is_refused(ui: Api) -> None:
+    res = await ui.client.post("/ui/login", data={"key": SERVER_KEY})
+    assert res.status_code == 303 and ui_auth.COOKIE in res.headers["set-cookie"]
+    res = await ui.client.post(
+        "/ui/login", data={"key": SERVER_KEY}, headers={"Origin": "https://evil.example"}
+    )
+    assert res.status_code == 403
+
+
+async def test_a_cookie_alone_cannot_change_state(ui: Api) -> None:
+    csrf = await _sign_in(ui.client, SERVER_KEY)
+    body = {"action": "add", "target": "memory", "content": "likes tea"}
+    res = await ui.client.post("/api/memory", json=body)
+    assert res.status_code == 403
+    assert res.json()["error"]["code"] == "csrf_token_invalid"
+    res = await ui.client.post("/api/memory", json=body, headers={"X-CSRF-Token": "x" * 64})
+    assert res.status_code == 403
+    res = await ui.client.post("/api/memory", json=body, headers={"X-CSRF-Token": csrf})
+    assert res.status_code == 200, res.text
+    assert "likes tea" in str((await ui.client.get("/api/memory")).json())
+
+
+async def test_sign_out_ends_the_sign_in(ui: Api) -> None:
+    csrf = await _sign_in(ui.client, SERVER_KEY)
+    cookie = ui.client.cookies[ui_auth.COOKIE]
+    res = await ui.client.post("/ui/logout", headers={"X-CSRF-Token": csrf})
+    assert res.status_code == 200
+    ui.client.cookies.set(ui_auth.COOKIE, cookie)  # a copy kept by someone
+    assert (await ui.client.get("/health/detailed")).status_code == 401
+    assert (await ui.client.get("/ui/session")).status_code == 401
+
+
+async def test_a_forged_or_idle_cookie_is_refused(ui: Api) -> None:
+    await _sign_in(ui.client, SERVER_KEY)
+    token = ui.client.cookies[ui_auth.COOKIE]
+    body, _, mac = token.partition(".")
+    ui.client.cookies.set(ui_auth.COOKIE, body + "." + mac[::-1])
+    assert (await ui.client.get("/api/sessions")).status_code == 401
+
+
+async def test_a_scoped_sign_in_is_its_user_only(ui: Api) -> None:
+    key, record = create_key(ui.runtime.store, "alice")
+    create_key(ui.runtime.store, "bob")
+    csrf = await _sign_in(ui.client, key)
+    session = (await ui.client.get("/ui/session")).json()
+    assert session["scope"] == "user" and session["user"] == "alice"
+    assert (await ui.client.get("/api/users")).status_code == 403
+    res = await ui.client.get("/api/sessions", headers={"X-Hermes-User-Id": "bob"})
+    assert res.status_code == 403
+    assert (await ui.client.get("/api/me")).json()["scope"] == "user:alice"
+    revoke(ui.runtime.store, record.id)
+    ui_auth_cache = getattr(ui.app.state, "ui_key_cache", {})
+    ui_auth_cache.clear()
+    assert (await ui.client.get("/api/sessions")).status_code == 401
+    assert csrf
+
+
+async def test_forget_me_forgets_only_the_callers_user(ui: Api) -> None:
+    key, _ = create_key(ui.runtime.store, "carol")
+    csrf = await _sign_in(ui.client, key)
+    add = {"action": "add", "target": "user", "content": "carol likes rust"}
+    assert (
+        await ui.client.post("/api/memory", json=add, headers={"X-CSRF-Token": csrf})
+    ).is_success
+    res = await ui.client.delete("/api/me", headers={"X-CSRF-Token": csrf})
+    assert res.status_code == 200 and res.json()["forgotten"] == "carol"
+    assert (await ui.client.get("/api/memory")).status_code == 401  # the key went too
+    ui.client.cookies.clear()
+    owner = {"Authorization": f"Bearer {SERVER_KEY}"}
+    assert (await ui.client.delete("/api/me", headers=owner)).status_code == 403
+
+
+async def test_open_server_signs_in_with_any_key(settings: Settings) -> None:
+    async with open_api(settings) as a:
+        res = await a.client.post("/ui/login", json={"key": "anything"})
+        assert res.status_code == 200 and res.json()["open"] is True
+        assert (await a.client.post("/api/memory", json={})).status_code == 403
