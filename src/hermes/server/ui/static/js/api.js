@@ -16,13 +16,15 @@ function headers(method, hasBody, extra) {
 
 async function failure(res) {
   let message = `${res.status} ${res.statusText}`;
+  let body = null;
   try {
-    const body = await res.json();
+    body = await res.json();
     if (body && body.error && body.error.message) message = body.error.message;
     else if (body && body.detail) message = typeof body.detail === 'string' ? body.detail : JSON.stringify(body.detail);
   } catch (_) { /* not JSON */ }
   const err = new Error(message);
   err.status = res.status;
+  err.body = body;
   if (res.status === 401) onSignedOut();
   return err;
 }

@@ -17,7 +17,13 @@
 //   navigate('#/sessions/<id>').
 // Render data only as text: use h() from ../dom.js (textContent), never innerHTML.
 import status from './status.js';
+import chat from './chat.js';
+import sessions from './sessions.js';
+import memory from './memory.js';
 
 export const screens = [
   status,
+  chat,
+  sessions,
+  memory,
 ];

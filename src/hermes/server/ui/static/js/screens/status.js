@@ -12,11 +12,21 @@ function uptime(seconds) {
 export default {
   id: 'status',
   title: 'Status',
+  adminOnly: true, // parts, paths and reasons are the operator's business
   async render(root, ctx) {
     root.append(h('h1', {}, 'Status'));
     let health;
+    let started = null;
     try {
-      health = await ctx.api('GET', '/health/detailed');
+      const [detailed, models] = await Promise.all([
+        ctx.api('GET', '/health/detailed').catch((err) => {
+          if (err.status === 503) return err.body || { status: 'down', parts: {}, reasons: { store: err.message } };
+          throw err;
+        }),
+        ctx.api('GET', '/v1/models').catch(() => null),
+      ]);
+      health = detailed;
+      started = models && models.data && models.data[0] ? models.data[0].created : null;
     } catch (err) {
       root.append(errorBox(err));
       return;
@@ -24,7 +34,7 @@ export default {
     root.append(h('p', { class: `badge status-${health.status}`, id: 'overall' }, `Hermes ${health.status}`));
     root.append(h('dl', { class: 'facts' },
       h('dt', {}, 'Version'), h('dd', {}, health.version || ctx.version || ''),
-      h('dt', {}, 'Uptime'), h('dd', {}, uptime(health.uptime_seconds ?? health.uptime)),
+      h('dt', {}, 'Uptime'), h('dd', {}, started ? uptime(Date.now() / 1000 - started) : ''),
       h('dt', {}, 'Signed in as'), h('dd', {}, ctx.isAdmin ? 'owner' : `user ${ctx.user}`),
     ));
     const rows = Object.entries(health.parts || health.components || {}).map(([name, part]) => {
@@ -36,6 +46,11 @@ export default {
         h('td', {}, why, part.fix ? h('div', { class: 'fix' }, 'Fix: ', part.fix) : null),
       );
     });
+    const reasons = Object.entries(health.reasons || {});
+    if (reasons.length) {
+      root.append(h('section', { class: 'card', id: 'reasons' }, h('h2', {}, 'Why degraded'),
+        h('ul', {}, reasons.map(([name, why]) => h('li', {}, h('strong', {}, name), ': ', why)))));
+    }
     root.append(h('table', { class: 'parts' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Part'), h('th', {}, 'State'), h('th', {}, 'Details'))),
       h('tbody', {}, rows),
