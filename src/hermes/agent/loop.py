@@ -28,6 +28,9 @@ from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
 from hermes.models.types import Completion, ToolCall, Usage
+from hermes.observability import context as ids
+from hermes.observability import spans, tracing
+from hermes.observability import usage as usage_records
 from hermes.services import Services
 from hermes.store.base import DEFAULT_SCOPE, MessageRecord, NewMessage, Store
 from hermes.tools.approval import Approver
@@ -103,6 +106,8 @@ class TurnResult:
     """Messages stored in the session after this turn: hooks read the tail without a lookup."""
     tool_calls: list[ToolCall] = field(default_factory=list)
     """Calls of the caller's own tools the turn paused on (`finish_reason` "tool_calls")."""
+    usage_by_model: dict[str, tuple[Usage, int]] = field(default_factory=dict)
+    """Tokens and calls per model that answered (fallbacks apart), for cost per model."""
 
 
 AfterTurnHook = Callable[[TurnResult, "Agent"], Awaitable[None]]
@@ -123,6 +128,7 @@ class _Turn:
     client: ClientTools | None = None
     tool_steps: int = 0
     """Steps of this request that ran tools; a forcing tool_choice applies before the first."""
+    by_model: dict[str, tuple[Usage, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -143,6 +149,14 @@ def _add_usage(a: Usage, b: Usage | None) -> Usage:
         a.completion_tokens + b.completion_tokens,
         a.total_tokens + b.total_tokens,
     )
+
+
+def _count_model(
+    by_model: dict[str, tuple[Usage, int]], model: str, completion: Completion
+) -> None:
+    """Add one call's tokens to its model's."""
+    usage, calls = by_model.get(model, (Usage(), 0))
+    by_model[model] = (_add_usage(usage, completion.usage), calls + 1)
 
 
 def _take_steering(req: TurnRequest, turn: _Turn) -> None:
@@ -213,6 +227,8 @@ class Agent:
         self.services.provide(model, ModelClient)  # type: ignore[type-abstract]
         self.locks = SessionLocks(store)
         self._background: set[asyncio.Task[None]] = set()
+        self.usage = usage_records.UsageRecorder(store)
+        tracing.configure(settings.observability)
 
     # -- public ---------------------------------------------------------------------------
 
@@ -223,11 +239,28 @@ class Agent:
             req.client_tools.check_against(toolset.names())
         stateless = req.session_id is None
         session_id = req.session_id or f"{req.source}-{uuid.uuid4().hex[:16]}"
-        async with self.locks.hold(req.scope, session_id, source=req.source) as held:
-            result = await self._run_locked(req, held, stateless, observer)
-        self._spawn(self.memory.sync_turn(result))
-        for hook in self.after_turn:
-            self._spawn(hook(result, self))
+        run_id = ids.run_id.get() or f"turn_{uuid.uuid4().hex[:16]}"
+        attributes = spans.turn_attributes(
+            req.scope, session_id, req.source, req.user_message, stateless
+        )
+        with (
+            ids.bound(session_id=session_id, run_id=run_id),
+            tracing.span("hermes.turn", **attributes) as span,
+        ):
+            async with self.locks.hold(req.scope, session_id, source=req.source) as held:
+                result = await self._run_locked(req, held, stateless, observer)
+            spans.end_turn(
+                span,
+                prompt_tokens=result.usage.prompt_tokens,
+                completion_tokens=result.usage.completion_tokens,
+                iterations=result.iterations,
+                finish_reason=result.finish_reason,
+                output=result.content,
+            )
+            self._record_usage(req, result)
+            self._spawn(self.memory.sync_turn(result))
+            for hook in self.after_turn:
+                self._spawn(hook(result, self))
         return result
 
     def start(self) -> None:
@@ -261,9 +294,11 @@ class Agent:
         )
 
     async def drain(self) -> None:
-        """Wait for background after-turn work (memory review) to finish."""
+        """Wait for background after-turn work (memory review) to finish, then write the
+        usage records still buffered."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self.usage.flush()
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -275,7 +310,8 @@ class Agent:
             req.toolset if req.toolset is not None else self.toolset_for(req.scope, req.source)
         )
         session = held.session
-        turn = await self._build_context(req, held, stateless, toolset)
+        with tracing.span("hermes.context"):
+            turn = await self._build_context(req, held, stateless, toolset)
         try:
             outcome = await self._tool_loop(req, turn, toolset, observer)
         except asyncio.CancelledError:
@@ -294,6 +330,20 @@ class Agent:
             source=session.source,
             message_count=stored[-1].index + 1 if stored else session.message_count,
             tool_calls=outcome.client_calls,
+            usage_by_model=turn.by_model,
+        )
+
+    def _record_usage(self, req: TurnRequest, result: TurnResult) -> None:
+        """Tokens by model for cost reports (`GET /api/usage`), written in batches."""
+        self.usage.add(
+            usage_records.turn_records(
+                self.settings,
+                scope=result.scope,
+                session_id=None if req.session_id is None else result.session_id,
+                source=req.source,
+                by_model=result.usage_by_model,
+                at=time.time(),
+            )
         )
 
     async def _build_context(
@@ -379,8 +429,12 @@ class Agent:
             await self.policy.before_call(state)
             turn.partial.clear()
             scrubber = FenceScrubber()  # recalled memory the model echoes is not streamed
+            timer = spans.ModelCallTimer()
 
-            def on_delta(piece: str, scrubber: FenceScrubber = scrubber) -> None:
+            def on_delta(
+                piece: str, scrubber: FenceScrubber = scrubber, timer: spans.ModelCallTimer = timer
+            ) -> None:
+                timer.delta()
                 text = scrubber.feed(piece)
                 if text:
                     turn.partial.append(text)
@@ -390,13 +444,19 @@ class Agent:
             # stream from upstream only when someone is watching the text arrive
             streaming = type(observer).on_delta is not TurnObserver.on_delta
             offered = self._offered_tools(turn, tools)
+            requested = getattr(self.model, "model", None)
             try:
-                completion = await self.model.complete(
-                    messages,
-                    tools=offered,
-                    on_delta=on_delta if streaming else None,
-                    options=self._call_options(turn, offered is not None),
-                )
+                with tracing.span(
+                    "hermes.model.call",
+                    **{"gen_ai.request.model": requested, "hermes.model.streaming": streaming},
+                ) as span:
+                    completion = await self.model.complete(
+                        messages,
+                        tools=offered,
+                        on_delta=on_delta if streaming else None,
+                        options=self._call_options(turn, offered is not None),
+                    )
+                    timer.end(span, completion, requested)
             except ContextLengthExceededError as exc:
                 if retried or not await self.policy.on_context_error(state, exc):
                     raise
@@ -406,6 +466,7 @@ class Agent:
             if rest and streaming:
                 _stream_rest(turn, observer, rest)
             turn.usage = _add_usage(turn.usage, completion.usage)
+            _count_model(turn.by_model, completion.model or requested or "unknown", completion)
             if completion.usage is not None and completion.usage.prompt_tokens:
                 state.anchor_tokens = completion.usage.prompt_tokens
                 state.anchor_len = len(messages)
@@ -500,7 +561,15 @@ class Agent:
             observer.on_tool_start(call.id, call.name)
 
         async def run(call: ToolCall) -> str:
-            outcome = await toolset.call(call.name, call.arguments, ctx)
+            with tracing.span(
+                "hermes.tool",
+                **{
+                    "hermes.tool.name": call.name,
+                    "hermes.tool.arguments": tracing.content(call.arguments),
+                },
+            ) as span:
+                outcome = await toolset.call(call.name, call.arguments, ctx)
+                span.set_attribute("hermes.tool.ok", outcome.ok)
             observer.on_tool_end(call.id, call.name, outcome.ok)
             return outcome.text
 

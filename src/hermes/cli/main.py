@@ -83,6 +83,12 @@ def _users() -> Command:
     return _group("users", users_app)
 
 
+def _usage() -> Command:
+    from hermes.cli.usage import usage
+
+    return _command("usage", usage)
+
+
 BUILT_IN: dict[str, Callable[[], Command]] = {
     "chat": _chat,
     "doctor": _doctor,
@@ -93,6 +99,7 @@ BUILT_IN: dict[str, Callable[[], Command]] = {
     "memory": _memory,
     "keys": _keys,
     "users": _users,
+    "usage": _usage,
 }
 """The built-in commands, each imported only when it runs (or the list is shown): importing
 them all cost `hermes chat -q` ~0.3 s of modules it never uses (doctor, setup, memory…)."""

@@ -383,6 +383,31 @@ class WebSettings(_Section):
     extract: WebExtractSettings = Field(default_factory=WebExtractSettings)
 
 
+class ObservabilitySettings(_Section):
+    """OpenTelemetry traces (SPEC §17): off until an OTLP/HTTP endpoint is named."""
+
+    # e.g. http://127.0.0.1:4318 (spans go to <endpoint>/v1/traces); env OTEL_EXPORTER_OTLP_ENDPOINT
+    otlp_endpoint: str | None = None
+    # message text (the user's turn, the answer, tool arguments) in spans; off: sizes only
+    capture_content: bool = False
+    service_name: str = Field(default="hermes", min_length=1, max_length=100)
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL (OTLP over HTTP)")
+        return value
+
+
+class LoggingSettings(_Section):
+    # `json`: one JSON object per line with request_id, run_id and session_id (SPEC §17)
+    format: Literal["text", "json"] = "text"
+
+
 class Settings(_Section):
     """Everything Hermes needs to run; built by `load_settings` and passed down."""
 
@@ -422,6 +447,8 @@ class Settings(_Section):
     web: WebSettings = Field(default_factory=WebSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
 
     @field_validator("mcp_servers")
     @classmethod
@@ -496,6 +523,9 @@ ENV_OVERRIDES: dict[str, str] = {
     "HONCHO_BASE_URL": "memory.honcho.base_url",
     "SUPERMEMORY_API_KEY": "memory.supermemory.api_key",
     "SUPERMEMORY_BASE_URL": "memory.supermemory.base_url",
+    # observability (SPEC §17)
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "observability.otlp_endpoint",
+    "HERMES_LOG_FORMAT": "logging.format",
 }
 
 

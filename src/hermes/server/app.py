@@ -19,6 +19,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import APIRouter, FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
+from hermes.observability import logs
 from hermes.plugins import Service
 from hermes.runtime import Runtime
 from hermes.server import (
@@ -32,12 +33,13 @@ from hermes.server import (
     sessions_api,
     skills_api,
     ui,
+    usage_api,
     users_api,
 )
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.memory_history_api import router as memory_history_router
-from hermes.server.middleware import HygieneMiddleware
+from hermes.server.middleware import HygieneMiddleware, RequestIdMiddleware
 from hermes.server.runs import router as runs_router
 from hermes.server.runs_manager import RunManager
 from hermes.server.session_chat import router as session_chat_router
@@ -51,8 +53,9 @@ CORS_ALLOW_HEADERS = [
     "X-Hermes-Session-Id",
     "X-Hermes-Session-Key",
     "X-Hermes-User-Id",
+    "X-Request-Id",
 ]
-CORS_EXPOSE_HEADERS = ["X-Hermes-Session-Id", "Idempotency-Replayed"]
+CORS_EXPOSE_HEADERS = ["X-Hermes-Session-Id", "Idempotency-Replayed", "X-Request-Id"]
 
 
 async def _warm_up_model(runtime: Runtime) -> None:
@@ -75,6 +78,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        logs.configure(runtime.settings)  # logging.format (SPEC §17)
         async with AsyncExitStack() as stack:
             if close_runtime:
                 stack.push_async_callback(runtime.aclose)
@@ -116,6 +120,7 @@ def create_app(
         skills_api.router,
         capabilities.router,
         users_api.router,
+        usage_api.router,
         *part_routers,
         *routers,
     ]:
@@ -137,7 +142,8 @@ def create_app(
         body_timeout=settings.body_timeout,
         home=runtime.settings.home,
     )
-    metrics.install(app, runtime)  # outermost: counts what the client finally got
+    metrics.install(app, runtime)  # counts what the client finally got
+    app.add_middleware(RequestIdMiddleware)  # outermost: every log line of a request has its id
     return app
 
 

@@ -1,4 +1,5 @@
-"""Pure-ASGI hygiene middleware: body-size limit, security headers, and the last-resort 500.
+"""Pure-ASGI hygiene middleware: body-size limit, security headers, the last-resort 500, and
+the request id every log line of a request carries.
 
 Pure ASGI (not BaseHTTPMiddleware) because it sits on every request: it adds one function call
 and one header tuple, buffers nothing, and does not break streaming or disconnect detection.
@@ -9,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import uuid
 from pathlib import Path
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hermes.observability import context as ids
 from hermes.server.errors import SERVER_ERROR, APIError, error_body
 from hermes.server.faults import from_fault
 
@@ -193,3 +197,43 @@ async def _send_error(send: Send, exc: APIError) -> None:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": exc.status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
+
+
+REQUEST_ID_HEADER = b"x-request-id"
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:/@+=-]{1,128}$")
+
+
+class RequestIdMiddleware:
+    """Pure ASGI: the request's id (`X-Request-Id` when the client sent a usable one, else a
+    new one) is bound for every log line written while the request runs, and echoed in the
+    response header, whatever the log format."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = _request_id(scope)
+        echoed = (REQUEST_ID_HEADER, request_id.encode("ascii"))
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", ()) if h[0] != REQUEST_ID_HEADER]
+                message["headers"] = [*headers, echoed]
+            await send(message)
+
+        with ids.bound(request_id=request_id):
+            await self.app(scope, receive, send_with_id)
+
+
+def _request_id(scope: Scope) -> str:
+    """The client's id if it is short and plain (it goes into logs and a header), else new."""
+    for name, value in scope["headers"]:
+        if name == REQUEST_ID_HEADER:
+            text = value.decode("latin-1").strip()
+            if _REQUEST_ID.match(text):
+                return text
+            break
+    return uuid.uuid4().hex

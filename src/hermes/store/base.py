@@ -497,6 +497,53 @@ class RunStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """Tokens one turn spent on one model (a turn that fell back to another model, or
+    summarised with a cheaper one, gives one record per model)."""
+
+    scope: str
+    model: str
+    day: str
+    """`YYYY-MM-DD` in the configured timezone when the turn ended: what "per day" means."""
+    at: float
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int = 1
+    session_id: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotal:
+    """Tokens summed over one (day, model, scope)."""
+
+    day: str
+    model: str
+    scope: str
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+
+
+class UsageStore(Protocol):
+    """Tokens per turn and model, kept so cost can be read per user, model and day (`GET
+    /api/usage`, `hermes usage`). Every read names its scope, or none for an admin's view."""
+
+    def record_usage(self, records: Sequence[UsageRecord]) -> None: ...
+
+    def usage_totals(
+        self, *, since: float, until: float, scope: str | None = None
+    ) -> list[UsageTotal]:
+        """Sums per (day, model, scope) of the records made in [since, until); only
+        `scope`'s when given."""
+        ...
+
+    def forget_usage(self, scope: str) -> int:
+        """Remove every record of `scope`; returns how many."""
+        ...
+
+
 class CompactionStore(Protocol):
     """The prompt view's records: compactions per session, message ranges hidden from the
     prompt (undo), and learned context windows."""
@@ -616,6 +663,9 @@ class Store(Searcher, CompactionStore, Protocol):
 
     note_history: NoteHistoryStore | None
     """Versions of notes, skills and SOUL.md (both backends keep them)."""
+
+    usage: UsageStore | None
+    """Tokens per turn and model, for cost reports (both backends keep them)."""
 
     def ensure_session(
         self,

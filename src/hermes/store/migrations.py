@@ -15,6 +15,7 @@ from hermes.store.search_schema import (
     M005_MESSAGE_VIEWS,
     M006_SPEAKERS,
 )
+from hermes.store.usage import M017_MODEL_USAGE
 from hermes.store.vectors import M010_MESSAGE_VECTORS, M011_VECTOR_REMOVALS
 
 
@@ -186,6 +187,7 @@ MIGRATIONS: list[Migration] = [
     Migration(11, "vector_removals", _script(M011_VECTOR_REMOVALS)),
     Migration(12, "note_versions", _script(M012_NOTE_VERSIONS)),
     Migration(13, "runs", _script(M013_RUNS)),
+    Migration(17, "model_usage", _script(M017_MODEL_USAGE)),
 ]
 
 

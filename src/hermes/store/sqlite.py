@@ -26,6 +26,7 @@ from hermes.store.base import (
     ScopeStats,
     SessionRecord,
     StoreError,
+    UsageStore,
     VectorStore,
 )
 from hermes.store.compactions import CompactionStoreMixin
@@ -44,6 +45,7 @@ from hermes.store.search_index import SearchIndexMixin
 from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
 from hermes.store.urls import sqlite_url
+from hermes.store.usage import SQLiteUsageStore
 from hermes.store.vectors import SQLiteVectorStore
 
 _SESSION_COLUMNS = (
@@ -82,6 +84,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
         self.vectors: VectorStore | None = SQLiteVectorStore(self._conn, self._lock)
         self.runs: RunStore | None = SQLiteRunStore(self._conn, self._lock)
         self.note_history: NoteHistoryStore | None = SQLiteNoteHistory(self._conn, self._lock)
+        self.usage: UsageStore | None = SQLiteUsageStore(self._conn, self._lock)
 
     def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:
         """Open, switch to WAL and migrate, retrying while sibling processes do the same.
@@ -288,6 +291,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
             cur = conn.execute("DELETE FROM sessions WHERE scope = ?", (scope,))
             removed = cur.rowcount
             conn.execute("DELETE FROM vector_removals WHERE scope = ?", (scope,))
+            conn.execute("DELETE FROM model_usage WHERE scope = ?", (scope,))
             if removed:
                 for table in SEARCH_TABLES:
                     conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from hermes.store.postgres.api_keys import M005_API_KEYS
 from hermes.store.postgres.note_history import M007_NOTE_VERSIONS
 from hermes.store.postgres.runs import M008_RUNS
+from hermes.store.postgres.usage import M012_MODEL_USAGE
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
 
 # Scripts written without spaces between words (same ranges as the SQLite trigram view).
@@ -146,4 +147,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(6, "vector_removals", M006_VECTOR_REMOVALS),
     PgMigration(7, "note_versions", M007_NOTE_VERSIONS),
     PgMigration(8, "runs", M008_RUNS),
+    PgMigration(12, "model_usage", M012_MODEL_USAGE),
 ]

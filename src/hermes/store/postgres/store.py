@@ -28,6 +28,7 @@ from hermes.store.base import (
     ScopeStats,
     SessionRecord,
     StoreError,
+    UsageStore,
     VectorStore,
 )
 from hermes.store.leases import holder_is_dead
@@ -38,6 +39,7 @@ from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.runs import PgRunStore
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
+from hermes.store.postgres.usage import PgUsageStore
 from hermes.store.postgres.vectors import PgVectorStore
 from hermes.store.rows import message_row, session_row
 
@@ -95,6 +97,7 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
         self.vectors: VectorStore | None = PgVectorStore(self._db)
         self.runs: RunStore | None = PgRunStore(self._db)
         self.note_history: NoteHistoryStore | None = PgNoteHistory(self._db)
+        self.usage: UsageStore | None = PgUsageStore(self._db)
         try:
             self._db.open()
             if migrate:
@@ -204,6 +207,7 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
             removed = conn.execute("DELETE FROM sessions WHERE scope = %s", (scope,)).rowcount
             conn.execute("DELETE FROM vector_removals WHERE scope = %s", (scope,))
             conn.execute("DELETE FROM idempotency_keys WHERE scope = %s", (scope,))
+            conn.execute("DELETE FROM model_usage WHERE scope = %s", (scope,))
             return removed
 
     def scope_stats(self) -> list[ScopeStats]:
