@@ -25,6 +25,7 @@ from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError, ModelError
 from hermes.models.types import Usage
 from hermes.models.wire import freeze
+from hermes.observability import tracing
 from hermes.store.base import MessageRecord, SessionRecord, Store
 
 log = logging.getLogger(__name__)
@@ -241,6 +242,7 @@ class CompressingHistory:
             )
         return view
 
+    @tracing.traced("hermes.compression")
     async def compress(self, state: CallState, *, reason: str) -> bool:
         """Summarise the middle of the history; False when there is nothing left to compress."""
         window = await self.context_window()
@@ -276,6 +278,12 @@ class CompressingHistory:
         await self._refresh_system(state)
         state.anchor_tokens, state.anchor_len = None, 0
         self.stats.compressions += 1
+        done: dict[str, tracing.AttributeValue | None] = {
+            "hermes.compression.reason": reason,
+            "hermes.compression.kind": kind,
+            "hermes.compression.messages": len(middle),
+        }
+        tracing.annotate(**done)
         if state.notice is not None:
             state.notice(
                 "compression",

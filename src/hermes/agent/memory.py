@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.context import PromptContext
+from hermes.observability import timings, tracing
 from hermes.services import Services
 from hermes.tools.registry import Tool
 
@@ -159,16 +160,26 @@ class MemoryLayers:
         """Each provider's recall for this turn, fenced as recalled memory."""
 
         async def one(provider: MemoryProvider) -> str | None:
-            try:
-                text = await asyncio.wait_for(
-                    provider.prefetch(scope, session_id, user_message), PREFETCH_TIMEOUT_S
-                )
-                return fence(provider.name, text) if text and text.strip() else None
-            except TimeoutError:
-                log.warning("memory provider %s: prefetch timed out; turn goes on", provider.name)
-            except Exception:
-                log.exception("memory provider %s: prefetch failed; turn goes on", provider.name)
-            return None
+            with (
+                tracing.span("hermes.memory.prefetch", **{"hermes.provider": provider.name}),
+                timings.timed("memory_provider_seconds", provider=provider.name) as outcome,
+            ):
+                try:
+                    text = await asyncio.wait_for(
+                        provider.prefetch(scope, session_id, user_message), PREFETCH_TIMEOUT_S
+                    )
+                    return fence(provider.name, text) if text and text.strip() else None
+                except TimeoutError:
+                    outcome["outcome"] = "timeout"
+                    log.warning(
+                        "memory provider %s: prefetch timed out; turn goes on", provider.name
+                    )
+                except Exception:
+                    outcome["outcome"] = "error"
+                    log.exception(
+                        "memory provider %s: prefetch failed; turn goes on", provider.name
+                    )
+                return None
 
         texts = await asyncio.gather(*(one(p) for p in self.providers))
         return [t for t in texts if t]

@@ -18,6 +18,7 @@ from hermes.agent.loop import Agent, TurnObserver, TurnRequest
 from hermes.cron.schedule import describe
 from hermes.cron.store import Job, atomic_write, output_dir
 from hermes.models.errors import ModelError
+from hermes.observability import tracing
 from hermes.store.base import Store
 from hermes.tools.toolsets import SURFACE_CRON
 
@@ -198,7 +199,18 @@ async def execute_job(
     agent: Agent, scope: str, job: Job, *, started: datetime, tz: tzinfo
 ) -> RunResult:
     """Run the job once through the agent and save the output document; never raises for a
-    failed run (the error is in the result), only for cancellation."""
+    failed run (the error is in the result), only for cancellation. Each run is the root of
+    its own trace."""
+    attributes = {"hermes.cron.job": job["id"], "hermes.scope.hash": tracing.scope_hash(scope)}
+    with tracing.root_span("hermes.cron.run", **attributes) as span:
+        result = await _execute_job(agent, scope, job, started=started, tz=tz)
+        span.set_attribute("hermes.cron.status", result.status)
+        return result
+
+
+async def _execute_job(
+    agent: Agent, scope: str, job: Job, *, started: datetime, tz: tzinfo
+) -> RunResult:
     local = started.astimezone(tz)
     session_id = await asyncio.to_thread(_session_id, agent, scope, job["id"], local)
     prompt = await asyncio.to_thread(build_prompt, agent.settings.home, job)

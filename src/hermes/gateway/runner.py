@@ -18,6 +18,7 @@ from hermes.gateway.commands import parse_command
 from hermes.gateway.platforms import PlatformSpec, configured_specs
 from hermes.gateway.state import ChatSessions, StatusFile
 from hermes.gateway.turns import TurnMaker
+from hermes.observability import tracing
 from hermes.store.base import DEFAULT_SCOPE
 
 if TYPE_CHECKING:
@@ -161,9 +162,11 @@ class Gateway:
     # -- inbound ---------------------------------------------------------------------------
 
     async def handle(self, msg: Inbound) -> None:
-        """Every inbound message of every adapter comes here; never raises."""
+        """Every inbound message of every adapter comes here; never raises. Each message is
+        the root of its own trace."""
         try:
-            await self._handle(msg)
+            with tracing.root_span("hermes.gateway.message", **{"hermes.platform": msg.platform}):
+                await self._handle(msg)
         except Exception:
             log.exception("gateway: a message from %s could not be handled", msg.platform)
 

@@ -16,6 +16,7 @@ from hermes.config.settings import Settings
 from hermes.memory.notes import open_notes
 from hermes.memory.tool import NEAR_FULL, memory_tool
 from hermes.models.errors import ModelError
+from hermes.observability import tracing
 from hermes.store.base import Store
 from hermes.tools.registry import ToolContext, Toolset
 
@@ -200,4 +201,7 @@ async def review(agent: Agent, result: TurnResult) -> None:
     messages = _recent_turns(records, interval)
     if not messages:
         return
-    await _guarded(agent, result.scope, result.session_id, messages, REVIEW_PROMPT, "memory review")
+    with tracing.span("hermes.memory.review", **{"hermes.review.messages": len(messages)}):
+        await _guarded(
+            agent, result.scope, result.session_id, messages, REVIEW_PROMPT, "memory review"
+        )

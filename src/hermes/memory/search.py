@@ -24,6 +24,7 @@ from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore, open_notes
 from hermes.memory.query import query_terms
 from hermes.memory.ranking import SemanticSearch, rank_messages
+from hermes.observability import timings, tracing
 from hermes.store.base import MessageRecord, SessionRecord, Store
 from hermes.text import clip
 from hermes.tools.registry import ToolContext, ToolError, tool
@@ -348,7 +349,11 @@ def session_search(
     if query is not None and query.strip():
         if session_id is not None:
             raise ToolError("give either query or session_id, not both")
-        return _discover(view, query.strip(), min(max(limit or 3, 1), MAX_LIMIT))
+        with (
+            timings.timed("recall_seconds"),
+            tracing.span("hermes.recall", **{"hermes.recall.query": tracing.content(query)}),
+        ):
+            return _discover(view, query.strip(), min(max(limit or 3, 1), MAX_LIMIT))
     if session_id is not None:
         if around is not None:
             return _scroll(view, session_id, around, window)

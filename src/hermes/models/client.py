@@ -31,6 +31,7 @@ from hermes.models.streaming import StreamAccumulator, completion_from_payload
 from hermes.models.transport import HttpTransport, SdkTransport, openai_sdk
 from hermes.models.types import Completion
 from hermes.models.wire import encode_chat_body
+from hermes.observability import tracing
 
 __all__ = ["ModelClient", "OpenAICompatClient"]
 
@@ -211,8 +212,10 @@ class OpenAICompatClient:
                 )
                 if not failure.retryable or retries_taken >= limit or out_of_time:
                     raise self._classify.error(failure, attempts=retries_taken + 1) from None
+                tracing.event("hermes.model.retry", kind=failure.kind, delay_s=delay)
                 await asyncio.sleep(delay)
                 retries_taken += 1
+                tracing.annotate(**{"hermes.model.retries": retries_taken})
             except TimeoutError:
                 tried = f" ({retries_taken + 1} attempts)" if retries_taken else ""
                 raise ModelTimeoutError(

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 from starlette.requests import Request
@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hermes.observability import timings
 from hermes.plugins import Count
 from hermes.server import errors
 from hermes.server.errors import APIError
@@ -46,6 +47,37 @@ class _ModelErrors(Collector):
         for kind, count in sorted(errors.MODEL_ERROR_COUNTS.items()):
             family.add_metric([kind], count)
         yield family
+
+
+class _CoreTimings(Collector):
+    """Latencies and counts the core keeps per process (`hermes.observability.timings`):
+    memory provider prefetches, recalls, runs by status, approvals by answer."""
+
+    def collect(self) -> Iterator[HistogramMetricFamily | CounterMetricFamily]:
+        histograms: dict[str, HistogramMetricFamily] = {}
+        for name, labels, series in timings.histograms():
+            keys = sorted(labels)
+            family = histograms.get(name)
+            if family is None:
+                family = histograms[name] = HistogramMetricFamily(
+                    f"hermes_{name}", timings.HELP.get(name, name), labels=keys
+                )
+            running, buckets = 0, list[tuple[str, float]]()
+            for bound, n in zip([*timings.BUCKETS, float("inf")], series.counts, strict=True):
+                running += n
+                buckets.append(("+Inf" if bound == float("inf") else str(bound), running))
+            family.add_metric([labels[k] for k in keys], buckets, series.total)
+        yield from histograms.values()
+        counters: dict[str, CounterMetricFamily] = {}
+        for name, labels, n in timings.counters():
+            keys = sorted(labels)
+            counter = counters.get(name)
+            if counter is None:
+                counter = counters[name] = CounterMetricFamily(
+                    f"hermes_{name}", timings.HELP.get(name, name), labels=keys
+                )
+            counter.add_metric([labels[k] for k in keys], n)
+        yield from counters.values()
 
 
 class _RuntimeCounts(Collector):
@@ -119,6 +151,7 @@ class Metrics:
         locks = runtime.agent.locks
         self.leases.set_function(lambda: float(getattr(locks, "held", 0)))
         r.register(_ModelErrors())
+        r.register(_CoreTimings())
         r.register(_RuntimeCounts(runtime))
 
     async def after_turn(self, result: TurnResult, _agent: Agent) -> None:

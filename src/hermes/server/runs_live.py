@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes.agent.loop import TurnObserver
+from hermes.observability import timings
 from hermes.store.base import RUN_FINAL, RunEvent, RunRecord, RunStatus, RunStore
 from hermes.tools.approval import ApprovalRequest, Decision
 
@@ -163,6 +164,7 @@ class RunApprover:
             if not run.approvals and run.record.status == "waiting_for_approval":
                 run.set_status("running")
         run.emit("approval.responded", choice=choice, timed_out=timed_out)
+        timings.count("approvals", answer="timeout" if timed_out else choice)
         return choice
 
 

@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from hermes.agent.loop import TurnRequest, TurnResult
+from hermes.observability import context as ids
+from hermes.observability import timings
 from hermes.runtime import Runtime
 from hermes.server.errors import APIError
 from hermes.server.runs_live import FINAL_EVENTS, LiveRun, RunApprover, RunObserver
@@ -100,6 +102,7 @@ class RunManager:
 
     async def _drive(self, run: LiveRun, req: TurnRequest) -> None:
         """The run's task: the turn, then its outcome as the last event (and in the store)."""
+        ids.bind(run_id=run.record.id)  # this task's log lines and its turn carry the run id
         run.set_status("running")
         run.emit("run.started")
         try:
@@ -124,6 +127,7 @@ class RunManager:
 
     async def _settle(self, run: LiveRun) -> None:
         """Save the finished run, then move it to the short list of finished ones."""
+        timings.count("runs", status=run.record.status)
         try:
             await asyncio.shield(run.saved())
         except Exception:
