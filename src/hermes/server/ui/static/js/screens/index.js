@@ -20,10 +20,12 @@ import status from './status.js';
 import chat from './chat.js';
 import sessions from './sessions.js';
 import memory from './memory.js';
+import users from './users.js';
 
 export const screens = [
   status,
   chat,
   sessions,
   memory,
+  users,
 ];

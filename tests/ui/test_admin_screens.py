@@ -1,0 +1,79 @@
+"""The admin screens (Users, Cron, Keys, Logs, Gateway, Tools & MCP, Skills, Usage) in headless
+Chromium against a real `hermes serve` with the fake model; each saves docs/ui-<screen>.png."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from hermes.testing.fake_model import Text
+
+from .conftest import KEY, Server, page_text, sign_in, wait_for
+
+pytestmark = pytest.mark.browser
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def css(driver: Any, selector: str) -> list[Any]:
+    found: list[Any] = driver.find_elements(By.CSS_SELECTOR, selector)
+    return found
+
+
+def text_of(driver: Any, selector: str) -> str:
+    text: str = driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]))"
+        ".map(e => e.innerText).join(' ')",
+        selector,
+    )
+    return text
+
+
+def shot(driver: Any, name: str) -> None:
+    """docs/ui-<name>.png (HERMES_UI_SCREENSHOTS names another folder)."""
+    folder = Path(os.environ.get("HERMES_UI_SCREENSHOTS") or DOCS)
+    folder.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(folder / f"ui-{name}.png"))
+
+
+def open_screen(driver: Any, server: Server, hash_: str) -> None:
+    sign_in(driver, server.base, KEY)
+    driver.get(server.base + "/ui/" + hash_)
+
+
+def test_users_forget_through_the_confirm_step(server: Server, browser: Any) -> None:
+    for user, content in [("alice", "alice likes jazz"), ("bob", "bob likes tea")]:
+        r = server.api(
+            "POST",
+            "/api/memory",
+            user=user,
+            json={"action": "add", "target": "user", "content": content},
+        )
+        assert r.status_code == 200, r.text
+    for user in ("alice", "bob"):
+        server.fake.enqueue(Text(f"hello {user}"))
+        r = server.api("POST", f"/api/sessions/{user}-1/chat", user=user, json={"message": "hi"})
+        assert r.status_code == 200, r.text
+    open_screen(browser, server, "#/users")
+    wait_for(browser, lambda d: css(d, "tr[data-user='alice'] button.forget"), "alice's row")
+    assert "bob" in text_of(browser, "#users-list")
+    link = css(browser, "tr[data-user='alice'] a.export")[0]
+    assert link.get_attribute("href").endswith("/api/users/alice/export")
+    shot(browser, "users")
+    css(browser, "tr[data-user='alice'] button.forget")[0].click()
+    box = wait_for(browser, lambda d: css(d, "#forget-confirm-input"), "the confirm step")[0]
+    go = css(browser, "#forget-confirm-go")[0]
+    box.send_keys("alic")
+    assert not go.is_enabled()
+    box.send_keys("e")
+    assert go.is_enabled()
+    go.click()
+    wait_for(browser, lambda d: "Forgot alice" in text_of(d, "#forgotten"), "the forget result")
+    wait_for(browser, lambda d: "alice" not in text_of(d, "#users-list"), "alice gone")
+    assert "bob" in text_of(browser, "#users-list")
+    users = server.api("GET", "/api/users").json()["users"]
+    assert [u["id"] for u in users] == ["bob"]
+    assert "hello alice" not in page_text(browser)
