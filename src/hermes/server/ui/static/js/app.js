@@ -59,6 +59,7 @@ async function route() {
   } catch (err) {
     root.append(errorBox(err));
   }
+  performance.mark(`screen:${screen.id}`); // bench/ui.py reads when each screen was drawn
 }
 
 function shell() {

@@ -119,22 +119,25 @@ export default {
     }
 
     async function reload() {
+      // Both reads at once: the screen draws after one round trip, not two.
+      const [notes, past] = await Promise.allSettled([
+        ctx.api('GET', '/api/memory', undefined, opts()),
+        ctx.api('GET', '/api/memory/history?limit=50', undefined, opts()),
+      ]);
       clear(notesBox);
       clear(historyList);
       clear(detail);
-      try {
-        const data = await ctx.api('GET', '/api/memory', undefined, opts());
-        notesBox.append(notesCard('user', data.user), notesCard('memory', data.memory));
-      } catch (err) { notesBox.append(errorBox(err)); }
-      try {
-        const { versions } = await ctx.api('GET', '/api/memory/history?limit=50', undefined, opts());
-        for (const v of versions) {
-          historyList.append(h('li', { class: 'entry' },
-            h('button', { type: 'button', class: 'version', 'data-version': v.id, onclick: () => showVersion(v.id) }, `#${v.id}`),
-            h('span', { class: 'text' }, `${v.target} · ${v.actor} · ${when(v.at)}${v.reason ? ` · ${v.reason}` : ''}${v.reverts ? ` · reverts #${v.reverts}` : ''}`)));
-        }
-        if (!versions.length) historyList.append(h('li', { class: 'muted' }, 'No changes recorded yet.'));
-      } catch (err) { historyList.append(h('li', {}, errorBox(err))); }
+      if (notes.status === 'fulfilled') {
+        notesBox.append(notesCard('user', notes.value.user), notesCard('memory', notes.value.memory));
+      } else notesBox.append(errorBox(notes.reason));
+      if (past.status === 'rejected') { historyList.append(h('li', {}, errorBox(past.reason))); return; }
+      const { versions } = past.value;
+      for (const v of versions) {
+        historyList.append(h('li', { class: 'entry' },
+          h('button', { type: 'button', class: 'version', 'data-version': v.id, onclick: () => showVersion(v.id) }, `#${v.id}`),
+          h('span', { class: 'text' }, `${v.target} · ${v.actor} · ${when(v.at)}${v.reason ? ` · ${v.reason}` : ''}${v.reverts ? ` · reverts #${v.reverts}` : ''}`)));
+      }
+      if (!versions.length) historyList.append(h('li', { class: 'muted' }, 'No changes recorded yet.'));
     }
 
     root.append(h('h2', {}, 'History'), detail, historyList);
