@@ -77,3 +77,27 @@ def test_users_forget_through_the_confirm_step(server: Server, browser: Any) -> 
     users = server.api("GET", "/api/users").json()["users"]
     assert [u["id"] for u in users] == ["bob"]
     assert "hello alice" not in page_text(browser)
+
+
+def test_cron_run_now_shows_the_output_and_delivery(server: Server, browser: Any) -> None:
+    body = {"name": "daily digest", "schedule": "every 2h", "prompt": "Summarise the day"}
+    r = server.api("POST", "/api/jobs", json=body)
+    assert r.status_code == 201, r.text
+    job_id = r.json()["job"]["id"]
+    server.fake.enqueue(Text("Digest: cron-output-4711"))
+    open_screen(browser, server, "#/cron")
+    row = f"tr[data-job='{job_id}']"
+    wait_for(browser, lambda d: css(d, f"{row} button.pause"), "the job's row")
+    assert "every 2h" in text_of(browser, row) or "120" in text_of(browser, row)
+    css(browser, f"{row} button.pause")[0].click()
+    wait_for(browser, lambda d: css(d, f"{row} button.resume"), "paused")
+    assert "paused" in text_of(browser, row)
+    css(browser, f"{row} button.resume")[0].click()
+    wait_for(browser, lambda d: css(d, f"{row} button.pause"), "resumed")
+    shot(browser, "cron")
+    css(browser, f"{row} button.run-now")[0].click()
+    wait_for(browser, lambda d: "cron-output-4711" in text_of(d, "#runs"), "the run's output", 60)
+    assert "Summarise the day" in text_of(browser, "#runs")
+    assert "local" in text_of(browser, "#runs .delivery")
+    assert browser.current_url.endswith(f"#/cron/{job_id}")
+    shot(browser, "cron-runs")

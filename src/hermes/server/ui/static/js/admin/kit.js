@@ -1,7 +1,7 @@
 // Shared pieces of the admin screens (users, cron, keys, logs, gateway, tools, skills, usage):
 // tables, a client-side pager for lists the API returns whole, a typed confirm step, and
 // the screens' own stylesheet (same origin, so the CSP's style-src 'self' allows it).
-import { h, clear } from '../dom.js';
+import { h, clear, append } from '../dom.js';
 
 let styled = false;
 
@@ -30,7 +30,7 @@ export function paged(where, items, draw, size = 25) {
   const next = h('button', { type: 'button', class: 'next', 'aria-label': 'Next page' }, 'Next ›');
   const body = h('div', {});
   function show() {
-    clear(body).append(draw(items.slice(page * size, (page + 1) * size)));
+    append(clear(body), [draw(items.slice(page * size, (page + 1) * size))]);
     info.textContent = items.length ? `${page * size + 1}–${Math.min(items.length, (page + 1) * size)} of ${items.length}` : 'Nothing here yet.';
     prev.disabled = page === 0;
     next.disabled = page >= pages - 1;

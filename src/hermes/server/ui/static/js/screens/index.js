@@ -21,6 +21,7 @@ import chat from './chat.js';
 import sessions from './sessions.js';
 import memory from './memory.js';
 import users from './users.js';
+import cron from './cron.js';
 
 export const screens = [
   status,
@@ -28,4 +29,5 @@ export const screens = [
   sessions,
   memory,
   users,
+  cron,
 ];
