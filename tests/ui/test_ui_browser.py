@@ -131,8 +131,12 @@ def test_editing_a_note_reverting_it_and_asking_why(server: Server, browser: Any
     css(browser, "#notes-user .save")[0].click()
     wait_for(browser, lambda d: "Prefers green tea" in text_of(d, "#notes-user"), "the edit")
     screenshot(browser, "memory")
-    newest = wait_for(browser, lambda d: css(d, "#history button.version"), "the history")[0]
-    newest.click()
+    edit_row = "#history li:has(button.version)"
+    wait_for(browser, lambda d: "Prefers green tea" in text_of(d, edit_row), "the history")
+    for row in css(browser, edit_row):
+        if "Prefers green tea" in row.text:
+            row.find_element(By.CSS_SELECTOR, "button.version").click()
+            break
     wait_for(browser, lambda d: "+Prefers green tea" in text_of(d, "#version-detail .diff"), "diff")
     css(browser, "#revert")[0].click()
     wait_for(
