@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 
@@ -101,3 +102,29 @@ def test_cron_run_now_shows_the_output_and_delivery(server: Server, browser: Any
     assert "local" in text_of(browser, "#runs .delivery")
     assert browser.current_url.endswith(f"#/cron/{job_id}")
     shot(browser, "cron-runs")
+
+
+def test_keys_create_then_revoke(server: Server, browser: Any) -> None:
+    open_screen(browser, server, "#/keys")
+    wait_for(browser, lambda d: css(d, "#quotas"), "the quotas")
+    css(browser, "#key-user")[0].send_keys("carol")
+    css(browser, "#key-label")[0].send_keys("carol's laptop")
+    css(browser, "#key-create")[0].click()
+    secret = wait_for(browser, lambda d: text_of(d, "#key-secret"), "the new secret").strip()
+    assert secret.startswith("hk_")
+    key_id = secret.split("_")[1]
+    row = f"tr[data-key='{key_id}']"
+    wait_for(browser, lambda d: "active" in text_of(d, row), "the key listed")
+    assert "carol's laptop" in text_of(browser, row)
+    assert as_key(server, "/api/me", secret).json()["user"] == "carol"
+    shot(browser, "keys")
+    css(browser, "#key-done")[0].click()
+    assert secret not in page_text(browser)
+    css(browser, f"{row} button.revoke")[0].click()
+    wait_for(browser, lambda d: css(d, f"{row} button.confirm-revoke"), "the confirm")[0].click()
+    wait_for(browser, lambda d: "revoked" in text_of(d, row), "the key revoked")
+    assert as_key(server, "/api/me", secret).status_code == 401
+
+
+def as_key(server: Server, path: str, key: str) -> httpx.Response:
+    return httpx.get(server.base + path, headers={"Authorization": f"Bearer {key}"}, timeout=30)

@@ -26,6 +26,7 @@ from hermes.server import (
     capabilities,
     chat,
     jobs_api,
+    keys_api,
     memory_api,
     meta,
     metrics,
@@ -121,6 +122,7 @@ def create_app(
         capabilities.router,
         users_api.router,
         usage_api.router,
+        keys_api.router,
         *part_routers,
         *routers,
     ]:

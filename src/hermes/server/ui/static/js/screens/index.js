@@ -22,6 +22,7 @@ import sessions from './sessions.js';
 import memory from './memory.js';
 import users from './users.js';
 import cron from './cron.js';
+import keys from './keys.js';
 
 export const screens = [
   status,
@@ -30,4 +31,5 @@ export const screens = [
   memory,
   users,
   cron,
+  keys,
 ];
