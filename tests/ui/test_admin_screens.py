@@ -11,7 +11,7 @@ import httpx
 import pytest
 from selenium.webdriver.common.by import By
 
-from hermes.testing.fake_model import Text
+from hermes.testing.fake_model import Error, Text
 
 from .conftest import KEY, Server, page_text, sign_in, wait_for
 
@@ -128,3 +128,24 @@ def test_keys_create_then_revoke(server: Server, browser: Any) -> None:
 
 def as_key(server: Server, path: str, key: str) -> httpx.Response:
     return httpx.get(server.base + path, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+def test_logs_live_tail_shows_a_new_line(server: Server, browser: Any) -> None:
+    open_screen(browser, server, "#/logs")
+    wait_for(browser, lambda d: "live" in text_of(d, "#log-state"), "the live tail")
+    server.fake.default = lambda body: Error(500, f"tail-marker-991 near {KEY}")
+    r = server.api("POST", "/v1/chat/completions", json=chat("hi"))
+    assert r.status_code >= 500
+    wait_for(browser, lambda d: "tail-marker-991" in text_of(d, "#log-lines"), "the new line")
+    shown = text_of(browser, "#log-lines")
+    assert "upstream model failure" in shown and KEY not in shown and "[REDACTED]" in shown
+    css(browser, "#log-filter")[0].send_keys("no-such-words-here\n")
+    wait_for(browser, lambda d: "tail-marker-991" not in text_of(d, "#log-lines"), "filtered")
+    css(browser, "#log-filter")[0].clear()
+    css(browser, "#log-filter")[0].send_keys("tail-marker\n")
+    wait_for(browser, lambda d: "tail-marker-991" in text_of(d, "#log-lines"), "found again")
+    shot(browser, "logs")
+
+
+def chat(content: str) -> dict[str, Any]:
+    return {"model": "hermes", "messages": [{"role": "user", "content": content}]}

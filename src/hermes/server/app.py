@@ -27,6 +27,7 @@ from hermes.server import (
     chat,
     jobs_api,
     keys_api,
+    logs_api,
     memory_api,
     meta,
     metrics,
@@ -123,6 +124,7 @@ def create_app(
         users_api.router,
         usage_api.router,
         keys_api.router,
+        logs_api.router,
         *part_routers,
         *routers,
     ]:

@@ -201,9 +201,12 @@ async def serve(
     no_model = check_model(settings, host, port)
     sock = bind_socket(host, port)
     # Heavy imports after the bind checks: a refused start stays fast.
+    from hermes.observability.log_tail import LogTail, attached
     from hermes.plugins import Service
     from hermes.runtime import build_runtime
     from hermes.server.app import create_app
+    from hermes.tools.redact import Redactor
+    from hermes.tools.shell import settings_secrets
 
     if warning:
         announce(f"warning: {warning}")
@@ -221,9 +224,10 @@ async def serve(
         sock.close()
         raise ServeError(str(exc)) from None
     app = create_app(runtime, services=[Service("ready", ready)])
+    app.state.log_tail = LogTail(Redactor(settings_secrets(settings)))  # GET /api/logs
     server = _Server(_uvicorn_config(app), on_exit=runtime.agent.locks.close)
     try:
-        with _quiet_signal_reraise():
+        with _quiet_signal_reraise(), attached(app.state.log_tail):
             await server.serve(sockets=[sock])
     finally:
         sock.close()

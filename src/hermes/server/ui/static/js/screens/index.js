@@ -23,6 +23,7 @@ import memory from './memory.js';
 import users from './users.js';
 import cron from './cron.js';
 import keys from './keys.js';
+import logs from './logs.js';
 
 export const screens = [
   status,
@@ -32,4 +33,5 @@ export const screens = [
   users,
   cron,
   keys,
+  logs,
 ];
