@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall_locomo.py                 # meaning on (the default) and off
     .venv/bin/python bench/recall_locomo.py --embeddings on # one setting only
+    .venv/bin/python bench/recall_locomo.py --ablations     # ranking ideas one at a time
 
 Reads the five conversations in ../shared/data/locomo-dev/ (never copied into the repo) and
 follows its README to the letter: each conversation imported into its own user scope with
@@ -11,6 +12,9 @@ when the turn shared an image; role user for speaker_a, assistant for the other)
 question with evidence (category 5 left out) asked with `hermes sessions search --batch
 --json` at limit 20. A hit counts when its (session id, message index) is an evidence turn.
 Prints recall@1/5/10/20 overall and by category, and the searches' latency (`took_ms`).
+`--ablations` imports once and reruns the questions in-process with one ranking idea
+changed at a time, with each conversation's R@10 beside the total: a change that helps
+only one or two of the five people is a rule fitted to them, not a change in kind.
 """
 
 from __future__ import annotations
@@ -135,8 +139,18 @@ def run(label: str, embeddings: str, workdir: Path, questions: list[Question]) -
     return result
 
 
-def recall(run: Run, questions: list[Question], k: int, category: int | None = None) -> float:
-    chosen = [i for i, q in enumerate(questions) if category in (None, q.category)]
+def recall(
+    run: Run,
+    questions: list[Question],
+    k: int,
+    category: int | None = None,
+    conversation: str | None = None,
+) -> float:
+    chosen = [
+        i
+        for i, q in enumerate(questions)
+        if category in (None, q.category) and conversation in (None, q.conversation)
+    ]
     found = sum(1 for i in chosen if questions[i].evidence & set(run.hits[i][:k]))
     return found / len(chosen) if chosen else 0.0
 
@@ -166,10 +180,78 @@ def table(runs: list[Run], questions: list[Question]) -> str:
     return "\n".join(lines)
 
 
+def ablations(workdir: Path, questions: list[Question]) -> str:
+    """The dev slice ranked in-process with one idea changed at a time (same data, same
+    index as the CLI run: the default row equals `meaning on` above)."""
+    from dataclasses import replace
+
+    run("ablations", "on", workdir, questions)  # imports the five conversations
+    os.environ["HERMES_HOME"] = str(workdir / "ablations")
+    os.environ["HERMES_EMBEDDINGS"] = "on"
+    from hermes.config.settings import load_settings
+    from hermes.memory.ranking import DEFAULT_CONFIG, rank_messages
+    from hermes.memory.search import semantic_for
+    from hermes.runtime import open_store
+
+    settings = load_settings()
+    store = open_store(settings)
+    semantic = semantic_for(settings, store, wait=True)
+    rows = [
+        ("default", DEFAULT_CONFIG, semantic),
+        ("words only", DEFAULT_CONFIG, None),
+        *(
+            (f"{name}={value}", replace(DEFAULT_CONFIG, **{name: value}), semantic)
+            for name, value in ABLATIONS
+        ),
+    ]
+    names = sorted({q.conversation for q in questions})
+    lines = [
+        f"{'ranking':<28}"
+        + "".join(f"{'R@' + str(k):>7}" for k in KS)
+        + "".join(f"{n[5:]:>8}" for n in names)
+        + "   (R@10 per conversation)"
+    ]
+    for label, config, index in rows:
+        result = Run(label)
+        for i, q in enumerate(questions):
+            ranked = rank_messages(
+                store, f"user:{q.conversation}", q.text, limit=20, config=config, semantic=index
+            )
+            result.hits[i] = [(r.session_id, r.index) for r in ranked]
+        per = [recall(result, [q for q in questions], 10, None, conversation=n) for n in names]
+        lines.append(
+            f"{label:<28}"
+            + "".join(f"{recall(result, questions, k):>7.3f}" for k in KS)
+            + "".join(f"{v:>8.3f}" for v in per)
+        )
+    store.close()
+    return "\n".join(lines)
+
+
+# one idea at a time: name of the RankConfig field and the value tried
+ABLATIONS: list[tuple[str, object]] = [
+    ("per_session", 2),
+    ("per_session", 10),
+    ("semantic", 3.0),
+    ("semantic", 0.5),
+    ("context_weight", 0.0),
+    ("speaker_meaning", 0.0),
+    ("said_when", 0.0),
+    ("sentences", 0.0),
+    ("replies", 0),
+    ("speaker", 0.0),
+    ("role", 0.0),
+    ("question", 1.0),
+    ("near_copies", False),
+    ("unnamed_meaning", False),
+]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embeddings", choices=["on", "off", "both"], default="both")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--ablations", action="store_true", help="ranking ideas one at a time")
     args = parser.parse_args()
     questions = [
         q
@@ -179,6 +261,9 @@ def main() -> int:
     settings = ["on", "off"] if args.embeddings == "both" else [args.embeddings]
     with tempfile.TemporaryDirectory(prefix="hermes-locomo-") as tmp:
         workdir = args.workdir or Path(tmp)
+        if args.ablations:
+            print(ablations(workdir, questions))
+            return 0
         runs = [
             run(f"meaning {s}" if s == "on" else "words only", s, workdir, questions)
             for s in settings

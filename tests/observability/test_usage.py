@@ -122,3 +122,35 @@ async def test_hermes_usage_cli(keyed_settings: Settings, fake: FakeModel, home:
     [row] = json.loads(alice.stdout)["usage"]
     assert row["cost_usd"] == pytest.approx((1000 * 3 + 50 * 6) / 1e6)
     assert "(owner)" in table.stdout and "alice" in table.stdout and "$" in table.stdout
+
+
+async def test_a_timed_write_and_a_flush_both_end(tmp_path: Path) -> None:
+    """The write the timer starts ends, and a flush (shutdown) after it ends too: a timed
+    write that waited for itself once kept `hermes serve` from exiting on SIGTERM."""
+    import asyncio
+    import time
+
+    from hermes.observability.usage import UsageRecorder
+    from hermes.store.base import UsageRecord
+    from hermes.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "state.db")
+    try:
+        recorder = UsageRecorder(store, delay=0.01)
+        assert store.usage is not None
+
+        def written() -> int:
+            assert store.usage is not None
+            rows = store.usage.usage_totals(since=0.0, until=time.time() + 60)
+            return sum(r.prompt_tokens for r in rows)
+
+        recorder.add([UsageRecord("default", "m", "2026-11-25", time.time(), 10, 2)])
+        deadline = time.monotonic() + 10
+        while written() < 10:  # the timer's write
+            assert time.monotonic() < deadline, "the timed write never came"
+            await asyncio.sleep(0.01)
+        recorder.add([UsageRecord("default", "m", "2026-11-25", time.time(), 5, 1)])
+        await asyncio.wait_for(recorder.flush(), timeout=10)  # the shutdown's
+        assert written() == 15
+    finally:
+        store.close()

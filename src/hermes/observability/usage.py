@@ -96,17 +96,21 @@ class UsageRecorder:
 
     def _due(self) -> None:
         self._timer = None
-        task = asyncio.get_running_loop().create_task(self.flush())
+        task = asyncio.get_running_loop().create_task(self._write_pending())
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
+    async def _write_pending(self) -> None:
+        records, self._pending = self._pending, []
+        await record(self.store, records)
+
     async def flush(self) -> None:
-        """Write what is pending, and wait for writes already under way."""
+        """Write what is pending, and wait for writes already under way (a timed write
+        never waits for itself: that was a shutdown that never ended)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        records, self._pending = self._pending, []
-        await record(self.store, records)
+        await self._write_pending()
         if self._writes:
             await asyncio.gather(*list(self._writes), return_exceptions=True)
 
