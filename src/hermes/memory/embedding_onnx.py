@@ -45,11 +45,14 @@ def quantize_graph(source: Path, target: Path) -> None:
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     root = logging.getLogger()
     advice = _DropAdvice()  # the quantiser logs advice for image models on the root logger
+    level = root.level
     root.addFilter(advice)
+    root.setLevel(max(level, logging.WARNING))  # and a line per tensor at INFO (--verbose)
     try:
         quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
         partial.replace(target)
     finally:
+        root.setLevel(level)
         root.removeFilter(advice)
         partial.unlink(missing_ok=True)
 
