@@ -149,3 +149,27 @@ def test_logs_live_tail_shows_a_new_line(server: Server, browser: Any) -> None:
 
 def chat(content: str) -> dict[str, Any]:
     return {"model": "hermes", "messages": [{"role": "user", "content": content}]}
+
+
+def test_gateway_approve_a_pairing_request(server: Server, browser: Any) -> None:
+    from hermes.gateway.access import PairingStore
+
+    store = PairingStore(server.home)
+    alice, mallory = store.offer("telegram:111", "Alice"), store.offer("telegram:666", "Mallory")
+    assert alice and mallory
+    open_screen(browser, server, "#/gateway")
+    row = "#pairing-pending tr[data-identity='telegram:111']"
+    wait_for(browser, lambda d: css(d, f"{row} button.approve"), "the pairing request")
+    assert alice.code in text_of(browser, row)
+    assert "telegram" in text_of(browser, "#adapters")
+    shot(browser, "gateway")
+    css(browser, f"{row} button.approve")[0].click()
+    wait_for(
+        browser, lambda d: "Approved telegram:111" in text_of(d, "#pairing-result"), "approval"
+    )
+    assert "telegram:111" in text_of(browser, "#paired")
+    assert "telegram:111" in store.approved()
+    other = "#pairing-pending tr[data-identity='telegram:666']"
+    css(browser, f"{other} button.deny")[0].click()
+    wait_for(browser, lambda d: "Denied telegram:666" in text_of(d, "#pairing-result"), "denial")
+    assert store.pending() == [] and "telegram:666" not in store.approved()

@@ -119,6 +119,19 @@ class PairingStore:
             data["approved"][identity] = {"name": entry.get("name"), "approved_at": self.clock()}
             return identity
 
+    def deny(self, code: str) -> str:
+        """Drop a pending code unapproved; returns the identity it belonged to. The person
+        may ask again later (rate limits as for any stranger)."""
+        wanted = code.strip().upper()
+        with self._edit() as data:
+            match = next((c for c in data["pending"] if secrets.compare_digest(c, wanted)), None)
+            if match is None:
+                raise PairingError(
+                    f"no pending pairing code {wanted!r}: it was mistyped, already answered, "
+                    "or older than an hour"
+                )
+            return str(data["pending"].pop(match)["identity"])
+
     def revoke(self, identity: str) -> bool:
         with self._edit() as data:
             return data["approved"].pop(identity, None) is not None

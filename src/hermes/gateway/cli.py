@@ -11,8 +11,7 @@ import typer
 
 from hermes.cli.common import fail, settings_or_exit
 from hermes.gateway.access import PairingError, PairingStore
-from hermes.gateway.platforms import all_specs
-from hermes.gateway.state import StatusFile, pid_alive, read_json
+from hermes.gateway.status import gateway_report
 
 app = typer.Typer(
     help="Messaging gateway: adapter status and pairing approvals.", no_args_is_help=True
@@ -27,25 +26,7 @@ def _ago(ts: Any) -> str:
 
 
 def _report() -> dict[str, Any]:
-    settings = settings_or_exit()
-    data = read_json(StatusFile(settings.home).path)
-    running = pid_alive(data.get("pid"))
-    found = data.get("adapters")
-    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
-    adapters: dict[str, Any] = {}
-    for spec in all_specs():
-        entry = dict(recorded.get(spec.name) or {})
-        entry["configured"] = spec.configured(settings)
-        if not running:
-            entry["connected"] = False
-        adapters[spec.name] = entry
-    return {
-        "running": running,
-        "pid": data.get("pid") if running else None,
-        "home": settings.gateway.home,
-        "busy_mode": settings.gateway.busy_mode,
-        "adapters": adapters,
-    }
+    return gateway_report(settings_or_exit())
 
 
 @app.command("status")

@@ -25,6 +25,7 @@ from hermes.runtime import Runtime
 from hermes.server import (
     capabilities,
     chat,
+    gateway_api,
     jobs_api,
     keys_api,
     logs_api,
@@ -125,6 +126,7 @@ def create_app(
         usage_api.router,
         keys_api.router,
         logs_api.router,
+        gateway_api.router,
         *part_routers,
         *routers,
     ]:

@@ -24,6 +24,7 @@ import users from './users.js';
 import cron from './cron.js';
 import keys from './keys.js';
 import logs from './logs.js';
+import gateway from './gateway.js';
 
 export const screens = [
   status,
@@ -34,4 +35,5 @@ export const screens = [
   cron,
   keys,
   logs,
+  gateway,
 ];
