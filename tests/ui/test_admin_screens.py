@@ -173,3 +173,14 @@ def test_gateway_approve_a_pairing_request(server: Server, browser: Any) -> None
     css(browser, f"{other} button.deny")[0].click()
     wait_for(browser, lambda d: "Denied telegram:666" in text_of(d, "#pairing-result"), "denial")
     assert store.pending() == [] and "telegram:666" not in store.approved()
+
+
+def test_tools_and_mcp_show_each_callers_tools(server: Server, browser: Any) -> None:
+    open_screen(browser, server, "#/tools")
+    wait_for(browser, lambda d: css(d, "#toolsets tr[data-tool='terminal']"), "the tools grid")
+    assert "No MCP servers configured" in text_of(browser, "#mcp-servers")
+    terminal = css(browser, "#toolsets tr[data-tool='terminal'] td")
+    assert [c.text for c in terminal][1:3] == ["✓", "—"]  # the owner's, never an end user's
+    memory = css(browser, "#toolsets tr[data-tool='memory'] td")
+    assert [c.text for c in memory][1:3] == ["✓", "✓"]
+    shot(browser, "tools")

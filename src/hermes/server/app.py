@@ -29,6 +29,7 @@ from hermes.server import (
     jobs_api,
     keys_api,
     logs_api,
+    mcp_api,
     memory_api,
     meta,
     metrics,
@@ -127,6 +128,7 @@ def create_app(
         keys_api.router,
         logs_api.router,
         gateway_api.router,
+        mcp_api.router,
         *part_routers,
         *routers,
     ]:

@@ -25,6 +25,7 @@ import cron from './cron.js';
 import keys from './keys.js';
 import logs from './logs.js';
 import gateway from './gateway.js';
+import tools from './tools.js';
 
 export const screens = [
   status,
@@ -36,4 +37,5 @@ export const screens = [
   keys,
   logs,
   gateway,
+  tools,
 ];
