@@ -18,7 +18,7 @@ from hermes.cron.schedule import resolve_timezone
 from hermes.cron.store import JobStore
 from hermes.memory.notes import FILES, open_notes
 from hermes.store.api_keys import ApiKeyStore
-from hermes.store.base import DEFAULT_SCOPE, NewMessage, NewSession, SessionRecord, Store
+from hermes.store.base import DEFAULT_SCOPE, NewSession, SessionRecord, Store
 
 BATCH_SESSIONS = 200
 PAGE = 1000
@@ -66,23 +66,10 @@ def count(store: Store, scope: str) -> ScopeCount:
 
 
 def _as_new(store: Store, session: SessionRecord) -> NewSession:
-    messages = [
-        NewMessage(
-            role=m.role,
-            content=m.content,
-            tool_calls=m.tool_calls,
-            tool_call_id=m.tool_call_id,
-            tool_name=m.tool_name,
-            timestamp=m.timestamp,
-            token_count=m.token_count,
-            name=m.name,
-        )
-        for m in store.get_messages(session.scope, session.id)
-    ]
     return NewSession(
         id=session.id,
         source=session.source,
-        messages=messages,
+        messages=[m.as_new() for m in store.get_messages(session.scope, session.id)],
         title=session.title,
         started_at=session.started_at,
     )

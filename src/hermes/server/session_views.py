@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes.memory.search import search_hits
-from hermes.store.base import NewMessage, SessionRecord, Store
+from hermes.store.base import SessionRecord, Store
 
 TITLE_SCAN_MAX = 5_000  # newest sessions whose titles a search reads
 HITS_PER_SESSION = 3  # message hits asked for per session wanted (several hits share one)
@@ -88,9 +88,8 @@ def message_page(
         for marker in compressions:
             if marker.get("seq") == latest.seq:
                 marker["summary"] = latest.summary
-    messages = []
-    for m in rows:
-        item: dict[str, Any] = {
+    messages = [
+        {
             "id": m.id,
             "index": m.index,
             "role": m.role,
@@ -98,16 +97,10 @@ def message_page(
             "timestamp": m.timestamp,
             "hidden": any(a <= m.index < b for a, b in hidden),
             "compressed": latest is not None and latest.head_end <= m.index < latest.upto_idx,
+            **m.optional_fields(),
         }
-        if m.tool_calls:
-            item["tool_calls"] = m.tool_calls
-        if m.tool_call_id:
-            item["tool_call_id"] = m.tool_call_id
-        if m.tool_name:
-            item["tool_name"] = m.tool_name
-        if m.name:
-            item["name"] = m.name
-        messages.append(item)
+        for m in rows
+    ]
     return {
         "messages": messages,
         "compressions": compressions,
@@ -129,19 +122,7 @@ def forked(
         title=title or original.title,
         parent_session_id=original.id,
     )
-    copies = [
-        NewMessage(
-            role=m.role,
-            content=m.content,
-            tool_calls=m.tool_calls,
-            tool_call_id=m.tool_call_id,
-            tool_name=m.tool_name,
-            timestamp=m.timestamp,
-            token_count=m.token_count,
-            name=m.name,
-        )
-        for m in store.get_messages(scope, original.id)
-    ]
+    copies = [m.as_new() for m in store.get_messages(scope, original.id)]
     if copies:
         store.append_messages(scope, new_id, copies)
     return store.get_session(scope, new_id)

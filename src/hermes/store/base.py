@@ -103,6 +103,30 @@ class MessageRecord:
     token_count: int | None = None
     name: str | None = None
 
+    def as_new(self) -> NewMessage:
+        """The message as it would be stored again (a fork, a copy to another database)."""
+        return NewMessage(
+            role=self.role,
+            content=self.content,
+            tool_calls=self.tool_calls,
+            tool_call_id=self.tool_call_id,
+            tool_name=self.tool_name,
+            timestamp=self.timestamp,
+            token_count=self.token_count,
+            name=self.name,
+        )
+
+    def optional_fields(self) -> dict[str, Any]:
+        """`tool_calls`, `tool_call_id`, `tool_name` and `name`, those that are set: what a
+        JSON view of the message adds to role, content and time."""
+        extras = {
+            "tool_calls": self.tool_calls,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "name": self.name,
+        }
+        return {k: v for k, v in extras.items() if v}
+
     def to_openai(self) -> dict[str, Any]:
         """The message as the Chat Completions API expects it."""
         msg: dict[str, Any] = {"role": self.role, "content": self.content}

@@ -205,18 +205,10 @@ def export_sessions(
     else:
         records = [r for sid in session_ids if (r := store.get_session(scope, sid)) is not None]
     for record in records:
-        messages = []
-        for m in store.get_messages(scope, record.id):
-            item: dict[str, Any] = {"role": m.role, "content": m.content, "timestamp": m.timestamp}
-            if m.tool_calls:
-                item["tool_calls"] = m.tool_calls
-            if m.tool_call_id:
-                item["tool_call_id"] = m.tool_call_id
-            if m.tool_name:
-                item["tool_name"] = m.tool_name
-            if m.name:
-                item["name"] = m.name
-            messages.append(item)
+        messages = [
+            {"role": m.role, "content": m.content, "timestamp": m.timestamp, **m.optional_fields()}
+            for m in store.get_messages(scope, record.id)
+        ]
         line = {
             "id": record.id,
             "title": record.title,
