@@ -53,46 +53,68 @@ def response_store(request: Request) -> ResponseStore:
     return store
 
 
+def named_session(
+    value: str, header: str | None, *, param: str, what: str, code: str, prefix: str
+) -> str:
+    """The session a body field (`param`) names, checked as an id (400 `code`, the message
+    opening with `prefix`) and against the session header (400 when they differ)."""
+    try:
+        named = validate_id(value, what=what)
+    except InvalidIdError as exc:
+        raise APIError(400, f"{prefix}{exc}.", code=code, param=param) from None
+    if header is not None and header != named:
+        raise APIError(
+            400,
+            f"`{param}` {named!r} and {SESSION_HEADER} {header!r} name different sessions; "
+            "send one of them.",
+            code="conflicting_session",
+            param=param,
+        )
+    return named
+
+
+async def previous_session(
+    request: Request, scope: str, response_id: str, expected: str | None, named_by: str
+) -> str | None:
+    """The session of the stored response `previous_response_id` names (404 when the scope
+    has none); 400 when it is not `expected`, the session `named_by` names."""
+    previous = await response_store(request).get(scope, response_id)
+    if previous is None:
+        raise APIError(
+            404,
+            f"Previous response not found: {response_id!r} (it was never stored, was stored "
+            "with store: false, or belongs to another user).",
+            code="previous_response_not_found",
+            param="previous_response_id",
+        )
+    if expected is not None and previous.session_id != expected:
+        raise APIError(
+            400,
+            f"`previous_response_id` belongs to another session than {named_by}; send one of them.",
+            code="conflicting_session",
+            param="previous_response_id",
+        )
+    return previous.session_id
+
+
 async def _session_for(
-    call: ResponsesCall, header: str | None, scope: str, store: ResponseStore
+    request: Request, call: ResponsesCall, header: str | None, scope: str
 ) -> str | None:
     """The Hermes session a request continues, if any (400/404 when the ways disagree)."""
     session_id = header
     if call.conversation is not None:
-        try:
-            conversation = validate_id(call.conversation, what="conversation id")
-        except InvalidIdError as exc:
-            raise APIError(
-                400, f"The {exc}.", code="invalid_conversation_id", param="conversation"
-            ) from None
-        if header is not None and header != conversation:
-            raise APIError(
-                400,
-                f"`conversation` {conversation!r} and {SESSION_HEADER} {header!r} name "
-                "different sessions; send one of them.",
-                code="conflicting_session",
-                param="conversation",
-            )
-        session_id = conversation
+        session_id = named_session(
+            call.conversation,
+            header,
+            param="conversation",
+            what="conversation id",
+            code="invalid_conversation_id",
+            prefix="The ",
+        )
     if call.previous_response_id is not None:
-        previous = await store.get(scope, call.previous_response_id)
-        if previous is None:
-            raise APIError(
-                404,
-                f"Previous response not found: {call.previous_response_id!r} (it was never "
-                "stored, was stored with store: false, or belongs to another user).",
-                code="previous_response_not_found",
-                param="previous_response_id",
-            )
-        if header is not None and previous.session_id != header:
-            raise APIError(
-                400,
-                f"`previous_response_id` belongs to another session than {SESSION_HEADER} "
-                f"{header!r}; send one of them.",
-                code="conflicting_session",
-                param="previous_response_id",
-            )
-        session_id = previous.session_id
+        session_id = await previous_session(
+            request, scope, call.previous_response_id, header, f"{SESSION_HEADER} {header!r}"
+        )
     return session_id
 
 
@@ -116,8 +138,8 @@ async def create_response(request: Request) -> Response:
         await request.body(), default_model=runtime.settings.server.model_name
     )
     call.model = model_or_404(call.model, runtime.settings)
+    session_id = await _session_for(request, call, header, scope)
     store = response_store(request)
-    session_id = await _session_for(call, header, scope, store)
     response_id = new_response_id()
     if session_id is None and call.store:
         session_id = response_id.replace("resp_", "resp-", 1)

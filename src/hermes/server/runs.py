@@ -15,9 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from hermes.agent.loop import TurnRequest
 from hermes.runtime import Runtime
-from hermes.scopes import InvalidIdError, validate_id
 from hermes.server.deps import (
-    SESSION_HEADER,
     get_runtime,
     get_scope,
     require_auth,
@@ -28,7 +26,7 @@ from hermes.server.errors import APIError
 from hermes.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from hermes.server.idempotency import IdempotencyCache, StoredResponse, fingerprint, validate_key
 from hermes.server.model_names import model_or_404
-from hermes.server.responses import response_store
+from hermes.server.responses import named_session, previous_session
 from hermes.server.runs_live import LiveRun
 from hermes.server.runs_manager import RunManager
 from hermes.server.runs_sse import OPENAPI_SSE, event_stream
@@ -72,40 +70,18 @@ async def _session_for(request: Request, body: RunCreate, scope: str) -> str | N
     header = session_from_headers(request)
     session_id = header
     if body.session_id is not None:
-        try:
-            named = validate_id(body.session_id, what="session id")
-        except InvalidIdError as exc:
-            raise APIError(
-                400, f"`session_id`: {exc}.", code="invalid_session_id", param="session_id"
-            ) from None
-        if header is not None and header != named:
-            raise APIError(
-                400,
-                f"`session_id` {named!r} and {SESSION_HEADER} {header!r} name different "
-                "sessions; send one of them.",
-                code="conflicting_session",
-                param="session_id",
-            )
-        session_id = named
+        session_id = named_session(
+            body.session_id,
+            header,
+            param="session_id",
+            what="session id",
+            code="invalid_session_id",
+            prefix="`session_id`: ",
+        )
     if body.previous_response_id is not None:
-        previous = await response_store(request).get(scope, body.previous_response_id)
-        if previous is None:
-            raise APIError(
-                404,
-                f"Previous response not found: {body.previous_response_id!r} (never stored, "
-                "stored with store: false, or another user's).",
-                code="previous_response_not_found",
-                param="previous_response_id",
-            )
-        if session_id is not None and previous.session_id != session_id:
-            raise APIError(
-                400,
-                "`previous_response_id` belongs to another session than the one named; "
-                "send one of them.",
-                code="conflicting_session",
-                param="previous_response_id",
-            )
-        session_id = previous.session_id
+        session_id = await previous_session(
+            request, scope, body.previous_response_id, session_id, "the one named"
+        )
     return session_id
 
 
