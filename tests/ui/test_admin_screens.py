@@ -184,3 +184,23 @@ def test_tools_and_mcp_show_each_callers_tools(server: Server, browser: Any) -> 
     memory = css(browser, "#toolsets tr[data-tool='memory'] td")
     assert [c.text for c in memory][1:3] == ["✓", "✓"]
     shot(browser, "tools")
+
+
+def test_skills_create_edit_and_view(server: Server, browser: Any) -> None:
+    open_screen(browser, server, "#/skills")
+    wait_for(browser, lambda d: css(d, "#skills-list tr[data-skill]"), "the bundled skills")
+    css(browser, "#new-skill-name")[0].send_keys("pack-list\n")
+    area = wait_for(browser, lambda d: css(d, "#skill-text"), "the editor")[0]
+    area.clear()
+    area.send_keys("---\nname: pack-list\ndescription: Make a packing list\n---\n1. Ask where.\n")
+    css(browser, "#skill-category")[0].send_keys("travel")
+    css(browser, "#skill-save")[0].click()
+    wait_for(browser, lambda d: "Created" in text_of(d, "#skill-saved"), "created")
+    area.send_keys("2. List chargers.\n")
+    css(browser, "#skill-save")[0].click()
+    wait_for(browser, lambda d: "Saved" in text_of(d, "#skill-saved"), "saved")
+    skill = server.api("GET", "/api/skills/pack-list").json()["skill"]
+    assert skill["category"] == "travel" and "2. List chargers." in skill["content"]
+    browser.get(server.base + "/ui/#/skills")
+    wait_for(browser, lambda d: css(d, "tr[data-skill='pack-list']"), "the new skill listed")
+    shot(browser, "skills")

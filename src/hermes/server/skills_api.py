@@ -10,6 +10,7 @@ parsing, name rules and safety scan, the same history record.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -117,11 +118,18 @@ async def get_skill(
         "requestBody": {
             "required": True,
             "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"content": {"type": "string"}},
+                        "required": ["content"],
+                    }
+                },
                 "text/markdown": {
                     "schema": {"type": "string"},
                     "example": "---\nname: git-rebase\ndescription: Rebase a branch onto main "
                     "safely\n---\n1. git fetch\n2. git rebase origin/main\n",
-                }
+                },
             },
         }
     },
@@ -137,18 +145,14 @@ async def put_skill(
     runtime: Runtime = Depends(get_runtime),
 ) -> JSONResponse:
     """The body is the whole SKILL.md (YAML frontmatter `name`, `description`, then the
-    body). A new name creates the skill (201), a known one replaces its text (200)."""
+    body), or JSON `{"content": "<SKILL.md>"}` (what a browser's JSON client sends). A new
+    name creates the skill (201), a known one replaces its text (200)."""
     raw = await request.body()
     if len(raw) > MAX_SKILL_BYTES:
         raise APIError(
             413, f"SKILL.md is limited to {MAX_SKILL_BYTES // 1024} KiB.", code="skill_too_large"
         )
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise APIError(
-            400, "The body is not UTF-8 text; send the SKILL.md text.", code="invalid_body"
-        ) from None
+    text = _skill_text(request, raw)
     key = getattr(request.state, "api_key", None)
     settings = runtime.settings
     options: dict[str, Any] = {
@@ -193,6 +197,33 @@ async def delete_skill(
     except manage.SkillWriteError as exc:
         raise APIError(404, _sentence(str(exc)), code="skill_not_found", param="name") from None
     return {"name": name, "deleted": True}
+
+
+def _skill_text(request: Request, raw: bytes) -> str:
+    """SKILL.md from the body: the text itself, or `content` of a JSON object."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise APIError(
+            400, "The body is not UTF-8 text; send the SKILL.md text.", code="invalid_body"
+        ) from None
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        return text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    content = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(content, str):
+        raise APIError(
+            400,
+            'A JSON body must be {"content": "<the SKILL.md text>"}; or send the text itself '
+            "as text/markdown.",
+            code="invalid_body",
+            param="content",
+        )
+    return content
 
 
 def _sentence(text: str) -> str:

@@ -26,6 +26,7 @@ import keys from './keys.js';
 import logs from './logs.js';
 import gateway from './gateway.js';
 import tools from './tools.js';
+import skills from './skills.js';
 
 export const screens = [
   status,
@@ -38,4 +39,5 @@ export const screens = [
   logs,
   gateway,
   tools,
+  skills,
 ];
