@@ -186,6 +186,15 @@ def session_from_headers(request: Request) -> str | None:
         raise APIError(400, f"{header}: {exc}.", code="invalid_session_id", param=header) from None
 
 
+def session_id_or_400(value: str, param: str = "session_id") -> str:
+    """A session id named in a path or body, checked (400 `invalid_session_id` naming
+    `param` when it is not one)."""
+    try:
+        return validate_id(value, what="session id")
+    except InvalidIdError as exc:
+        raise APIError(400, f"{exc}.", code="invalid_session_id", param=param) from None
+
+
 def refuse_non_ascii(value: str, header: str, code: str) -> None:
     """Header values arrive as latin-1-decoded bytes: `café` sent as UTF-8 reads `cafÃ©`.
     Such an id is refused by the header's name, never echoed back (it would be mojibake)."""

@@ -15,9 +15,14 @@ from starlette.responses import JSONResponse, Response
 
 from hermes.agent.loop import TurnRequest
 from hermes.runtime import Runtime
-from hermes.scopes import InvalidIdError, validate_id
 from hermes.server.chat import _run
-from hermes.server.deps import get_runtime, get_scope, require_auth, scope_with_session
+from hermes.server.deps import (
+    get_runtime,
+    get_scope,
+    require_auth,
+    scope_with_session,
+    session_id_or_400,
+)
 from hermes.server.errors import APIError
 from hermes.server.runs import runs_of
 from hermes.server.runs_manager import usage_body
@@ -40,13 +45,6 @@ class ChatAnswer(BaseModel):
     session_id: str
     output: str
     usage: dict[str, int]
-
-
-def _session_id(session_id: str) -> str:
-    try:
-        return validate_id(session_id, what="session id")
-    except InvalidIdError as exc:
-        raise APIError(400, f"{exc}.", code="invalid_session_id", param="session_id") from None
 
 
 def _turn(request: Request, scope: str, session_id: str, body: ChatBody) -> TurnRequest:
@@ -73,7 +71,7 @@ async def session_chat(
     runtime: Runtime = Depends(get_runtime),
     scope: str = Depends(get_scope),
 ) -> JSONResponse:
-    req = _turn(request, scope, _session_id(session_id), body)
+    req = _turn(request, scope, session_id_or_400(session_id), body)
     result = await _run(runtime, req, None)
     return JSONResponse(
         {
@@ -99,7 +97,7 @@ async def session_chat_stream(
     runtime: Runtime = Depends(get_runtime),
     scope: str = Depends(get_scope),
 ) -> Response:
-    req = _turn(request, scope, _session_id(session_id), body)
+    req = _turn(request, scope, session_id_or_400(session_id), body)
     manager = runs_of(request)
     run = await manager.start(scope, req, model=runtime.settings.server.model_name)
     return event_stream(manager.follow(scope, run.record.id), {RUN_HEADER: run.record.id})

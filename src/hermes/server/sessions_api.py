@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -17,8 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from hermes.runtime import Runtime
-from hermes.scopes import InvalidIdError, validate_id
-from hermes.server.deps import get_runtime, get_scope, require_auth, scope_with_session
+from hermes.server.deps import (
+    get_runtime,
+    get_scope,
+    require_auth,
+    scope_with_session,
+    session_id_or_400,
+)
 from hermes.server.errors import APIError
 from hermes.server.session_views import (
     forked,
@@ -70,15 +76,18 @@ class ForkBody(BaseModel):
 # ---------------------------------------------------------------------------- plumbing
 
 
-def _session_id(value: str, param: str = "session_id") -> str:
-    try:
-        return validate_id(value, what="session id")
-    except InvalidIdError as exc:
-        raise APIError(400, f"{exc}.", code="invalid_session_id", param=param) from None
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The session a route's path names, and the scope it lives in."""
+
+    id: str
+    scope: str
 
 
-def _scope_of(request: Request, scope: str, session_id: str) -> str:
-    return scope_with_session(request, scope, session_id)
+async def _target(request: Request, session_id: str, scope: str = Depends(get_scope)) -> Target:
+    """The path's session id, checked, in the caller's scope (or the one it claims)."""
+    session_id = session_id_or_400(session_id)
+    return Target(session_id, scope_with_session(request, scope, session_id))
 
 
 def _not_found(session_id: str) -> APIError:
@@ -174,7 +183,7 @@ async def import_jsonl(
             400, "The body holds no sessions (one JSON object per line).", code="invalid_jsonl"
         )
     for s in sessions:
-        _scope_of(request, scope, s.id)  # a namespaced id must not claim another scope
+        scope_with_session(request, scope, s.id)  # a namespaced id must not claim another scope
     report = await asyncio.to_thread(import_sessions, runtime.store, scope, sessions)
     return {"imported": report.imported, "skipped": report.skipped, "messages": report.messages}
 
@@ -200,17 +209,14 @@ async def import_jsonl(
     ),
 )
 async def messages(
-    request: Request,
-    session_id: str,
+    target: Target = Depends(_target),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=10_000_000),
     runtime: Runtime = Depends(get_runtime),
-    scope: str = Depends(get_scope),
 ) -> dict[str, Any]:
     """Messages in order; `compressed` marks those summarised in the prompt (the summary is
     in `compressions`), `hidden` those taken back with /undo (kept, not in the prompt)."""
-    session_id = _session_id(session_id)
-    scope = _scope_of(request, scope, session_id)
+    session_id, scope = target.id, target.scope
     await _record(runtime.store, scope, session_id)
     return await asyncio.to_thread(message_page, runtime.store, scope, session_id, offset, limit)
 
@@ -223,18 +229,18 @@ async def messages(
 )
 async def fork(
     request: Request,
-    session_id: str,
     body: ForkBody | None = None,
+    target: Target = Depends(_target),
     runtime: Runtime = Depends(get_runtime),
-    scope: str = Depends(get_scope),
 ) -> dict[str, Any]:
     """A new session holding a copy of this one's messages (its parent is this one), to go
     on from the same point in another direction."""
-    session_id = _session_id(session_id)
-    scope = _scope_of(request, scope, session_id)
+    session_id, scope = target.id, target.scope
     body = body or ForkBody()
-    new_id = _session_id(body.id, "id") if body.id else f"{session_id}-fork-{uuid.uuid4().hex[:6]}"
-    if _scope_of(request, scope, new_id) != scope:
+    new_id = (
+        session_id_or_400(body.id, "id") if body.id else f"{session_id}-fork-{uuid.uuid4().hex[:6]}"
+    )
+    if scope_with_session(request, scope, new_id) != scope:
         raise APIError(
             400,
             f"The fork's id {new_id!r} names another scope.",
@@ -260,14 +266,10 @@ async def fork(
     responses={200: {"content": {"application/x-ndjson": {"example": '{"id": "trip", …}\n'}}}},
 )
 async def export(
-    request: Request,
-    session_id: str,
-    runtime: Runtime = Depends(get_runtime),
-    scope: str = Depends(get_scope),
+    target: Target = Depends(_target), runtime: Runtime = Depends(get_runtime)
 ) -> Response:
     """One line, exactly as `hermes sessions export --session ID` writes it."""
-    session_id = _session_id(session_id)
-    scope = _scope_of(request, scope, session_id)
+    session_id, scope = target.id, target.scope
     lines = await asyncio.to_thread(
         lambda: list(export_sessions(runtime.store, scope, [session_id]))
     )
@@ -280,14 +282,10 @@ async def export(
     "/{session_id:path}", summary="Get a session", responses=_ok({"session": SESSION_EXAMPLE})
 )
 async def get_session(
-    request: Request,
-    session_id: str,
-    runtime: Runtime = Depends(get_runtime),
-    scope: str = Depends(get_scope),
+    target: Target = Depends(_target), runtime: Runtime = Depends(get_runtime)
 ) -> dict[str, Any]:
     """The session's record: title, source, times, counts, parent."""
-    session_id = _session_id(session_id)
-    scope = _scope_of(request, scope, session_id)
+    session_id, scope = target.id, target.scope
     return {"session": session_json(await _record(runtime.store, scope, session_id))}
 
 
@@ -295,15 +293,12 @@ async def get_session(
     "/{session_id:path}", summary="Rename a session", responses=_ok({"session": SESSION_EXAMPLE})
 )
 async def patch_session(
-    request: Request,
-    session_id: str,
     body: SessionPatch,
+    target: Target = Depends(_target),
     runtime: Runtime = Depends(get_runtime),
-    scope: str = Depends(get_scope),
 ) -> dict[str, Any]:
     """Set the title (null clears it)."""
-    session_id = _session_id(session_id)
-    scope = _scope_of(request, scope, session_id)
+    session_id, scope = target.id, target.scope
     title = body.title.strip() or None if body.title is not None else None
     store = runtime.store
     if not await asyncio.to_thread(store.set_session_title, scope, session_id, title):
@@ -317,14 +312,10 @@ async def patch_session(
     responses=_ok({"id": "support:981", "deleted": True}),
 )
 async def delete_session(
-    request: Request,
-    session_id: str,
-    runtime: Runtime = Depends(get_runtime),
-    scope: str = Depends(get_scope),
+    target: Target = Depends(_target), runtime: Runtime = Depends(get_runtime)
 ) -> dict[str, Any]:
     """The session, its messages and their search rows and vectors."""
-    session_id = _session_id(session_id)
-    scope = _scope_of(request, scope, session_id)
+    session_id, scope = target.id, target.scope
     if not await asyncio.to_thread(runtime.store.delete_session, scope, session_id):
         raise _not_found(session_id)
     return {"id": session_id, "deleted": True}
