@@ -7,11 +7,14 @@ history is shown. A revert is itself a version, so it can be reverted too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import typer
 
 from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.config.settings import Settings
 from hermes.memory.history import CLI, detail, is_target, summary, unified_diff
 from hermes.memory.revert import RevertError, find_version, revert, why
 from hermes.memory.targets import TargetError, audit
@@ -21,6 +24,7 @@ from hermes.store.base import NoteVersion, Store, StoreError
 UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")
 REASON_SHOWN = 70
+T = TypeVar("T")
 
 
 def _store() -> Store:
@@ -28,6 +32,23 @@ def _store() -> Store:
         return open_store(settings_or_exit())
     except StoreError as exc:
         fail(str(exc), 1)
+
+
+def _with_store(work: Callable[[Settings, Store], T], errors: tuple[type[Exception], ...]) -> T:
+    """`work` on the home's store, closed after; one of `errors` exits 1 with its sentence."""
+    settings = settings_or_exit()
+    store = _store()
+    try:
+        return work(settings, store)
+    except errors as exc:
+        fail(str(exc), 1)
+    finally:
+        store.close()
+
+
+def _target_or_exit(target: str | None) -> None:
+    if target is not None and not is_target(target):
+        fail(f"--target must be memory, user, soul or skill:NAME, not {target!r}", 2)
 
 
 def _when(at: float) -> str:
@@ -61,18 +82,14 @@ def log_cmd(
 ) -> None:
     """List the versions of the notes (newest first): who changed what, when and why."""
     scope = scope_or_exit(user)
-    if target is not None and not is_target(target):
-        fail(f"--target must be memory, user, soul or skill:NAME, not {target!r}", 2)
-    settings = settings_or_exit()
-    store = _store()
-    try:
+    _target_or_exit(target)
+
+    def listed(settings: Settings, store: Store) -> list[NoteVersion]:
         audit(settings, store, scope, target)
         assert store.note_history is not None
-        versions = store.note_history.list_versions(scope, target=target, limit=limit)
-    except (TargetError, StoreError) as exc:
-        fail(str(exc), 1)
-    finally:
-        store.close()
+        return store.note_history.list_versions(scope, target=target, limit=limit)
+
+    versions = _with_store(listed, (TargetError, StoreError))
     if as_json:
         typer.echo(json.dumps({"versions": [summary(v) for v in versions]}, ensure_ascii=False))
         return
@@ -83,14 +100,9 @@ def log_cmd(
 
 
 def _version(scope: str, version: int) -> NoteVersion:
-    settings = settings_or_exit()
-    store = _store()
-    try:
-        return find_version(store, settings, scope, version)
-    except RevertError as exc:
-        fail(str(exc), 1)
-    finally:
-        store.close()
+    return _with_store(
+        lambda settings, store: find_version(store, settings, scope, version), (RevertError,)
+    )
 
 
 def diff_cmd(
@@ -113,16 +125,10 @@ def revert_cmd(
 ) -> None:
     """Undo one version; the revert is recorded as a new version (and can be reverted)."""
     scope = scope_or_exit(user)
-    settings = settings_or_exit()
-    store = _store()
-    try:
-        new = revert(settings, store, scope, version, CLI)
-    except (RevertError, TargetError) as exc:
-        fail(str(exc), 1)
-    except StoreError as exc:
-        fail(str(exc), 1)
-    finally:
-        store.close()
+    new = _with_store(
+        lambda settings, store: revert(settings, store, scope, version, CLI),
+        (RevertError, TargetError, StoreError),
+    )
     typer.echo(f"reverted version {version} of {new.target}: recorded as version {new.id}")
 
 
@@ -134,17 +140,13 @@ def why_cmd(
 ) -> None:
     """Find the change that introduced an entry, and the session and message behind it."""
     scope = scope_or_exit(user)
-    if target is not None and not is_target(target):
-        fail(f"--target must be memory, user, soul or skill:NAME, not {target!r}", 2)
-    settings = settings_or_exit()
-    store = _store()
-    try:
+    _target_or_exit(target)
+
+    def traced(settings: Settings, store: Store) -> list[NoteVersion]:
         audit(settings, store, scope, target)
-        found = why(store, settings, scope, text, target)
-    except (RevertError, TargetError, StoreError) as exc:
-        fail(str(exc), 1)
-    finally:
-        store.close()
+        return why(store, settings, scope, text, target)
+
+    found = _with_store(traced, (RevertError, TargetError, StoreError))
     if as_json:
         typer.echo(json.dumps({"versions": [summary(v) for v in found]}, ensure_ascii=False))
         return
