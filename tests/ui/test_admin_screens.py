@@ -204,3 +204,23 @@ def test_skills_create_edit_and_view(server: Server, browser: Any) -> None:
     browser.get(server.base + "/ui/#/skills")
     wait_for(browser, lambda d: css(d, "tr[data-skill='pack-list']"), "the new skill listed")
     shot(browser, "skills")
+
+
+def test_usage_chart_shows_each_users_tokens(server: Server, browser: Any) -> None:
+    for user in (None, "alice"):
+        server.fake.enqueue(Text("counted", prompt_tokens=120, completion_tokens=30))
+        r = server.api("POST", "/api/sessions/u-1/chat", user=user, json={"message": "hi"})
+        assert r.status_code == 200, r.text
+    open_screen(browser, server, "#/usage")
+    wait_for(browser, lambda d: css(d, "#usage-chart rect.ubar"), "the chart's bars")
+    assert "fake-model\towner\t120\t30" in text_of(browser, "#usage-rows")
+    assert "fake-model" in text_of(browser, ".legend")
+    select = css(browser, "#usage-by")[0]
+    select.send_keys("by user")
+    wait_for(browser, lambda d: "alice" in text_of(d, ".legend"), "stacked by user")
+    assert {b.get_attribute("data-series") for b in css(browser, "#usage-chart rect.ubar")} == {
+        "owner",
+        "alice",
+    }
+    assert "alice" in text_of(browser, "#usage-rows")
+    shot(browser, "usage")

@@ -27,6 +27,7 @@ import logs from './logs.js';
 import gateway from './gateway.js';
 import tools from './tools.js';
 import skills from './skills.js';
+import usage from './usage.js';
 
 export const screens = [
   status,
@@ -40,4 +41,5 @@ export const screens = [
   gateway,
   tools,
   skills,
+  usage,
 ];
