@@ -20,6 +20,7 @@ from hermes.memory.tool import Operation, change_notes
 from hermes.runtime import Runtime
 from hermes.server.deps import get_runtime, get_scope, require_auth
 from hermes.server.errors import APIError
+from hermes.server.examples import json_example
 
 router = APIRouter(prefix="/api/memory", tags=["memory"], dependencies=[Depends(require_auth)])
 
@@ -60,7 +61,7 @@ def _notes_json(runtime: Runtime, scope: str) -> dict[str, Any]:
 @router.get(
     "",
     summary="Read the notes",
-    responses={200: {"content": {"application/json": {"example": NOTES_EXAMPLE}}}},
+    responses=json_example(NOTES_EXAMPLE),
 )
 async def read_notes(
     runtime: Runtime = Depends(get_runtime), scope: str = Depends(get_scope)
@@ -83,20 +84,16 @@ def _change(runtime: Runtime, scope: str, body: MemoryChange, actor: Actor) -> d
     "",
     summary="Change the notes (the memory tool)",
     responses={
-        200: {
-            "content": {
-                "application/json": {
-                    "example": {
-                        "success": True,
-                        "target": "user",
-                        "message": "Added 1 entry.",
-                        "usage": "1% — 10/1,375 chars",
-                        "entry_count": 1,
-                        **NOTES_EXAMPLE,
-                    }
-                }
+        **json_example(
+            {
+                "success": True,
+                "target": "user",
+                "message": "Added 1 entry.",
+                "usage": "1% — 10/1,375 chars",
+                "entry_count": 1,
+                **NOTES_EXAMPLE,
             }
-        },
+        ),
         400: {"description": "Refused: over the cap, no match, or the scan found a threat."},
     },
 )

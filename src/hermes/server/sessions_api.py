@@ -26,6 +26,7 @@ from hermes.server.deps import (
     session_id_or_400,
 )
 from hermes.server.errors import APIError
+from hermes.server.examples import json_example
 from hermes.server.session_views import (
     forked,
     message_page,
@@ -50,10 +51,6 @@ SESSION_EXAMPLE = {
     "output_tokens": 820,
 }
 MAX_IMPORT_PROBLEMS = 20
-
-
-def _ok(example: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
-    return {200: {"content": {"application/json": {"example": example}}}}
 
 
 class SessionPatch(BaseModel):
@@ -112,7 +109,7 @@ async def _record(store: Store, scope: str, session_id: str) -> SessionRecord:
 @router.get(
     "",
     summary="List or search sessions",
-    responses=_ok({"sessions": [SESSION_EXAMPLE]}),
+    responses=json_example({"sessions": [SESSION_EXAMPLE]}),
 )
 async def list_sessions(
     limit: int = Query(50, ge=1, le=500, description="Sessions to return."),
@@ -153,7 +150,7 @@ async def list_sessions(
             },
         }
     },
-    responses=_ok({"imported": 1, "skipped": 0, "messages": 1}),
+    responses=json_example({"imported": 1, "skipped": 0, "messages": 1}),
 )
 async def import_jsonl(
     request: Request,
@@ -191,7 +188,7 @@ async def import_jsonl(
 @router.get(
     "/{session_id:path}/messages",
     summary="Read a session's messages",
-    responses=_ok(
+    responses=json_example(
         {
             "messages": [
                 {
@@ -225,7 +222,7 @@ async def messages(
     "/{session_id:path}/fork",
     status_code=201,
     summary="Fork a session",
-    responses={201: {"content": {"application/json": {"example": {"session": SESSION_EXAMPLE}}}}},
+    responses=json_example({"session": SESSION_EXAMPLE}, 201),
 )
 async def fork(
     request: Request,
@@ -279,7 +276,9 @@ async def export(
 
 
 @router.get(
-    "/{session_id:path}", summary="Get a session", responses=_ok({"session": SESSION_EXAMPLE})
+    "/{session_id:path}",
+    summary="Get a session",
+    responses=json_example({"session": SESSION_EXAMPLE}),
 )
 async def get_session(
     target: Target = Depends(_target), runtime: Runtime = Depends(get_runtime)
@@ -290,7 +289,9 @@ async def get_session(
 
 
 @router.patch(
-    "/{session_id:path}", summary="Rename a session", responses=_ok({"session": SESSION_EXAMPLE})
+    "/{session_id:path}",
+    summary="Rename a session",
+    responses=json_example({"session": SESSION_EXAMPLE}),
 )
 async def patch_session(
     body: SessionPatch,
@@ -309,7 +310,7 @@ async def patch_session(
 @router.delete(
     "/{session_id:path}",
     summary="Delete a session",
-    responses=_ok({"id": "support:981", "deleted": True}),
+    responses=json_example({"id": "support:981", "deleted": True}),
 )
 async def delete_session(
     target: Target = Depends(_target), runtime: Runtime = Depends(get_runtime)

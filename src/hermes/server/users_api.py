@@ -16,6 +16,7 @@ from hermes.runtime import Runtime
 from hermes.scopes import InvalidIdError, scope_for_user, validate_id
 from hermes.server.deps import get_runtime, require_auth
 from hermes.server.errors import APIError
+from hermes.server.examples import json_example
 from hermes.store.api_keys import ApiKeyRecord
 from hermes.user_archive import write_archive
 from hermes.users import forget_user, list_users
@@ -54,24 +55,9 @@ def _user(user_id: str) -> str:
     "",
     summary="List end users",
     dependencies=[Depends(require_admin)],
-    responses={
-        200: {
-            "content": {
-                "application/json": {
-                    "example": {
-                        "users": [
-                            {
-                                "id": "alice",
-                                "sessions": 3,
-                                "messages": 42,
-                                "last_active": 1767225600.0,
-                            }
-                        ]
-                    }
-                }
-            }
-        }
-    },
+    responses=json_example(
+        {"users": [{"id": "alice", "sessions": 3, "messages": 42, "last_active": 1767225600.0}]}
+    ),
 )
 async def users(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
     """Every end user with sessions, scoped keys, jobs or stored notes (never the owner)."""
@@ -136,27 +122,21 @@ def _chunks(spool: IO[bytes]) -> Iterator[bytes]:
     "/{user_id}",
     summary="Forget a user everywhere",
     dependencies=[Depends(require_admin)],
-    responses={
-        200: {
-            "content": {
-                "application/json": {
-                    "example": {
-                        "forgotten": "alice",
-                        "api_keys": 1,
-                        "sessions": 3,
-                        "messages": 42,
-                        "notes": 2,
-                        "jobs": 1,
-                        "job_outputs": 4,
-                        "responses": 0,
-                        "pairing": 0,
-                        "chats": 0,
-                        "files": 0,
-                    }
-                }
-            }
+    responses=json_example(
+        {
+            "forgotten": "alice",
+            "api_keys": 1,
+            "sessions": 3,
+            "messages": 42,
+            "notes": 2,
+            "jobs": 1,
+            "job_outputs": 4,
+            "responses": 0,
+            "pairing": 0,
+            "chats": 0,
+            "files": 0,
         }
-    },
+    ),
 )
 async def forget(
     request: Request, user_id: str = UserId, runtime: Runtime = Depends(get_runtime)
