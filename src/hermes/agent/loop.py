@@ -27,7 +27,7 @@ from hermes.agent.tokens import estimate_text_tokens
 from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
-from hermes.models.types import Completion, ToolCall, Usage
+from hermes.models.types import Completion, ToolCall, Usage, tool_calls_json
 from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
@@ -173,13 +173,6 @@ def _stream_rest(turn: _Turn, observer: TurnObserver, text: str) -> None:
     """Stream the text a fence scrubber held back until the end of a call."""
     turn.partial.append(text)
     observer.on_delta(text)
-
-
-def _tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-    return [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-        for c in calls
-    ]
 
 
 def _new_message(message: dict[str, Any], history: list[dict[str, Any]]) -> NewMessage:
@@ -552,7 +545,7 @@ class Agent:
     ) -> None:
         """Run Hermes' own calls of one step; calls named in `skip` (the caller's tools) are
         recorded in the step but left for the caller to answer."""
-        tool_calls = _tool_calls_json(completion.tool_calls)
+        tool_calls = tool_calls_json(completion.tool_calls)
         calls = [c for c in completion.tool_calls if c.name not in skip]
         ctx.turn = turn.held.session.message_count + len(turn.new)  # this step's message
         assistant = {"role": "assistant", "content": completion.content, "tool_calls": tool_calls}

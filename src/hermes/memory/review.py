@@ -108,20 +108,7 @@ async def memory_pass(
         completion = await agent.model.complete(chat, tools=toolset.schemas())
         if not completion.tool_calls:
             break
-        chat.append(
-            {
-                "role": "assistant",
-                "content": completion.content,
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in completion.tool_calls
-                ],
-            }
-        )
+        chat.append(completion.assistant_message())
         unresolved = None
         ctx.reason = (completion.content or "").strip() or None  # recorded with the versions
         for call in completion.tool_calls:  # one at a time: they write the same files

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hermes.text import clean_surrogates
 
@@ -14,6 +16,14 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+
+
+def tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """The calls as a Chat Completions assistant message carries them."""
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +55,11 @@ class Completion:
                 ToolCall(c.id, clean_surrogates(c.name), clean_surrogates(c.arguments))
                 for c in self.tool_calls
             ]
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The reply as the assistant message that goes back with its tools' results."""
+        return {
+            "role": "assistant",
+            "content": self.content,
+            "tool_calls": tool_calls_json(self.tool_calls),
+        }

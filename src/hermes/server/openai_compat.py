@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
-from hermes.models.types import ToolCall, Usage
+from hermes.models.types import ToolCall, Usage, tool_calls_json
 from hermes.server.errors import APIError
 from hermes.text import find_lone_surrogate, may_hold_surrogates
 
@@ -438,13 +438,6 @@ def usage_dict(usage: Usage) -> dict[str, int]:
         "completion_tokens": usage.completion_tokens,
         "total_tokens": total,
     }
-
-
-def tool_calls_json(calls: list[ToolCall]) -> list[dict[str, Any]]:
-    return [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-        for c in calls
-    ]
 
 
 def completion_body(

@@ -138,20 +138,7 @@ async def skill_pass(agent: Agent, result: TurnResult, stats: TurnStats) -> int:
         completion = await agent.model.complete(chat, tools=toolset.schemas())
         if not completion.tool_calls:
             break
-        chat.append(
-            {
-                "role": "assistant",
-                "content": completion.content,
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in completion.tool_calls
-                ],
-            }
-        )
+        chat.append(completion.assistant_message())
         for call in completion.tool_calls:
             outcome = await toolset.call(call.name, call.arguments, ctx)
             if call.name == "skill_manage":
