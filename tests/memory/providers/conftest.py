@@ -8,16 +8,19 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 import yaml
 
 from hermes.agent.loop import TurnRequest, TurnResult
 from hermes.config.settings import Settings, load_settings
+from hermes.memory.providers import provider_health
 from hermes.memory.providers.external import ExternalMemory
 from hermes.runtime import Runtime, build_runtime
+from hermes.testing.fake_model import FakeModel, Text
 
 SETTLE_S = 20.0
 
@@ -93,3 +96,64 @@ async def timed_turn(
         TurnRequest(user_message=text, scope=scope, session_id=session, source="api")
     )
     return result, time.perf_counter() - started
+
+
+class StandIn(Protocol):
+    """A loopback stand-in of a provider's API whose `mode` scripts misbehaviour."""
+
+    mode: str
+
+    @property
+    def base_url(self) -> str: ...
+
+    def release(self) -> None: ...
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+S = TypeVar("S", bound=StandIn)
+
+
+@asynccontextmanager
+async def serving(
+    api: S, provider: str, key: str, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[S]:
+    """`api` running, named in the environment (`<PROVIDER>_BASE_URL`, `_API_KEY`) and
+    chosen in config.yaml; its hanging requests are released at the end."""
+    async with api:
+        env = provider.upper()
+        monkeypatch.setenv(f"{env}_BASE_URL", api.base_url)
+        monkeypatch.setenv(f"{env}_API_KEY", key)
+        write_config(home, {"provider": provider, "review_interval": 0, "provider_timeout": 2})
+        try:
+            yield api
+        finally:
+            api.release()
+
+
+async def turns_while_hanging(
+    api: StandIn, fake: FakeModel, runtime: Runtime, wait_s: float
+) -> dict[str, Any]:
+    """Four turns while the provider hangs, each under half a second; then the hanging
+    calls are released and the worker drained. The provider's health after."""
+    fake.default = Text("ok")
+    durations = []
+    for n in range(4):
+        _, took = await timed_turn(runtime, f"message {n}", scope="alice", session="h")
+        durations.append(took)
+    assert max(durations) < 0.5, durations
+    api.release()
+    await runtime.agent.drain()
+    await asyncio.to_thread(provider_of(runtime).worker.wait_idle, wait_s)
+    return await provider_health(runtime)
+
+
+async def turns_on_garbage(fake: FakeModel, runtime: Runtime) -> None:
+    """Two turns while the provider answers garbage go on as if it were not there."""
+    fake.default = Text("fine")
+    first, _ = await timed_turn(runtime, "hello", scope="alice", session="g")
+    second, _ = await timed_turn(runtime, "again", scope="alice", session="g")
+    await settle(runtime)
+    assert (first.content, second.content) == ("fine", "fine")

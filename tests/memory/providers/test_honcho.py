@@ -16,8 +16,11 @@ from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
     provider_of,
     recalled_blocks,
+    serving,
     settle,
     timed_turn,
+    turns_on_garbage,
+    turns_while_hanging,
     write_config,
 )
 from tests.memory.providers.honcho_api import KEY, HonchoAPI
@@ -27,14 +30,8 @@ from tests.memory.providers.honcho_api import KEY, HonchoAPI
 async def honcho(
     home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[HonchoAPI]:
-    async with HonchoAPI() as api:
-        monkeypatch.setenv("HONCHO_BASE_URL", api.base_url)
-        monkeypatch.setenv("HONCHO_API_KEY", KEY)
-        write_config(home, {"provider": "honcho", "review_interval": 0, "provider_timeout": 2})
-        try:
-            yield api
-        finally:
-            api.release()
+    async with serving(HonchoAPI(), "honcho", KEY, home, monkeypatch) as api:
+        yield api
 
 
 async def test_alice_facts_reach_her_next_session_and_never_bob(
@@ -77,17 +74,7 @@ async def test_a_hanging_honcho_adds_nothing_to_a_turn(
     honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
 ) -> None:
     honcho.mode = "hang"
-    runtime = provider_runtime()
-    fake.default = Text("ok")
-    durations = []
-    for n in range(4):
-        _, took = await timed_turn(runtime, f"message {n}", scope="alice", session="h")
-        durations.append(took)
-    assert max(durations) < 0.5, durations
-    honcho.release()
-    await runtime.agent.drain()
-    await asyncio.to_thread(provider_of(runtime).worker.wait_idle, 30)
-    health = await provider_health(runtime)
+    health = await turns_while_hanging(honcho, fake, provider_runtime(), 30)
     assert health["status"] == "degraded" and health["failed"] >= 1, health
 
 
@@ -96,11 +83,7 @@ async def test_garbage_from_honcho_breaks_nothing(
 ) -> None:
     honcho.mode = "garbage"
     runtime = provider_runtime()
-    fake.default = Text("fine")
-    first, _ = await timed_turn(runtime, "hello", scope="alice", session="g")
-    second, _ = await timed_turn(runtime, "again", scope="alice", session="g")
-    await settle(runtime)
-    assert (first.content, second.content) == ("fine", "fine")
+    await turns_on_garbage(fake, runtime)
     assert all(not recalled_blocks(b) for b in fake.chat_requests())
     assert (await provider_health(runtime))["status"] == "degraded"
 

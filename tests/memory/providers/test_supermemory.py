@@ -16,9 +16,11 @@ from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
     provider_of,
     recalled_blocks,
+    serving,
     settle,
     timed_turn,
-    write_config,
+    turns_on_garbage,
+    turns_while_hanging,
 )
 from tests.memory.providers.supermemory_api import KEY, SupermemoryAPI
 
@@ -27,14 +29,8 @@ from tests.memory.providers.supermemory_api import KEY, SupermemoryAPI
 async def supermemory(
     home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[SupermemoryAPI]:
-    async with SupermemoryAPI() as api:
-        monkeypatch.setenv("SUPERMEMORY_BASE_URL", api.base_url)
-        monkeypatch.setenv("SUPERMEMORY_API_KEY", KEY)
-        write_config(home, {"provider": "supermemory", "review_interval": 0, "provider_timeout": 2})
-        try:
-            yield api
-        finally:
-            api.release()
+    async with serving(SupermemoryAPI(), "supermemory", KEY, home, monkeypatch) as api:
+        yield api
 
 
 async def test_alice_facts_reach_her_next_session_and_never_bob(
@@ -62,17 +58,8 @@ async def test_a_hanging_supermemory_adds_nothing_to_a_turn(
     supermemory: SupermemoryAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
 ) -> None:
     supermemory.mode = "hang"
-    runtime = provider_runtime()
-    fake.default = Text("ok")
-    durations = []
-    for n in range(4):
-        _, took = await timed_turn(runtime, f"message {n}", scope="alice", session="h")
-        durations.append(took)
-    assert max(durations) < 0.5, durations
-    supermemory.release()
-    await runtime.agent.drain()
-    await asyncio.to_thread(provider_of(runtime).worker.wait_idle, 60)
-    assert (await provider_health(runtime))["failed"] >= 1
+    health = await turns_while_hanging(supermemory, fake, provider_runtime(), 60)
+    assert health["failed"] >= 1, health
 
 
 async def test_garbage_from_supermemory_breaks_nothing(
@@ -80,11 +67,7 @@ async def test_garbage_from_supermemory_breaks_nothing(
 ) -> None:
     supermemory.mode = "garbage"
     runtime = provider_runtime()
-    fake.default = Text("fine")
-    first, _ = await timed_turn(runtime, "hello", scope="alice", session="g")
-    second, _ = await timed_turn(runtime, "again", scope="alice", session="g")
-    await settle(runtime)
-    assert (first.content, second.content) == ("fine", "fine")
+    await turns_on_garbage(fake, runtime)
     assert (await provider_health(runtime))["status"] == "degraded"
 
 
