@@ -157,3 +157,20 @@ async def turns_on_garbage(fake: FakeModel, runtime: Runtime) -> None:
     second, _ = await timed_turn(runtime, "again", scope="alice", session="g")
     await settle(runtime)
     assert (first.content, second.content) == ("fine", "fine")
+
+
+async def alice_then_bob(
+    fake: FakeModel, runtime: Runtime, said: str, asked: str, again: str
+) -> tuple[list[str], list[str]]:
+    """Alice says `said` (session a-1) and asks `asked` in her next session (a-2); Bob asks
+    it too (b-1), then `again` (b-2). The recalled blocks of Alice's a-2, and of all Bob's."""
+    fake.default = Text("Noted.")
+    await timed_turn(runtime, said, scope="alice", session="a-1")
+    await settle(runtime)
+    await timed_turn(runtime, asked, scope="alice", session="a-2")
+    await timed_turn(runtime, asked, scope="bob", session="b-1")
+    await settle(runtime)
+    await timed_turn(runtime, again, scope="bob", session="b-2")
+    await settle(runtime)
+    chats = fake.chat_requests()
+    return recalled_blocks(chats[1]), [b for body in chats[2:] for b in recalled_blocks(body)]

@@ -14,6 +14,7 @@ from hermes.memory.providers.forget import forget_provider_memory
 from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
+    alice_then_bob,
     provider_of,
     recalled_blocks,
     serving,
@@ -37,21 +38,15 @@ async def honcho(
 async def test_alice_facts_reach_her_next_session_and_never_bob(
     honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
 ) -> None:
-    runtime = provider_runtime()
-    fake.default = Text("Noted.")
-    await timed_turn(runtime, "I play the cello on Sundays", scope="alice", session="a-1")
-    await settle(runtime)
-    await timed_turn(runtime, "When do I play the cello?", scope="alice", session="a-2")
-    await timed_turn(runtime, "When do I play the cello?", scope="bob", session="b-1")
-    await settle(runtime)
-    await timed_turn(runtime, "And what about cello?", scope="bob", session="b-2")
-    await settle(runtime)
-
-    chats = fake.chat_requests()
-    alice = recalled_blocks(chats[1])
+    alice, bob = await alice_then_bob(
+        fake,
+        provider_runtime(),
+        "I play the cello on Sundays",
+        "When do I play the cello?",
+        "And what about cello?",
+    )
     assert len(alice) == 1 and "I play the cello on Sundays" in alice[0]
     assert "honcho" in alice[0]
-    bob = [block for body in chats[2:] for block in recalled_blocks(body)]
     assert all("Sundays" not in block for block in bob), bob
     # each scope is its own peer, each Hermes session a session of that peer only
     assert {"user-alice", "user-bob"} <= set(honcho.peers)

@@ -14,8 +14,8 @@ from hermes.memory.providers.forget import forget_provider_memory
 from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
+    alice_then_bob,
     provider_of,
-    recalled_blocks,
     serving,
     settle,
     timed_turn,
@@ -36,20 +36,14 @@ async def supermemory(
 async def test_alice_facts_reach_her_next_session_and_never_bob(
     supermemory: SupermemoryAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
 ) -> None:
-    runtime = provider_runtime()
-    fake.default = Text("Noted.")
-    await timed_turn(runtime, "my sister is called Ines", scope="alice", session="a-1")
-    await settle(runtime)
-    await timed_turn(runtime, "what is my sister called?", scope="alice", session="a-2")
-    await timed_turn(runtime, "what is my sister called?", scope="bob", session="b-1")
-    await settle(runtime)
-    await timed_turn(runtime, "my sister?", scope="bob", session="b-2")
-    await settle(runtime)
-
-    chats = fake.chat_requests()
-    alice = recalled_blocks(chats[1])
+    alice, bob = await alice_then_bob(
+        fake,
+        provider_runtime(),
+        "my sister is called Ines",
+        "what is my sister called?",
+        "my sister?",
+    )
     assert len(alice) == 1 and "my sister is called Ines" in alice[0]
-    bob = [block for body in chats[2:] for block in recalled_blocks(body)]
     assert all("Ines" not in block for block in bob), bob
     assert set(supermemory.documents) == {"hermes-user-alice", "hermes-user-bob"}
 
