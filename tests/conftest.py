@@ -7,13 +7,18 @@ import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from hermes.config.settings import Settings, load_settings
 from hermes.runtime import Runtime, build_runtime
 from hermes.testing.fake_model import FakeModel
+
+if TYPE_CHECKING:
+    import pexpect
 
 _CREDENTIAL = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
 _HERMES_VARS = (
@@ -170,3 +175,34 @@ def run_cli_subprocess(
         timeout=timeout,
         env=dict(os.environ),
     )
+
+
+def spawn_chat(*args: str, cwd: Path | None = None, **env: str) -> pexpect.spawn:
+    """`hermes chat ARGS` in a real pseudo-terminal (xterm, 40×120), 20 s for each expect."""
+    import pexpect
+
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "hermes", "chat", *args],
+        cwd=str(cwd) if cwd is not None else None,
+        env=dict(os.environ, TERM="xterm", **env),
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 120),
+    )
+
+
+@contextmanager
+def chat_in_pty(*args: str, cwd: Path | None = None) -> Iterator[pexpect.spawn]:
+    """`spawn_chat` once its banner is shown; at the end `/exit` ends it (EOF), and it is
+    closed whatever happened (its `exitstatus` is then set)."""
+    import pexpect
+
+    child = spawn_chat(*args, cwd=cwd)
+    try:
+        child.expect("for commands")
+        yield child
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()

@@ -1,27 +1,14 @@
 """The interactive `hermes chat` in a real pseudo-terminal (prompt_toolkit needs a tty)."""
 
 import json
-import os
-import sys
-
-import pexpect
 
 from hermes.testing.fake_model import FakeModel, Text
-from tests.conftest import run_cli
+from tests.conftest import chat_in_pty, run_cli
 
 
 def test_interactive_chat_streams_and_handles_commands(model_env: dict, fake: FakeModel) -> None:
     fake.enqueue(Text("Hi there, streaming works", chunk_chars=3), Text("second session answer"))
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "hermes", "chat", "--session", "tty-1"],
-        env=dict(os.environ, TERM="xterm"),
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(40, 120),
-    )
-    try:
-        child.expect("for commands")
+    with chat_in_pty("--session", "tty-1") as child:
         child.sendline("hello")
         child.expect("streaming works")
         child.sendline("/help")
@@ -32,10 +19,6 @@ def test_interactive_chat_streams_and_handles_commands(model_env: dict, fake: Fa
         child.expect("New session")
         child.sendline("again")
         child.expect("second session answer")
-        child.sendline("/exit")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
     assert child.exitstatus == 0
     assert fake.chat_requests()[0].get("stream") is True
     sessions = json.loads(run_cli("sessions", "list", "--json").stdout)
@@ -50,37 +33,12 @@ def test_the_chat_history_file_is_private(model_env: dict, fake: FakeModel, home
     history.write_text("")
     history.chmod(0o644)  # as an older version left it
     fake.enqueue(Text("noted"))
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "hermes", "chat", "--session", "private"],
-        env=dict(os.environ, TERM="xterm"),
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(40, 120),
-    )
-    try:
-        child.expect("for commands")
+    with chat_in_pty("--session", "private") as child:
         child.sendline("my secret is swordfish")
         child.expect("noted")
-        child.sendline("/exit")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
     assert "swordfish" in history.read_text()
     assert history.stat().st_mode & 0o777 == 0o600
     history.unlink()  # a new one is created private as well
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "hermes", "chat", "--session", "private"],
-        env=dict(os.environ, TERM="xterm"),
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(40, 120),
-    )
-    try:
-        child.expect("for commands")
-        child.sendline("/exit")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
+    with chat_in_pty("--session", "private"):
+        pass
     assert history.stat().st_mode & 0o777 == 0o600

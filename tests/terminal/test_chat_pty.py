@@ -3,13 +3,12 @@ tool lines, Ctrl-C, /undo, /retry, completion and /resume, in one run (pty tests
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pexpect
 
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
+from tests.conftest import spawn_chat
 
 _SGR = r"(?:\x1b\[[0-9;]*m| )*"
 """Styling escapes and spaces between the parts of a rendered line."""
@@ -26,15 +25,7 @@ def test_chat_in_a_terminal(model_env: dict, fake: FakeModel, tmp_path: Path) ->
         Text("alpha beta gamma omega", chunk_chars=6, delay=0.3),
         Text("partial words " * 60, chunk_chars=14, delay=0.15),
     )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "hermes", "chat", "--session", "tty-a"],
-        cwd=str(tmp_path),
-        env=dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1"),
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(40, 120),
-    )
+    child = spawn_chat("--session", "tty-a", cwd=tmp_path, PROMPT_TOOLKIT_NO_CPR="1")
     try:
         child.expect("/help for commands")
         child.expect("›")

@@ -4,16 +4,14 @@ PromptApprover's answers."""
 from __future__ import annotations
 
 import io
-import os
-import sys
 from pathlib import Path
 
-import pexpect
 from rich.console import Console
 
 from hermes.cli.approval import PromptApprover
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from hermes.tools.approval import ApprovalRequest
+from tests.conftest import chat_in_pty
 
 REQUEST = ApprovalRequest("terminal", "rm -rf build", "deletes files", "default", "s")
 
@@ -46,17 +44,7 @@ def test_hermes_chat_asks_before_a_dangerous_command(
         ToolCalls([("terminal", {"command": "rm -rf drop"})]),
         Text("dropped it"),
     )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "hermes", "chat"],
-        cwd=str(tmp_path),
-        env=dict(os.environ, TERM="xterm"),
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(40, 120),
-    )
-    try:
-        child.expect("for commands")
+    with chat_in_pty(cwd=tmp_path) as child:
         child.sendline("remove keep")
         child.expect("Approval needed")
         child.expect("allow\\?")
@@ -66,8 +54,4 @@ def test_hermes_chat_asks_before_a_dangerous_command(
         child.expect("allow\\?")
         child.sendline("o")
         child.expect("dropped it")
-        child.sendline("/exit")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
     assert (tmp_path / "keep").is_dir() and not (tmp_path / "drop").exists()
