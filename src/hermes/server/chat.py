@@ -17,12 +17,9 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import from_turn_error
-from hermes.server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from hermes.server.idempotency import (
-    IdempotencyCache,
     StoredResponse,
-    fingerprint,
-    validate_key,
+    answer_once,
 )
 from hermes.server.model_names import model_or_404
 from hermes.server.openai_compat import (
@@ -77,11 +74,6 @@ async def _complete(runtime: Runtime, req: TurnRequest, call: ChatCall) -> Store
     return StoredResponse(200, json.dumps(body).encode(), {SESSION_HEADER: result.session_id})
 
 
-def _idempotency(request: Request) -> IdempotencyCache:
-    cache: IdempotencyCache = request.app.state.idempotency
-    return cache
-
-
 async def chat_completions(request: Request) -> Response:
     """The endpoint. A plain Starlette route rather than a FastAPI one: it reads its body itself
     and has nothing to validate or document, and FastAPI's dependency solving and request
@@ -105,24 +97,7 @@ async def chat_completions(request: Request) -> Response:
             ChunkWriter(new_completion_id(), call.model),
             headers,
         )
-    key = request.headers.get(IDEMPOTENCY_HEADER)
-    if key is None:
-        stored = await _complete(runtime, req, call)
-        replayed = False
-    else:
-        stored, replayed = await _idempotency(request).run(
-            scope,
-            validate_key(key),
-            fingerprint(raw, session_id),
-            lambda: _complete(runtime, req, call),
-            request.app.state.turns.spawn,
-        )
-    headers = dict(stored.headers)
-    if replayed:
-        headers["Idempotency-Replayed"] = "true"
-    return Response(
-        stored.body, status_code=stored.status, headers=headers, media_type="application/json"
-    )
+    return await answer_once(request, scope, raw, session_id, lambda: _complete(runtime, req, call))
 
 
 router.add_route(

@@ -17,6 +17,9 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from starlette.requests import Request
+from starlette.responses import Response
+
 from hermes.server.errors import APIError
 from hermes.store.base import IdempotencyStore, IdempotentAnswer
 
@@ -183,3 +186,32 @@ async def run_shared(
     stored = IdempotentAnswer(response.status, response.body, response.headers)
     await asyncio.to_thread(shared.finish_idempotency, scope, key, stored)
     return response
+
+
+async def answer_once(
+    request: Request,
+    scope: str,
+    body: bytes,
+    session_id: str | None,
+    make: Callable[[], Awaitable[StoredResponse]],
+) -> Response:
+    """`make`'s JSON answer; with an Idempotency-Key, the answer stored for that key (a
+    replay says so in a header) or `make`'s, stored for the next retry."""
+    key = request.headers.get(HEADER)
+    if key is None:
+        stored, replayed = await make(), False
+    else:
+        cache: IdempotencyCache = request.app.state.idempotency
+        stored, replayed = await cache.run(
+            scope,
+            validate_key(key),
+            fingerprint(body, session_id),
+            make,
+            request.app.state.turns.spawn,
+        )
+    headers = dict(stored.headers)
+    if replayed:
+        headers["Idempotency-Replayed"] = "true"
+    return Response(
+        stored.body, status_code=stored.status, headers=headers, media_type="application/json"
+    )

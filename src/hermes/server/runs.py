@@ -23,8 +23,10 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import APIError
-from hermes.server.idempotency import HEADER as IDEMPOTENCY_HEADER
-from hermes.server.idempotency import IdempotencyCache, StoredResponse, fingerprint, validate_key
+from hermes.server.idempotency import (
+    StoredResponse,
+    answer_once,
+)
 from hermes.server.model_names import model_or_404
 from hermes.server.responses import named_session, previous_session
 from hermes.server.runs_live import LiveRun
@@ -118,23 +120,8 @@ async def create_run(
         accepted = {"run_id": run.record.id, "status": run.record.status}
         return StoredResponse(202, json.dumps(accepted).encode(), {})
 
-    key = request.headers.get(IDEMPOTENCY_HEADER)
-    if key is None:
-        stored, replayed = await start(), False
-    else:
-        cache: IdempotencyCache = request.app.state.idempotency
-        stored, replayed = await cache.run(
-            scope,
-            validate_key(key),
-            fingerprint(body.model_dump_json().encode(), session_from_headers(request)),
-            start,
-            request.app.state.turns.spawn,
-        )
-    headers = dict(stored.headers)
-    if replayed:
-        headers["Idempotency-Replayed"] = "true"
-    return Response(
-        stored.body, status_code=stored.status, headers=headers, media_type="application/json"
+    return await answer_once(
+        request, scope, body.model_dump_json().encode(), session_from_headers(request), start
     )
 
 
