@@ -30,7 +30,9 @@ class Chat:
 
 @pytest.fixture
 async def chat(settings: Settings) -> AsyncIterator[Chat]:
-    settings.model.context_length = 4_000  # small (instructions and tools take ~3,000), so /compress has work
+    settings.model.context_length = (
+        4_000  # small (instructions and tools take ~3,000), so /compress has work
+    )
     settings.skills.enabled = False  # the skill tools' schemas alone would fill half of it
     runtime = build_runtime(settings)
     out = io.StringIO()
