@@ -14,15 +14,15 @@ bench/recall.py (its ablation table removes one at a time):
 - date awareness: a turn from the day, month or year the question names counts double,
   and only such turns count in the semantic lists (by meaning, "what was she up to in
   May?" is near small talk from every month);
-- a question asking when ("When did Jon go to the concert?") favours turns that say when
-  in its tense ("yesterday", "two days ago"; "tomorrow", "next month" for "when will"):
-  the event said without a time is rarely the answer;
+- a question asking when ("When did Jon go to the concert?") may favour turns that say when
+  in its tense ("yesterday", "two days ago"; "tomorrow", "next month" for "when will"); off by
+  default (`said_when`): on real conversations it lifted other events said with a time;
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - at most `per_session` hits per session before other sessions get their turn, and a text
   said again (the same message in several sessions) once before the others: a repeat
   tells the reader nothing new and would push different evidence out of the top k (also
   within each list the fusion below ranks, so repeats do not take ranks from others);
-- with the `embeddings` extra, the nearest messages by meaning (semantic.py) fused with
+- search by meaning (on by default), the nearest messages by meaning (semantic.py) fused with
   the lexical candidates by reciprocal rank before the priors above apply; the question is
   embedded with the names of the scope's speakers made pronouns (the speaker prior covers
   who; the embedding should match what happened); a long message counts by its best
@@ -52,7 +52,8 @@ from hermes.store.base import Searcher, SearchView, TextMatch
 
 @dataclass(frozen=True, slots=True)
 class RankConfig:
-    """Knobs of the ranking; the defaults are what bench/recall.py measured best."""
+    """Knobs of the ranking; the defaults are what the real conversations of the LoCoMo dev
+    slice measured best (bench/recall_locomo.py --ablations), each conversation apart."""
 
     view: SearchView = "window"
     fuse: tuple[tuple[SearchView, float], ...] = ()  # more views, fused by reciprocal rank
@@ -61,27 +62,31 @@ class RankConfig:
     role: float = 1.0
     recency: float = 0.01
     present: float = 0.5  # a question about now: the newest candidate's score counts 1.5x
-    per_session: int = 2
+    per_session: int = 5  # real sessions hold several turns of the evidence
     repeats: int = 1  # hits with a text already shown this often go after the others (0: off)
-    near_copies: bool = True  # ... and (by meaning) with nearly the same text as a better one
+    # ... and (by meaning) with nearly the same text as a better one: off, as in real talk a
+    # turn near another is more often more evidence than a copy
+    near_copies: bool = False
     demoted: float = 0.5  # score factor for sessions the agent ran alone (cron jobs)
     question: float = 0.5  # score factor for a turn that only asks ("Ooh, which one?")
     speaker: float = 2.0  # boost for a turn by the person the question names
     stopwords: bool = True
-    semantic: float = 3.0  # weight of the semantic list in the fusion (0: words only)
+    semantic: float = 0.5  # weight of the semantic list in the fusion (0: words only)
     semantic_k: float = 60.0  # reciprocal-rank constant of that fusion
     semantic_candidates: int = 100  # from each semantic list (ranks past it add ~nothing)
     semantic_floor: float = 0.1  # less similar than this (cosine): unrelated, not evidence
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
-    context_weight: float = 2.0  # ... and the weight of that ranking in the fusion
+    context_weight: float = 0.5  # ... and the weight of that ranking in the fusion
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
     period_only: bool = True  # ... and the semantic lists keep only turns from then
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
-    speaker_meaning: float = 2.0  # weight of the semantic list of the named speaker's turns
+    speaker_meaning: float = 0.5  # weight of the semantic list of the named speaker's turns
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
     sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
     sentence_copies: bool = True  # near copies compared by what scored (a sentence or all)
-    said_when: float = 1.0  # "When did…": boost for a turn that says when ("yesterday")
+    # "When did…": boost for a turn that says when ("yesterday"); off: on real talk it lifted
+    # turns that say when about something else above the event asked about
+    said_when: float = 0.0
     said_when_top: int = 30  # ... among this many best candidates (their texts are read)
 
 
