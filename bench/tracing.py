@@ -54,19 +54,30 @@ async def _run(model: InstantModel, tmp: Path, name: str, turns: int, sessions: 
     return latencies
 
 
-async def main(turns: int, sessions: int) -> None:
+async def main(turns: int, sessions: int, rounds: int) -> None:
     model = await InstantModel().start()
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     receiver.batches = 0  # type: ignore[attr-defined]
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
-    results = {}
+    results: dict[str, list[float]] = {"off": [], "on (OTLP/HTTP, loopback)": []}
+    endpoint = f"http://127.0.0.1:{receiver.server_port}"
+    # alternating off/on/on/off/...: neither setting always runs first on a warming machine
+    order = ["off", "on", "on", "off"] * max(1, rounds // 2)
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
-        results["off"] = await _run(model, Path(tmp), "off", turns, sessions)
-        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{receiver.server_port}"
-        results["on (OTLP/HTTP, loopback)"] = await _run(model, Path(tmp), "on", turns, sessions)
+        for i, setting in enumerate(order[: 2 * rounds]):
+            if setting == "off":
+                os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+                label = "off"
+            else:
+                os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+                label = "on (OTLP/HTTP, loopback)"
+            (Path(tmp) / str(i)).mkdir()
+            results[label] += await _run(model, Path(tmp) / str(i), setting, turns, sessions)
     receiver.shutdown()
-    print(f"{turns} turns over {sessions} sessions, client-observed latency (ms)")
+    print(
+        f"{rounds} rounds of each setting, alternating; {turns} turns over {sessions} sessions "
+        "a round, client-observed latency (ms)"
+    )
     for label, values in results.items():
         print(
             f"  tracing {label:<26} p50 {_pct(values, 0.5):6.2f}  p99 {_pct(values, 0.99):6.2f}"
@@ -79,5 +90,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--sessions", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each setting")
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.sessions))
+    asyncio.run(main(args.turns, args.sessions, args.rounds))
