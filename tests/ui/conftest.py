@@ -137,3 +137,20 @@ def screenshot(driver: Any, name: str) -> None:
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(Path(folder) / f"ui-{name}.png"))
+
+
+def css(driver: Any, selector: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    found: list[Any] = driver.find_elements(By.CSS_SELECTOR, selector)
+    return found
+
+
+def text_of(driver: Any, selector: str) -> str:
+    """The rendered text of every match, read in one script (no stale element mid-render)."""
+    text: str = driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]))"
+        ".map(e => e.innerText).join(' ')",
+        selector,
+    )
+    return text

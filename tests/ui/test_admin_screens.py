@@ -9,28 +9,13 @@ from typing import Any
 
 import httpx
 import pytest
-from selenium.webdriver.common.by import By
 
 from hermes.testing.fake_model import Error, Text
 
-from .conftest import KEY, Server, page_text, sign_in, wait_for
+from .conftest import KEY, Server, css, page_text, sign_in, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-
-def css(driver: Any, selector: str) -> list[Any]:
-    found: list[Any] = driver.find_elements(By.CSS_SELECTOR, selector)
-    return found
-
-
-def text_of(driver: Any, selector: str) -> str:
-    text: str = driver.execute_script(
-        "return Array.from(document.querySelectorAll(arguments[0]))"
-        ".map(e => e.innerText).join(' ')",
-        selector,
-    )
-    return text
 
 
 def shot(driver: Any, name: str) -> None:

@@ -11,25 +11,10 @@ from selenium.webdriver.common.by import By
 
 from hermes.testing.fake_model import Text, ToolCalls
 
-from .conftest import KEY, Server, page_text, screenshot, sign_in, wait_for
+from .conftest import KEY, Server, css, page_text, screenshot, sign_in, text_of, wait_for
 
 pytestmark = pytest.mark.browser
 XSS = "<img src=x onerror=window.__xss=1>"
-
-
-def css(driver: Any, selector: str) -> list[Any]:
-    found: list[Any] = driver.find_elements(By.CSS_SELECTOR, selector)
-    return found
-
-
-def text_of(driver: Any, selector: str) -> str:
-    """The rendered text of every match, read in one script (no stale element mid-render)."""
-    text: str = driver.execute_script(
-        "return Array.from(document.querySelectorAll(arguments[0]))"
-        ".map(e => e.innerText).join(' ')",
-        selector,
-    )
-    return text
 
 
 def has_text(text: str, selector: str) -> Callable[[Any], bool]:

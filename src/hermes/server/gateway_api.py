@@ -123,12 +123,7 @@ async def pairing(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
 )
 async def approve(code: str = Code, runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
     """The person may talk to Hermes from now on, in their own scope (`hermes gateway pair`)."""
-    store = PairingStore(runtime.settings.home)
-    try:
-        identity = await asyncio.to_thread(store.approve, _code(code))
-    except PairingError as exc:
-        raise _not_found(exc) from None
-    return {"approved": identity}
+    return {"approved": await _answer(runtime, code, approve=True)}
 
 
 @router.post(
@@ -138,9 +133,13 @@ async def approve(code: str = Code, runtime: Runtime = Depends(get_runtime)) -> 
 )
 async def deny(code: str = Code, runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
     """The code is dropped unapproved; the person stays a stranger."""
+    return {"denied": await _answer(runtime, code, approve=False)}
+
+
+async def _answer(runtime: Runtime, code: str, *, approve: bool) -> str:
+    """Approve or deny a pending code; the identity it named (404 when there is none)."""
     store = PairingStore(runtime.settings.home)
     try:
-        identity = await asyncio.to_thread(store.deny, _code(code))
+        return await asyncio.to_thread(store.approve if approve else store.deny, _code(code))
     except PairingError as exc:
         raise _not_found(exc) from None
-    return {"denied": identity}
