@@ -3,8 +3,6 @@ Chromium against a real `hermes serve` with the fake model; each saves docs/ui-<
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,17 +10,15 @@ import pytest
 
 from hermes.testing.fake_model import Error, Text
 
-from .conftest import KEY, Server, css, page_text, sign_in, text_of, wait_for
+from .conftest import KEY, Server, css, page_text, screenshot, sign_in, text_of, wait_for
 
 pytestmark = pytest.mark.browser
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def shot(driver: Any, name: str) -> None:
-    """docs/ui-<name>.png (HERMES_UI_SCREENSHOTS names another folder)."""
-    folder = Path(os.environ.get("HERMES_UI_SCREENSHOTS") or DOCS)
-    folder.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(folder / f"ui-{name}.png"))
+    """ui-<name>.png in the folder HERMES_UI_SCREENSHOTS names (docs/ to refresh README's
+    pictures); a plain test run writes nothing into the repository."""
+    screenshot(driver, name)
 
 
 def open_screen(driver: Any, server: Server, hash_: str) -> None:
