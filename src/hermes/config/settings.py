@@ -243,6 +243,8 @@ class GatewaySettings(BaseModel):
     busy_mode: Literal["interrupt", "queue", "steer"] = "interrupt"
     home: str | None = None
     approval_timeout: float = Field(default=300.0, gt=0)
+    streaming: bool = True
+    """Answers stream into one message edited in place where the platform can edit; off: whole."""
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     email: EmailSettings = Field(default_factory=EmailSettings)
 
@@ -514,6 +516,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "SMS_ALLOWED_USERS": "gateway.sms.allowed_users",
     "HERMES_GATEWAY_OWNER": "gateway.owner",
     "HERMES_GATEWAY_BUSY_MODE": "gateway.busy_mode",
+    "HERMES_GATEWAY_STREAMING": "gateway.streaming",
     "HERMES_WORKDIR": "tools.workdir",
     "SEARXNG_URL": "web.search.searxng_url",
     "BRAVE_API_KEY": "web.search.brave_api_key",

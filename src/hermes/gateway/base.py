@@ -100,6 +100,12 @@ class PlatformAdapter(ABC):
     `edit` and `typing` at any time after `connect`, also from deliveries."""
 
     name: str = "platform"
+    live_edits: bool = False
+    """Whether answers can stream into one message edited in place (`hermes.gateway.live`)."""
+    edit_interval: float = 1.0
+    """Seconds between edits of one message that the platform accepts without throttling."""
+    message_limit: int = 4096
+    """Characters in one message; a longer answer continues in the next."""
 
     @abstractmethod
     async def connect(self) -> None:

@@ -13,6 +13,7 @@ from hermes.agent.loop import TurnObserver, TurnRequest
 from hermes.gateway.approvals import ChatApprover
 from hermes.gateway.base import Attachment, Inbound
 from hermes.gateway.chats import ChatWorker
+from hermes.gateway.live import LiveReply
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import Gateway
@@ -25,13 +26,24 @@ TYPING_AFTER = 0.5
 
 class _Partial(TurnObserver):
     """Streams the model's text so that an interrupted turn keeps what it had said; counts it
-    on the worker (for /status)."""
+    on the worker (for /status) and passes the turn's progress on to a live reply, if any."""
 
-    def __init__(self, worker: ChatWorker) -> None:
+    def __init__(self, worker: ChatWorker, live: LiveReply | None) -> None:
         self.worker = worker
+        self.live = live
 
     def on_delta(self, text: str) -> None:
         self.worker.streamed += len(text)
+        if self.live is not None:
+            self.live.on_delta(text)
+
+    def on_tool_start(self, call_id: str, name: str) -> None:
+        if self.live is not None:
+            self.live.on_tool_start(call_id, name)
+
+    def on_tool_end(self, call_id: str, name: str, ok: bool) -> None:
+        if self.live is not None:
+            self.live.on_tool_end(call_id, name, ok)
 
 
 def describe_attachments(attachments: tuple[Attachment, ...]) -> str:
@@ -81,19 +93,44 @@ class TurnMaker:
         self._typing_tasks.add(typing)
         typing.add_done_callback(self._typing_tasks.discard)
         worker.streamed = 0
+        live = self._live_reply(msg)
         try:
-            result = await gw.agent.run_turn(request, _Partial(worker))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+            result = await gw.agent.run_turn(request, _Partial(worker, live))
+        except BaseException as exc:
+            if live is not None:
+                await asyncio.shield(live.abandon())
+            if not isinstance(exc, Exception):
+                raise
             log.warning("gateway turn for %s failed: %s", msg.session_key, exc)
             await say(f"⚠️ Sorry, I could not answer that: {exc}")
             return
         finally:
             done.set()  # an indicator request in flight finishes on its own
         worker.answered = True
+        if live is not None and await self._finish_live(live, msg, result.content):
+            return
         if result.content.strip():
             await gw.say(msg, result.content, reply=True)
+
+    def _live_reply(self, msg: Inbound) -> LiveReply | None:
+        adapter = self.gw.adapters.get(msg.platform)
+        if adapter is None or not adapter.live_edits or not self.gw.settings.gateway.streaming:
+            return None
+        return LiveReply(adapter, msg)
+
+    async def _finish_live(self, live: LiveReply, msg: Inbound, content: str) -> bool:
+        """The final text into the live message; False when nothing was shown live (the answer
+        then goes out whole) or when the platform refused (the answer is sent anew)."""
+        try:
+            shown = await live.finish(content)
+        except Exception as exc:
+            log.warning(
+                "gateway: the live answer for %s could not be finished: %s", msg.session_key, exc
+            )
+            return False
+        if shown:
+            self.gw.count_out(msg.platform)
+        return shown
 
     async def _invocation(self, msg: Inbound) -> Invocation | None:
         """`/<skill> text`: the turn runs with that skill's instructions (as in `hermes chat`)."""

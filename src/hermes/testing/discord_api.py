@@ -132,7 +132,7 @@ class DiscordAPI(LoopbackServer):
             return json_response(error, status=400)
         channel = request.match_info["channel"]
         message = self._message(channel, content, self._user(), body.get("message_reference"))
-        await self.record({"channel": channel, **body})
+        await self.record({"channel": channel, "id": message["id"], **body})
         return json_response(message)
 
     async def _edit(self, request: web.Request) -> web.Response:
@@ -141,6 +141,7 @@ class DiscordAPI(LoopbackServer):
             return refused
         body = await request.json()
         self.edits.append({"message": request.match_info["message"], **body})
+        self.revise({"id": request.match_info["message"]}, "content", str(body.get("content", "")))
         channel = request.match_info["channel"]
         return json_response(self._message(channel, body.get("content", ""), self._user()))
 

@@ -77,6 +77,11 @@ class SlackAPI(LoopbackServer):
             return {"ok": True, "channel": fields.get("channel"), "ts": ts}
         if method == "chat.update":
             self.updates.append(dict(fields))
+            self.revise(
+                {"channel": fields.get("channel"), "ts": fields.get("ts")},
+                "text",
+                str(fields.get("text", "")),
+            )
             return {"ok": True, "channel": fields.get("channel"), "ts": fields.get("ts")}
         if method in ("reactions.add", "reactions.remove"):
             self.reactions.append((method, dict(fields)))

@@ -96,6 +96,14 @@ class LoopbackServer(ABC):
         async with self._changed:
             self._changed.notify_all()
 
+    def revise(self, match: dict[str, Any], field: str, text: str) -> None:
+        """An edit: the sent message matching `match` now reads `text`, as the chat shows it
+        (`first_<field>` keeps what was sent first)."""
+        for message in self.sent:
+            if all(message.get(k) == v for k, v in match.items()):
+                message.setdefault(f"first_{field}", message.get(field))
+                message[field] = text
+
     async def wait_for_sent(self, n: int, within: float = 10.0) -> list[dict[str, Any]]:
         """Wait until at least `n` messages were sent (deadline, no fixed sleep)."""
         async with self._changed:

@@ -341,7 +341,11 @@ class TelegramBotAPI:
         problem = self._parse_problem(params)
         if problem:
             return _error(400, f"Bad Request: can't parse entities: {problem}")
-        self.state.edits.append(params)
+        self.state.edits.append(dict(params, edited_at=time.perf_counter()))
+        for message in self.state.sent:  # the chat now shows the edited text
+            if message["message_id"] == int(params["message_id"]):
+                message.setdefault("first_text", message["text"])
+                message["text"] = params["text"]
         return {
             "message_id": int(params["message_id"]),
             "date": int(time.time()),

@@ -99,6 +99,8 @@ def read_config(settings: Settings) -> DiscordConfig:
 
 class DiscordAdapter(PlatformAdapter):
     name = "discord"
+    live_edits = True
+    message_limit = LIMIT
 
     def __init__(self, cfg: DiscordConfig) -> None:
         assert cfg.token is not None

@@ -109,6 +109,8 @@ def room_and_thread(chat: str, thread: str | None) -> tuple[str, str | None]:
 
 class MatrixAdapter(PlatformAdapter):
     name = "matrix"
+    live_edits = True
+    message_limit = LIMIT
 
     def __init__(
         self, cfg: MatrixConfig, inviters: frozenset[str], session_file: Path | None = None

@@ -135,6 +135,9 @@ def command_text(command: str, text: str) -> str:
 
 class SlackAdapter(PlatformAdapter):
     name = "slack"
+    live_edits = True
+    message_limit = LIMIT
+    edit_interval = 1.2  # chat.update is a Tier 3 method: about 50 calls a minute
 
     def __init__(self, cfg: SlackConfig) -> None:
         assert cfg.bot_token is not None and cfg.app_token is not None

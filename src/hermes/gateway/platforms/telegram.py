@@ -22,7 +22,7 @@ from typing import Any
 from hermes.config.settings import Settings
 from hermes.gateway.base import AdapterError, Attachment, Inbound, InboundHandler, PlatformAdapter
 from hermes.gateway.platforms import PlatformSpec
-from hermes.gateway.platforms.telegram_format import split_text, to_html
+from hermes.gateway.platforms.telegram_format import LIMIT, split_text, to_html
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,8 @@ class _RedactToken(logging.Filter):
 
 class TelegramAdapter(PlatformAdapter):
     name = "telegram"
+    live_edits = True
+    message_limit = LIMIT
 
     def __init__(self, token: str, api_base: str, files_dir: Path) -> None:
         self.token = token
