@@ -20,6 +20,22 @@ class DeliveryError(Exception):
         self.retryable = retryable
 
 
+def split_target(target: str) -> tuple[str, str | None, str | None]:
+    """`<platform>[:<chat>[:<thread>]]` as (platform, chat, thread). Chat ids may hold colons
+    of their own: an email address takes the whole rest, and a Matrix room id
+    (`!room:server[:port]`) runs up to its thread, an event id that starts with `$`."""
+    platform, _, rest = target.partition(":")
+    if not rest:
+        return platform, None, None
+    if platform == "email":  # a new mail to the address (a home set in a thread included)
+        return platform, rest.partition(":")[0], None
+    if platform == "matrix":
+        room, sep, event = rest.partition(":$")
+        return platform, room, f"${event}" if sep else None
+    chat, _, thread = rest.partition(":")
+    return platform, chat, thread or None
+
+
 @dataclass(frozen=True)
 class Outbound:
     """A message to deliver: the text, whose it is, and structured details for rich targets

@@ -122,9 +122,42 @@ def test_cron_add_warns_when_no_server_runs(home: Path) -> None:
 
 
 def test_targets_resolve_to_platform_chat_and_thread() -> None:
-    from hermes.gateway.delivery import _split
+    from hermes.delivery import split_target as _split
 
     assert _split("telegram:-100123:7") == ("telegram", "-100123", "7")
     assert _split("telegram") == ("telegram", None, None)
     assert _split("email:ada@example.test") == ("email", "ada@example.test", None)
     assert _split("email:ada@example.test:3f2a9c") == ("email", "ada@example.test", None)
+    # Matrix room ids hold colons of their own, a server port included; threads are `$` events
+    assert _split("matrix:!r:example.org") == ("matrix", "!r:example.org", None)
+    assert _split("matrix:!r:example.org:8448") == ("matrix", "!r:example.org:8448", None)
+    assert _split("matrix:!r:example.org:8448:$ev") == ("matrix", "!r:example.org:8448", "$ev")
+    for target in ("matrix:!r:example.org:8448", "matrix:!r:example.org:8448:$ev"):
+        assert check_deliver(target) == target
+
+
+async def test_a_job_made_in_a_chat_delivers_back_to_that_chat(
+    tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway
+) -> None:
+    # no home chat is set: before, `origin` meant home, and this delivery failed
+    fake.enqueue(
+        ToolCalls([("cronjob", {"action": "create", "schedule": "every 1h", "prompt": "brief"})]),
+        Text("Scheduled."),
+    )
+    await tg.user_says(OWNER, "brief me every hour")
+    await tg.wait_for_sent(1)
+    api = create_app(gateway.runtime, close_runtime=False)
+    transport = httpx.ASGITransport(app=api)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        [job] = (await c.get("/api/jobs")).json()["jobs"]
+        job = (await c.get(f"/api/jobs/{job['id']}")).json()["job"]
+    assert job["deliver"] == "origin"
+    assert job["origin"]["platform"] == "telegram"
+    assert job["origin"]["chat_id"] == str(OWNER)
+    scheduler = gateway.runtime.services.get(Scheduler)
+    fake.enqueue(Text("Your hourly brief."))
+    _job, task = await scheduler.start_run("default", job["id"])
+    await task
+    await tg.wait_for_sent(2)
+    assert int(tg.sent[1]["chat_id"]) == OWNER
+    assert "Your hourly brief." in texts(tg)[1]

@@ -187,3 +187,17 @@ def test_room_ids_survive_target_splitting_and_html_keeps_pre() -> None:
     assert room_and_thread("!abc", "localhost:$ev") == ("!abc:localhost", "$ev")
     assert room_and_thread("!abc:localhost", "$ev") == ("!abc:localhost", "$ev")
     assert to_matrix_html("a\nb\n```\nx\ny\n```") == "a<br>b<br><pre>x\ny</pre>"
+
+
+async def test_a_paired_user_can_invite_the_bot(served: Served, people: dict[str, Any]) -> None:
+    from hermes.gateway.access import PairingStore
+
+    stranger, bot = people["stranger"], people["bot"]
+    before = await stranger.create_room([bot])
+    await membership(stranger, before, bot, "leave")  # not allowed (yet): refused
+    pairing = PairingStore(served.gateway.settings.home)
+    offer = pairing.offer(f"matrix:{stranger.user_id}", None)
+    assert offer is not None
+    pairing.approve(offer.code)  # `hermes gateway pair approve`, while the gateway runs
+    after = await stranger.create_room([bot])
+    await membership(stranger, after, bot)

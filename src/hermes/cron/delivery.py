@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from hermes.cron.jobs import origin_target
 from hermes.cron.runner import RunResult
 from hermes.cron.store import Job
 from hermes.delivery import Deliverers, DeliveryError, Outbound
@@ -136,6 +137,7 @@ async def deliver(
         report.skipped = "silent" if result.silent else "empty"
         return report
     targets = [t.strip() for t in str(job.get("deliver") or "local").split(",") if t.strip()]
+    targets = [origin_target(job) if t == "origin" else t for t in targets]
     remote = [t for t in targets if t != "local"]
     if not remote:
         report.skipped = "local"

@@ -30,6 +30,7 @@ from hermes.cron.store import (
     new_job_id,
     output_dir,
 )
+from hermes.delivery import split_target
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.text import clean_surrogates
 
@@ -56,7 +57,7 @@ PLATFORMS = (
 UPDATABLE = ("name", "schedule", "prompt", "deliver", "repeat", "skills", "enabled", "session_id")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _SKILL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
-_TARGET = re.compile(r"^[a-z]+(:[^\s:]+(:[^\s:]+)?)?$")
+_TARGET = re.compile(r"^[a-z]+(:\S+)?$")
 
 
 class JobInputError(ValueError):
@@ -162,6 +163,41 @@ def check_deliver(value: Any) -> str:
                 "deliver",
             )
     return ",".join(targets)
+
+
+NOT_CHATS = frozenset({"cli", "api", "cron", "ui"})
+
+
+def chat_of(platform: str, session_id: str | None) -> str | None:
+    """The gateway chat (`<platform>:<chat>[:<thread>]`) a session belongs to, if any: gateway
+    session ids are the chat's key, with `/N` after `/new`."""
+    if platform in NOT_CHATS or not session_id or not session_id.startswith(f"{platform}:"):
+        return None
+    key, _, n = session_id.rpartition("/")
+    return key if key and n.isdigit() else session_id
+
+
+def origin_of(platform: str, session_id: str | None) -> dict[str, Any]:
+    """Where a job was made, in the original's shape (`chat_id`, `thread_id`): `deliver:
+    origin` sends its answers back there."""
+    origin: dict[str, Any] = {"platform": platform, "session_id": session_id}
+    chat = chat_of(platform, session_id)
+    if chat:
+        _, chat_id, thread_id = split_target(chat)
+        origin["chat_id"] = chat_id
+        if thread_id:
+            origin["thread_id"] = thread_id
+    return origin
+
+
+def origin_target(job: Job) -> str:
+    """What `origin` means for this job: the chat it was made in, else the home chat."""
+    origin = job.get("origin")
+    if not isinstance(origin, dict) or not origin.get("platform") or not origin.get("chat_id"):
+        return "home"
+    thread = origin.get("thread_id")
+    target = f"{origin['platform']}:{origin['chat_id']}"
+    return f"{target}:{thread}" if thread else target
 
 
 def check_session_id(value: Any) -> str | None:

@@ -8,7 +8,9 @@ from typing import Any, Literal
 from hermes.cron.jobs import (
     JobExistsError,
     JobInputError,
+    chat_of,
     ensure_job,
+    origin_of,
     pause_job,
     remove_job,
     resume_job,
@@ -107,7 +109,7 @@ async def cronjob(
             'weekdays at 9am', 'every monday 9am', or an ISO time such as '2030-06-01T09:00'.
         prompt: For create/update: the complete instruction each run carries out.
         name: A short label for the job.
-        deliver: Where answers go: 'local' (saved files, default), 'home' (the owner's home chat), a webhook URL, 'telegram[:<chat id>]' or 'email:<address>'.
+        deliver: Where answers go: 'origin' (this chat; the default in a chat), 'local' (saved files; the default elsewhere), 'home' (the owner's home chat), a webhook URL, 'telegram[:<chat id>]' or 'email:<address>'.
         repeat: How many runs before the job retires (default: once for one-shot schedules,
             forever otherwise); 'forever' also works.
         skills: Names of installed skills to load into every run.
@@ -160,12 +162,14 @@ def _manage(
         jobs = store.load()
         return {"jobs": [summary(j) for j in jobs], "count": len(jobs)}
     if action == "create":
+        if "deliver" not in fields and chat_of(ctx.platform, ctx.session_id):
+            fields["deliver"] = "origin"  # made in a chat: its answers go back to that chat
         job, created = ensure_job(
             store,
             schedule=_need(fields.pop("schedule", None), "schedule", action),
             **fields,
             session_id=ctx.session_id if attach_session else None,
-            origin={"platform": ctx.platform, "session_id": ctx.session_id},
+            origin=origin_of(ctx.platform, ctx.session_id),
             max_jobs=ctx.settings.cron.max_jobs,
         )
         if not created:

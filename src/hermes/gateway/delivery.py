@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hermes.delivery import DeliveryError, Outbound
+from hermes.delivery import DeliveryError, Outbound, split_target
 from hermes.gateway.base import AdapterError, PlatformAdapter
 from hermes.gateway.platforms import MODULES, UnknownPlatformError, spec
 
@@ -20,16 +20,6 @@ class Target:
     platform: str
     chat: str
     thread: str | None = None
-
-
-def _split(target: str) -> tuple[str, str | None, str | None]:
-    platform, _, rest = target.partition(":")
-    if not rest:
-        return platform, None, None
-    if platform == "email":  # a new mail to the address (a home set in a thread included)
-        return platform, rest.partition(":")[0], None
-    chat, _, thread = rest.partition(":")
-    return platform, chat, thread or None
 
 
 class GatewayDeliverer:
@@ -56,9 +46,9 @@ class GatewayDeliverer:
                     "messages (or set gateway.home, e.g. telegram:42)"
                 )
             target = home
-        platform, chat, thread = _split(target)
+        platform, chat, thread = split_target(target)
         if chat is None:
-            home_platform, home_chat, home_thread = _split(home or "")
+            home_platform, home_chat, home_thread = split_target(home or "")
             if home_platform != platform or home_chat is None:
                 raise DeliveryError(
                     f"{platform!r} has no home chat: send /sethome in a {platform} chat, or "

@@ -29,6 +29,7 @@ import contextlib
 import json
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
+from hermes.gateway.access import PairingStore
 from hermes.gateway.base import (
     AdapterError,
     Inbound,
@@ -113,12 +115,15 @@ class MatrixAdapter(PlatformAdapter):
     message_limit = LIMIT
 
     def __init__(
-        self, cfg: MatrixConfig, inviters: frozenset[str], session_file: Path | None = None
+        self,
+        cfg: MatrixConfig,
+        may_invite: Callable[[str], bool],
+        session_file: Path | None = None,
     ) -> None:
         self.cfg = cfg
         self.session_file = session_file
         self.homeserver = (cfg.api_base or cfg.homeserver or "").rstrip("/")
-        self.inviters = inviters
+        self.may_invite = may_invite
         self.client: Any = None
         self._since: str | None = None
         self._stopping = asyncio.Event()
@@ -249,7 +254,7 @@ class MatrixAdapter(PlatformAdapter):
                 ),
                 None,
             )
-            if inviter in self.inviters:
+            if inviter and await asyncio.to_thread(self.may_invite, inviter):
                 log.info("matrix: joining %s (invited by %s)", room_id, inviter)
                 await self.client.join(room_id)
             else:
@@ -398,7 +403,14 @@ def _create(settings: Settings) -> PlatformAdapter:
     cfg = read_config(settings)
     owners = {o.partition(":")[2] for o in settings.gateway.owner if o.startswith("matrix:")}
     session = settings.home / "gateway" / "matrix_session.json"
-    return MatrixAdapter(cfg, frozenset(cfg.allowed_users) | frozenset(owners), session)
+    static = frozenset(cfg.allowed_users) | frozenset(owners)
+    pairing = PairingStore(settings.home)
+
+    def may_invite(user: str) -> bool:
+        """Allowed users, owners, and people paired since the gateway started."""
+        return user in static or f"matrix:{user}" in pairing.approved()
+
+    return MatrixAdapter(cfg, may_invite, session)
 
 
 PLATFORM = PlatformSpec(name="matrix", configured=_configured, create=_create)
