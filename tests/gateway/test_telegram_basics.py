@@ -56,6 +56,11 @@ async def test_a_skill_runs_as_a_slash_command_like_in_the_terminal(
         later = fake.chat_requests()[1]["messages"]
         assert later[-1]["content"] == "/nosuchskill hello"
         assert not any("5, 7 and 5" in str(m["content"]) for m in later if m["role"] == "system")
+        # /skills lists what this chat can run, without a model call
+        await tg.user_says(OWNER, "/skills")
+        await tg.wait_for_sent(3)
+        assert "/haiku - Answer in a haiku" in tg.sent[2]["text"]
+        assert len(fake.chat_requests()) == 2
         stored = runtime.store.get_session("default", f"telegram:{OWNER}")
         assert stored is not None
     finally:

@@ -26,3 +26,7 @@ class SlashInvocations:
 
     def expand(self, text: str, *, platform: str) -> Invocation | None:
         raise NotImplementedError(f"{type(self).__name__} does not expand slash invocations")
+
+    def listing(self, *, platform: str) -> list[tuple[str, str]]:
+        """(name, one-line description) of what `/<name>` runs here, for `/skills`."""
+        return []

@@ -1,5 +1,5 @@
 """Chat commands, the same on every platform (SPEC §10): /stop /new /queue /steer /status
-/sethome /help /approve /deny. A command never reaches the model and never waits for a turn."""
+/sethome /skills /help /approve /deny. A command never reaches the model and never waits for a turn."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from hermes.agent.invocations import SlashInvocations
 from hermes.gateway.approvals import APPROVE_WORDS
 from hermes.gateway.base import Inbound
 from hermes.gateway.chats import ChatWorker
@@ -26,6 +27,7 @@ HELP = """Commands:
 /sethome - make this chat the home for scheduled deliveries
 /approve [session|always] - allow the action waiting for approval
 /deny - refuse it
+/skills - the skills this chat can run
 /<skill> <text> - answer with that skill's instructions (as in hermes chat)
 /help - this list"""
 
@@ -49,6 +51,15 @@ def parse_command(text: str) -> Command | None:
 
 
 Handler = Callable[["Gateway", ChatWorker, Inbound, str], Awaitable[str | None]]
+
+
+async def _skills(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    provider = gw.runtime.services.find(SlashInvocations)
+    found = await asyncio.to_thread(provider.listing, platform=msg.platform) if provider else []
+    if not found:
+        return "No skills are installed for this chat."
+    lines = [f"/{name} - {description}" for name, description in found]
+    return "Skills (send /<skill> <text>):\n" + "\n".join(lines)
 
 
 async def _stop(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
@@ -130,6 +141,7 @@ HANDLERS: dict[str, Handler] = {
     "steer": _steer,
     "status": _status,
     "sethome": _sethome,
+    "skills": _skills,
     "help": _help,
     "start": _help,
     "approve": _approve,

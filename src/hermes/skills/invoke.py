@@ -58,3 +58,9 @@ class SkillInvocations(SlashInvocations):
 
     def expand(self, text: str, *, platform: str) -> Invocation | None:
         return expand_skill_command(self.settings, text, platform=platform)
+
+    def listing(self, *, platform: str) -> list[tuple[str, str]]:
+        if not self.settings.skills.enabled:
+            return []
+        skills = library_for(self.settings).skills()
+        return sorted((s.name, s.description) for s in skills if s.available_on(platform, None))
