@@ -19,6 +19,7 @@ MODULES: dict[str, str] = {
     "slack": "hermes.gateway.platforms.slack",
     "discord": "hermes.gateway.platforms.discord",
     "matrix": "hermes.gateway.platforms.matrix",
+    "signal": "hermes.gateway.platforms.signal_cli",
 }
 
 
