@@ -104,6 +104,18 @@ FIELDS: dict[str, tuple[Field, ...]] = {
             required=False,
         ),
     ),
+    "signal": (
+        Field("SIGNAL_API_BASE", "signal-cli daemon URL (signal-cli daemon --http=127.0.0.1:8080)"),
+        Field("SIGNAL_NUMBER", "The account signal-cli runs (+E.164)"),
+        Field(
+            "SIGNAL_ALLOWED_USERS", ALLOWED.format(what="phone numbers (+E.164)"), required=False
+        ),
+    ),
+    "mattermost": (
+        Field("MATTERMOST_URL", "Server URL (https://chat.example.org)"),
+        Field("MATTERMOST_TOKEN", "Bot token (Integrations → Bot Accounts)", secret=True),
+        Field("MATTERMOST_ALLOWED_USERS", ALLOWED.format(what="user ids"), required=False),
+    ),
 }
 
 WEBHOOK_NOTES = {

@@ -20,6 +20,7 @@ MODULES: dict[str, str] = {
     "discord": "hermes.gateway.platforms.discord",
     "matrix": "hermes.gateway.platforms.matrix",
     "signal": "hermes.gateway.platforms.signal_cli",
+    "mattermost": "hermes.gateway.platforms.mattermost",
 }
 
 
