@@ -163,3 +163,16 @@ async def test_a_refused_token_is_reported(
         status = served.status("discord")
         await until(lambda: status.restarts >= 1)
         assert "DISCORD_BOT_TOKEN" in status.last_error and "wrong.token" not in status.last_error
+
+
+async def test_a_slow_answer_is_one_message_edited_in_place(
+    served: Served, dc: DiscordAPI, fake: FakeModel
+) -> None:
+    answer = "The tide follows the moon. " * 10
+    fake.enqueue(Text(answer, chunk_chars=8, delay=3.0 / (len(answer) / 8)))
+    await dc.user_says(OWNER, "tides?")
+    await until(lambda: dc.edits and "▍" not in dc.edits[-1]["content"], within=15)
+    assert len(dc.sent) == 1
+    assert dc.texts() == [answer.strip()]
+    assert len(dc.sent[0]["first_content"]) < len(answer.strip())
+    assert all(e["message"] == dc.sent[0]["id"] for e in dc.edits)

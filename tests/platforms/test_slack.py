@@ -172,3 +172,16 @@ def test_formatting_and_command_mapping() -> None:
     assert command_text("/hermes", "new") == "/new"
     assert command_text("/stop", "") == "/stop"
     assert command_text("/hermes", "what is up") == "what is up"
+
+
+async def test_a_slow_answer_is_one_message_updated_in_place(
+    served: Served, slack: SlackAPI, fake: FakeModel
+) -> None:
+    answer = "The tide follows the moon. " * 10
+    fake.enqueue(Text(answer, chunk_chars=8, delay=3.0 / (len(answer) / 8)))
+    await slack.dm(OWNER, "tides?")
+    await until(lambda: slack.updates and "▍" not in slack.updates[-1]["text"], within=15)
+    assert len(slack.sent) == 1
+    assert slack.texts() == [answer.strip()]  # chat.update applied: the chat shows the answer
+    assert len(slack.sent[0]["first_text"]) < len(answer.strip())
+    assert all(u["ts"] == slack.sent[0]["ts"] for u in slack.updates)
