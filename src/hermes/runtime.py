@@ -16,7 +16,7 @@ from hermes.store.opener import open_store as _open_url
 if TYPE_CHECKING:  # loaded by the functions that need them: a command that only opens
     # the store (`hermes sessions import`) starts a second sooner without the agent
     from hermes.agent.loop import Agent
-    from hermes.models.client import OpenAICompatClient
+    from hermes.models.client import ModelClient, OpenAICompatClient
     from hermes.services import Services
     from hermes.tools.registry import Toolset
 
@@ -29,7 +29,7 @@ __all__ = ["Runtime", "Service", "build_runtime", "make_model_client", "open_sto
 class Runtime:
     settings: Settings
     store: Store
-    model: OpenAICompatClient
+    model: ModelClient
     agent: Agent
     registry: Registry
     components: list[object] = field(default_factory=list)
@@ -81,6 +81,32 @@ def make_model_client(settings: Settings, *, model: str | None = None) -> OpenAI
     )
 
 
+def make_chat_model(settings: Settings) -> ModelClient:
+    """The agent's model: the configured one, with `model.fallbacks` behind it when set."""
+    primary = make_model_client(settings)
+    if not settings.model.fallbacks:
+        return primary
+    from hermes.models.client import OpenAICompatClient
+    from hermes.models.fallback import Candidate, Cooldowns, FallbackClient
+
+    main = settings.model
+    chain = [Candidate(primary, f"{main.base_url} {main.name}", main.context_length)]
+    for entry in main.fallbacks:
+        base_url = entry.base_url or main.base_url
+        key = entry.api_key or (main.api_key if base_url == main.base_url else None)
+        client = OpenAICompatClient(
+            base_url=base_url,
+            api_key=key.get_secret_value() if key else None,
+            model=entry.name,
+            timeout=main.timeout,
+            max_retries=main.max_retries,
+            total_timeout=main.total_timeout,
+        )
+        chain.append(Candidate(client, f"{base_url} {entry.name}", entry.context_length))
+    cooldowns = Cooldowns(settings.home / "model_cooldowns.json")
+    return FallbackClient(chain, cooldowns, main.fallback_cooldown)
+
+
 def _toolset(settings: Settings, registry: Registry, agent_tools: Toolset) -> Toolset:
     toolset = agent_tools.plus(entry.tool for entry in registry.enabled_tools(settings))
     if settings.agent.toolsets is not None:
@@ -102,7 +128,7 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
     memory = [provider for provider in made if provider is not None]
     MemoryLayers(memory)  # refuse a bad provider set before anything is opened
     store = open_store(settings)
-    model = make_model_client(settings)
+    model = make_chat_model(settings)
     provider_tools = Toolset(t for provider in memory for t in provider.tools())
     agent = Agent(
         settings=settings,

@@ -31,6 +31,17 @@ class PricingSettings(_Section):
     output: float = Field(ge=0)
 
 
+class FallbackModelSettings(_Section):
+    """One entry of `model.fallbacks`: where to go when the models before it fail."""
+
+    name: str
+    base_url: str | None = None
+    """None: the main model's endpoint."""
+    api_key: SecretStr | None = None
+    """None: the main model's key when the endpoint is the same, else no key."""
+    context_length: int | None = Field(default=None, gt=0)
+
+
 class ModelSettings(_Section):
     base_url: str | None = None
     api_key: SecretStr | None = None
@@ -44,6 +55,11 @@ class ModelSettings(_Section):
     pricing: PricingSettings | None = None
     """USD per million tokens; else taken from the endpoint's model list when it says
     (OpenRouter does), else `/usage` shows tokens only."""
+    fallbacks: list[FallbackModelSettings] = Field(default_factory=list)
+    """Models tried in order when the one before fails (timeout, unreachable, 429, 5xx, or a
+    prompt too long for its window where the next is larger)."""
+    fallback_cooldown: float = Field(default=60.0, ge=0)
+    """Seconds a failed model rests before turns try it first again (kept across restarts)."""
 
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9._/@-]{1,64}$")

@@ -44,6 +44,10 @@ _RESERVED_PARAMS = frozenset({"model", "messages", "tools", "stream", "stream_op
 class ModelClient(Protocol):
     """What the agent loop needs from a model backend; lets tests and other backends swap in."""
 
+    model: str | None
+    """The model name calls use when they name none."""
+    base_url: str | None
+
     async def complete(
         self,
         messages: list[dict],
@@ -64,6 +68,10 @@ class ModelClient(Protocol):
 
     async def list_models(self) -> list[dict]:
         """Raw entries from GET /models, extra fields (e.g. context_length) kept."""
+        ...
+
+    async def warm_up(self) -> None:
+        """Open connections ahead of the first call (nothing when there is nothing to open)."""
         ...
 
     async def aclose(self) -> None:
