@@ -62,6 +62,19 @@ class ModelSettings(_Section):
     """Seconds a failed model rests before turns try it first again (kept across restarts)."""
 
 
+class SpeechToTextSettings(_Section):
+    """Voice notes from the gateway, transcribed at an OpenAI-compatible
+    `/v1/audio/transcriptions` endpoint."""
+
+    base_url: str | None = None
+    """None: the model endpoint (`model.base_url`)."""
+    model: str = "whisper-1"
+    api_key: SecretStr | None = None
+    """None: the model's key when the endpoint is the model's."""
+    max_bytes: int = Field(default=25_000_000, gt=0)
+    """Longer recordings are not sent (OpenAI's own limit is 25 MB)."""
+
+
 _NAMESPACE = re.compile(r"^[A-Za-z0-9._/@-]{1,64}$")
 
 
@@ -461,6 +474,7 @@ class Settings(_Section):
         return self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
 
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    stt: SpeechToTextSettings = Field(default_factory=SpeechToTextSettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
@@ -539,6 +553,8 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_GATEWAY_OWNER": "gateway.owner",
     "HERMES_GATEWAY_BUSY_MODE": "gateway.busy_mode",
     "HERMES_GATEWAY_STREAMING": "gateway.streaming",
+    "HERMES_STT_BASE_URL": "stt.base_url",
+    "HERMES_STT_MODEL": "stt.model",
     "HERMES_WORKDIR": "tools.workdir",
     "SEARXNG_URL": "web.search.searxng_url",
     "BRAVE_API_KEY": "web.search.brave_api_key",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hermes.agent.invocations import Invocation, SlashInvocations
@@ -14,6 +15,7 @@ from hermes.gateway.approvals import ChatApprover
 from hermes.gateway.base import Attachment, Inbound
 from hermes.gateway.chats import ChatWorker
 from hermes.gateway.live import LiveReply
+from hermes.gateway.voice import NO_STT, Transcriber, TranscriptionUnavailable, spoken
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import Gateway
@@ -67,6 +69,8 @@ class TurnMaker:
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
         self._typing_tasks: set[asyncio.Task[None]] = set()
+        self.transcriber = Transcriber(gateway.settings)
+        self._told_no_stt: set[str] = set()  # chats told that voice notes cannot be heard
 
     async def run(self, msg: Inbound, steering: asyncio.Queue[str], worker: ChatWorker) -> None:
         """The worker's turn runner: never raises except for cancellation."""
@@ -76,6 +80,7 @@ class TurnMaker:
         async def say(text: str) -> None:
             await gw.say(msg, text)
 
+        msg = await self._heard(msg)
         invocation = await self._invocation(msg)
         request = TurnRequest(
             user_message=user_text(msg, invocation.user_message if invocation else None),
@@ -131,6 +136,25 @@ class TurnMaker:
         if shown:
             self.gw.count_out(msg.platform)
         return shown
+
+    async def _heard(self, msg: Inbound) -> Inbound:
+        """Voice notes as text: the transcript joins the message (and is what gets stored)."""
+        recordings = spoken(msg.attachments)
+        if not recordings:
+            return msg
+        heard: list[str] = []
+        for recording in recordings:
+            try:
+                heard.append(await self.transcriber.transcribe(recording.path))
+            except (TranscriptionUnavailable, OSError) as exc:
+                log.warning("could not transcribe a voice note from %s: %s", msg.session_key, exc)
+                if msg.session_key not in self._told_no_stt:
+                    self._told_no_stt.add(msg.session_key)
+                    await self.gw.say(msg, NO_STT)
+                return msg
+        text = "\n\n".join(t for t in [msg.text.strip(), *heard] if t)
+        rest = tuple(a for a in msg.attachments if a not in recordings)
+        return replace(msg, text=text, attachments=rest)
 
     async def _invocation(self, msg: Inbound) -> Invocation | None:
         """`/<skill> text`: the turn runs with that skill's instructions (as in `hermes chat`)."""

@@ -18,6 +18,8 @@ that also makes `assert_complete()` fail.
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import itertools
 import json
 import socket
@@ -176,6 +178,10 @@ class FakeModel:
         self._server: _Server | None = None
         self._port: int | None = None  # kept after stop() so base_url stays usable
         self._thread: threading.Thread | None = None
+        self.transcripts: list[str] = []
+        """What `/v1/audio/transcriptions` answers, in order (then "fake transcript")."""
+        self.audio: list[dict[str, Any]] = []
+        """Each transcription request: model, file name, content type and size."""
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -399,6 +405,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, f"fake model: no route for GET {record.path}", "not_found")
 
     def do_POST(self) -> None:
+        if _strip_v1(self.path.split("?", 1)[0]) == "/audio/transcriptions":
+            self._answer_transcription()
+            return
         try:
             raw = self._read_body()
             body = json.loads(raw) if raw else {}
@@ -461,6 +470,41 @@ class _Handler(BaseHTTPRequestHandler):
             )
         else:
             raise TypeError(f"fake model: unsupported scripted response {response!r}")
+
+    def _answer_transcription(self) -> None:
+        """`/v1/audio/transcriptions` (multipart: `file`, `model`): the next scripted transcript."""
+        raw = self._read_body()
+        self._record({})
+        if not self._authorised(self.server.fake._records[-1]):
+            return
+        head = f"Content-Type: {self.headers.get('Content-Type', '')}\r\n\r\n".encode()
+        form = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+        fields = (
+            {
+                part.get_param("name", header="content-disposition"): part
+                for part in form.iter_parts()
+            }
+            if form.is_multipart()
+            else {}
+        )
+        upload, model = fields.get("file"), fields.get("model")
+        if upload is None or model is None:
+            self._send_error(400, "fake model: file and model are required", "invalid_request")
+            return
+        data = upload.get_payload(decode=True) or b""
+        name = model.get_payload(decode=True)
+        fake = self.server.fake
+        with fake._lock:
+            fake.audio.append(
+                {
+                    "model": name.decode() if isinstance(name, bytes) else str(name),
+                    "filename": upload.get_filename(),
+                    "content_type": upload.get_content_type(),
+                    "bytes": len(data),
+                }
+            )
+            text = fake.transcripts.pop(0) if fake.transcripts else "fake transcript"
+        self._send_json(200, {"text": text})
 
     def _answer_embeddings(self, body: dict) -> None:
         """Vectors for `input` (a string or a list of them): hashed words, not meaning; texts

@@ -157,6 +157,7 @@ class TelegramBotAPI:
         thread_id: int | None = None,
         photo: bytes | None = None,
         document: tuple[str, bytes, str] | None = None,
+        voice: bytes | None = None,
         chat_type: str = "private",
     ) -> int:
         """Queue a message from a user; returns its message_id."""
@@ -169,7 +170,7 @@ class TelegramBotAPI:
             "from": {"id": user, "is_bot": False, "first_name": first_name},
         }
         if text is not None:
-            message["caption" if (photo or document) else "text"] = text
+            message["caption" if (photo or document or voice) else "text"] = text
         if thread_id is not None:
             message["message_thread_id"] = thread_id
             message["is_topic_message"] = True
@@ -193,6 +194,15 @@ class TelegramBotAPI:
                 "file_name": name,
                 "mime_type": mime,
                 "file_size": len(data),
+            }
+        if voice is not None:
+            file_id = self._add_file(voice, "voice/v.ogg")
+            message["voice"] = {
+                "file_id": file_id,
+                "file_unique_id": f"u{file_id}",
+                "duration": 2,
+                "mime_type": "audio/ogg",
+                "file_size": len(voice),
             }
         async with self._arrived:
             self._updates.append({"update_id": next(self._update_ids), "message": message})

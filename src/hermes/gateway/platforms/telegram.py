@@ -195,6 +195,14 @@ class TelegramAdapter(PlatformAdapter):
             doc = msg.document
             name = doc.file_name or f"document_{doc.file_unique_id}"
             wanted.append((doc, "document", name, doc.mime_type))
+        if msg.voice:
+            voice = msg.voice
+            name = f"voice_{voice.file_unique_id}.ogg"
+            wanted.append((voice, "voice", name, voice.mime_type or "audio/ogg"))
+        if msg.audio:
+            audio = msg.audio
+            name = audio.file_name or f"audio_{audio.file_unique_id}"
+            wanted.append((audio, "audio", name, audio.mime_type))
         saved = []
         for item, kind, name, mime in wanted:
             safe = _SAFE_NAME.sub("_", name)[:120] or "file"

@@ -1,0 +1,73 @@
+"""Voice notes: a recording from a chat becomes text at an OpenAI-compatible
+`/v1/audio/transcriptions` endpoint (`stt.*`; the model endpoint by default), and the turn runs
+on that text, so the transcript is what is stored and what `session_search` finds.
+
+When no endpoint transcribes (none configured, or the model server has no such route), the
+chat is told once, in a sentence that names the setting, and the voice note reaches the model
+as a described file, as any other attachment does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hermes.gateway.base import Attachment
+
+if TYPE_CHECKING:
+    from hermes.config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SPOKEN = frozenset({"voice", "audio"})
+NO_STT = (
+    "🎤 I can't listen to voice notes here: no speech-to-text endpoint answers. Set `stt.base_url` "
+    "(and `stt.model`) to an OpenAI-compatible /v1/audio/transcriptions server, e.g. a "
+    "faster-whisper or whisper.cpp server, or OpenAI. Until then, please type."
+)
+
+
+class TranscriptionUnavailable(Exception):
+    """No endpoint could turn speech into text; the message says why (for the log)."""
+
+
+class Transcriber:
+    """Turns recordings into text through the OpenAI SDK's `audio.transcriptions`."""
+
+    def __init__(self, settings: Settings) -> None:
+        stt, model = settings.stt, settings.model
+        self.base_url = stt.base_url or model.base_url
+        key = stt.api_key or (model.api_key if self.base_url == model.base_url else None)
+        self._api_key = key.get_secret_value() if key else "not-needed"
+        self.model = stt.model
+        self.max_bytes = stt.max_bytes
+        self.timeout = model.timeout
+
+    async def transcribe(self, path: Path) -> str:
+        if not self.base_url:
+            raise TranscriptionUnavailable("no stt.base_url and no model.base_url")
+        data = await asyncio.to_thread(path.read_bytes)
+        if len(data) > self.max_bytes:
+            raise TranscriptionUnavailable(
+                f"{len(data)} bytes is over stt.max_bytes ({self.max_bytes})"
+            )
+        import openai
+
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=1
+        )
+        try:
+            result = await client.audio.transcriptions.create(
+                model=self.model, file=(path.name, data)
+            )
+        except openai.APIError as exc:
+            raise TranscriptionUnavailable(f"{self.base_url}: {exc}") from None
+        finally:
+            await client.close()
+        return str(getattr(result, "text", "") or "").strip()
+
+
+def spoken(attachments: tuple[Attachment, ...]) -> list[Attachment]:
+    return [a for a in attachments if a.kind in SPOKEN]

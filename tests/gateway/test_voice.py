@@ -1,0 +1,78 @@
+"""Voice notes through Telegram: transcribed at the STT endpoint (the model endpoint by
+default), answered as text, the transcript stored; without an endpoint the chat is told once."""
+
+from __future__ import annotations
+
+import io
+import math
+import socket
+import struct
+import wave
+from pathlib import Path
+
+from hermes.config.settings import load_settings
+from hermes.gateway.runner import Gateway
+from hermes.runtime import build_runtime
+from hermes.testing.fake_model import FakeModel, Text
+from hermes.testing.telegram_api import TelegramBotAPI
+
+from .conftest import OWNER, texts, until, write_config
+
+
+def a_recording(seconds: float = 0.5, hz: int = 440) -> bytes:
+    """A synthesized mono 16 kHz WAV: a tone, as a stand-in for speech."""
+    rate = 16000
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        frames = (
+            int(8000 * math.sin(2 * math.pi * hz * i / rate)) for i in range(int(rate * seconds))
+        )
+        out.writeframes(b"".join(struct.pack("<h", f) for f in frames))
+    return buffer.getvalue()
+
+
+async def test_a_voice_note_is_heard_answered_and_stored_as_text(
+    tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway
+) -> None:
+    fake.transcripts.append("remind me to water the plants")
+    fake.enqueue(Text("I'll remind you."))
+    await tg.user_says(OWNER, voice=a_recording())
+    await tg.wait_for_sent(1)
+    assert texts(tg) == ["I'll remind you."]
+    [heard] = fake.audio
+    assert heard["model"] == "whisper-1" and heard["bytes"] > 1000
+    asked = fake.chat_requests()[0]["messages"][-1]
+    assert asked == {"role": "user", "content": "remind me to water the plants"}
+    stored = gateway.runtime.store.get_messages("default", f"telegram:{OWNER}")
+    assert any(m.content == "remind me to water the plants" for m in stored)
+
+
+async def test_without_speech_to_text_the_chat_is_told_once(
+    tg: TelegramBotAPI, fake: FakeModel, home: Path, gw_env: dict[str, str]
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    write_config(home, f"stt:\n  base_url: http://127.0.0.1:{closed}/v1\n")
+    settings = load_settings()
+    settings.model.max_retries = 0
+    runtime = build_runtime(settings)
+    gw = runtime.services.get(Gateway)
+    await gw.start()
+    try:
+        await until(lambda: gw.status["telegram"].connected)
+        fake.enqueue(Text("got a file"), Text("got another"))
+        await tg.user_says(OWNER, voice=a_recording())
+        await tg.wait_for_sent(2, within=20)
+        await tg.user_says(OWNER, voice=a_recording())
+        await tg.wait_for_sent(3, within=20)
+        told = [t for t in texts(tg) if "stt.base_url" in t]
+        assert len(told) == 1, texts(tg)
+        # the model still learns a voice note came, as a described file
+        assert "voice" in fake.chat_requests()[0]["messages"][-1]["content"]
+    finally:
+        await gw.stop()
+        await runtime.aclose()
