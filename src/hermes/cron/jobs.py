@@ -30,6 +30,7 @@ from hermes.cron.store import (
     new_job_id,
     output_dir,
 )
+from hermes.errors import HermesError
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.text import clean_surrogates
 
@@ -59,7 +60,7 @@ _SKILL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)
 _TARGET = re.compile(r"^[a-z]+(:[^\s:]+(:[^\s:]+)?)?$")
 
 
-class JobInputError(ValueError):
+class JobInputError(HermesError, ValueError):
     """Bad input for a job; `field` names the offending field (the API's `param`)."""
 
     def __init__(self, message: str, field: str) -> None:

@@ -9,10 +9,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
+from hermes.errors import HermesError
+
 DEFAULT_SCOPE = "default"
 
 
-class StoreError(Exception):
+class StoreError(HermesError):
     """The store refused an operation (bad id, missing session, corrupt database)."""
 
 

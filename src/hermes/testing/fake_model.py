@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
+from hermes.errors import HermesError
+
 __all__ = [
     "ContextLengthError",
     "Drop",
@@ -141,7 +143,7 @@ class _Entry:
     when: Predicate | None
 
 
-class _Aborted(Exception):
+class _Aborted(HermesError):
     """The fake is stopping; drop the connection without answering."""
 
 
