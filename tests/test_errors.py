@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -15,14 +15,17 @@ from hermes.models.classify import AttemptFailed
 
 
 def _import_every_module() -> None:
-    """Import all of src/hermes, so that every exception class it defines exists. A module whose
-    optional third-party dependency is not installed is passed over; any other failure to import is
-    a bug this test reports."""
-    for info in pkgutil.walk_packages(hermes.__path__, "hermes."):
-        if info.name.rsplit(".", 1)[-1] == "__main__":
+    """Import every file of src/hermes (namespace packages such as `hermes.server` included),
+    so that every exception class it defines exists. A module whose optional third-party
+    dependency is not installed is passed over; any other failure to import is reported."""
+    root = Path(hermes.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if parts[-1] == "__main__":
             continue  # importing it would run the CLI
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         try:
-            importlib.import_module(info.name)
+            importlib.import_module(name)
         except ModuleNotFoundError as exc:
             if (exc.name or "").split(".")[0] == "hermes":
                 raise

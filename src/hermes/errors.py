@@ -15,13 +15,16 @@ this one attribute.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HermesError(Exception):
     """Something Hermes refused or could not do; `retryable` says whether trying again may help."""
 
     retryable: bool = False
 
-    def __init__(self, *args: object, retryable: bool | None = None) -> None:
-        super().__init__(*args)
+    def __init__(self, *args: Any, retryable: bool | None = None, **kwargs: Any) -> None:
+        # the other base (ValueError, starlette's HTTPException, …) gets everything else
+        super().__init__(*args, **kwargs)
         if retryable is not None:
             self.retryable = retryable

@@ -16,7 +16,6 @@ from hermes.cron.schedule import (
     ScheduleError,
     default_repeat,
     first_run,
-    from_iso,
     parse_repeat,
     parse_schedule,
     to_iso,
@@ -430,7 +429,3 @@ def remove_job(store: JobStore, ref: str) -> Job:
 
 def is_running(job: Job) -> bool:
     return isinstance(job.get("run_claim"), dict)
-
-
-def next_run(job: Job) -> Any:
-    return from_iso(job.get("next_run_at"))
