@@ -6,7 +6,7 @@ prints a table:
 
 Everything runs in this process on one event loop, as in `hermes serve`: the real
 python-telegram-bot adapter long-polls the loopback Bot API stand-in
-(`hermes.testing.telegram_api`), the gateway runs each turn through the real agent and store,
+(`tests.standins.telegram_api`), the gateway runs each turn through the real agent and store,
 and `bench/instant_model.py` answers every model call at once.
 
 * per platform (WhatsApp, SMS, Slack, Discord; `bench/gateway_platforms.py`): the same
@@ -36,14 +36,16 @@ import tempfile
 import time
 from pathlib import Path
 
+# the bench's own helpers, and the repository root for the platform stand-ins in tests/standins
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gateway_platforms import matrix_overhead, platform_overheads  # noqa: E402
 from instant_model import InstantModel  # noqa: E402
+from tests.standins.telegram_api import TelegramBotAPI  # noqa: E402
 
 from hermes.config.settings import load_settings  # noqa: E402
 from hermes.gateway.runner import Gateway  # noqa: E402
 from hermes.runtime import build_runtime  # noqa: E402
-from hermes.testing.telegram_api import TelegramBotAPI  # noqa: E402
 
 CHATS = 200
 

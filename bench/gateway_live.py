@@ -22,12 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from hermes.config.settings import load_settings
-from hermes.gateway.platforms.telegram_format import split_text, to_html
-from hermes.gateway.runner import Gateway
-from hermes.runtime import build_runtime
-from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.telegram_api import TelegramBotAPI
+# the repository root, for the Telegram stand-in in tests/standins
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.standins.telegram_api import TelegramBotAPI  # noqa: E402
+
+from hermes.config.settings import load_settings  # noqa: E402
+from hermes.gateway.platforms.telegram_format import split_text, to_html  # noqa: E402
+from hermes.gateway.runner import Gateway  # noqa: E402
+from hermes.runtime import build_runtime  # noqa: E402
+from hermes.testing.fake_model import FakeModel, Text  # noqa: E402
 
 OWNER = 42
 

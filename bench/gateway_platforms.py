@@ -1,6 +1,6 @@
 """Per-platform message-in → reply-out overhead for WhatsApp, SMS, Slack, Discord and Matrix
 (used by `bench/gateway.py`). One gateway runs all four adapters at once, each against its loopback
-stand-in (`hermes.testing.*_api`), with the instant model; webhook platforms are posted to
+stand-in (`tests.standins.*_api`), with the instant model; webhook platforms are posted to
 the real ASGI app in-process (signed as Meta and Twilio sign), Slack events go over the Socket
 Mode websocket and Discord's over its gateway websocket. The overhead is the time from the
 message leaving the stand-in (or the webhook POST starting) to the answer arriving at the
@@ -17,17 +17,17 @@ from typing import Any
 import httpx
 import yaml
 from instant_model import InstantModel
+from tests.standins.discord_api import DiscordAPI
+from tests.standins.slack_api import SlackAPI
+from tests.standins.standin import LoopbackServer
+from tests.standins.synapse import Person, Synapse
+from tests.standins.twilio_api import TwilioAPI
+from tests.standins.whatsapp_api import WhatsAppCloudAPI
 
 from hermes.config.settings import load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import build_runtime
 from hermes.server.app import create_app
-from hermes.testing.discord_api import DiscordAPI
-from hermes.testing.slack_api import SlackAPI
-from hermes.testing.standin import LoopbackServer
-from hermes.testing.synapse import Person, Synapse
-from hermes.testing.twilio_api import TwilioAPI
-from hermes.testing.whatsapp_api import WhatsAppCloudAPI
 
 PHONE = "15551230001"
 SLACK_USER = "U0BENCH01"

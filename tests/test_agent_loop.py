@@ -11,6 +11,7 @@ from hermes.store.base import Lease
 from hermes.store.sqlite import SQLiteStore
 from hermes.testing.fake_model import Error, FakeModel, Hang, Text, ToolCalls
 from hermes.tools.registry import ToolContext, ToolError, Toolset, tool
+from tests.store_edits import take_lease
 
 
 @tool
@@ -266,7 +267,7 @@ async def test_a_failed_model_call_releases_the_lease(runtime: Runtime, fake: Fa
     assert _leases(runtime.store) == []
     other = SQLiteStore(runtime.store.path)
     try:
-        assert other.acquire_lock("session:default:s1", "other-process", 60)
+        assert take_lease(other, "session:default:s1", "other-process", 60)
         other.release_lock("session:default:s1", "other-process")
     finally:
         other.close()
@@ -285,7 +286,7 @@ async def test_a_session_held_by_another_process_waits_then_reports_busy(
     other = SQLiteStore(runtime.store.path)
     name = "session:default:held"
     try:
-        assert other.acquire_lock(name, "other-process", 60)
+        assert take_lease(other, name, "other-process", 60)
         runtime.agent.locks = SessionLocks(runtime.store, wait_seconds=0.2)
         with pytest.raises(SessionBusyError):
             await runtime.agent.run_turn(TurnRequest("hi", session_id="held"))

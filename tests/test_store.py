@@ -9,6 +9,7 @@ import pytest
 from hermes.store.base import Lease, NewMessage, StoreError
 from hermes.store.migrations import MIGRATIONS, current_version
 from hermes.store.sqlite import SQLiteStore
+from tests.store_edits import delete_message, edit_message, take_lease
 
 
 @pytest.fixture
@@ -63,9 +64,9 @@ def test_fts_follows_insert_update_delete(store: SQLiteStore) -> None:
         "default", "s", [NewMessage("user", "the zebra sleeps"), NewMessage("assistant", "ok")]
     )
     assert _fts_ids(store, "zebra") == [a.id]
-    store.update_message_content("default", a.id, "the giraffe sleeps")
+    edit_message(store, "default", a.id, "the giraffe sleeps")
     assert _fts_ids(store, "zebra") == [] and _fts_ids(store, "giraffe") == [a.id]
-    store.delete_message("default", a.id)
+    delete_message(store, "default", a.id)
     assert _fts_ids(store, "giraffe") == []
     store.delete_session("default", "s")
     assert store.count_messages() == 0 and _fts_ids(store, "ok") == []
@@ -120,11 +121,12 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
 
 
 def test_locks_are_exclusive_until_released_or_expired(store: SQLiteStore) -> None:
-    assert store.acquire_lock("x", "a", 60)
-    assert not store.acquire_lock("x", "b", 60)
-    store.release_lock("x", "a")
-    assert store.acquire_lock("x", "b", 0.0)
-    assert store.acquire_lock("x", "a", 60)  # b's lease had already expired
+    x = "session:default:x"
+    assert take_lease(store, x, "a", 60)
+    assert not take_lease(store, x, "b", 60)
+    store.release_lock(x, "a")
+    assert take_lease(store, x, "b", 0.0)
+    assert take_lease(store, x, "a", 60)  # b's lease had already expired
 
 
 def _lease_rows(store: SQLiteStore) -> list[tuple[str, str]]:

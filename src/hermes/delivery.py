@@ -11,13 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hermes.errors import HermesError
 
-class DeliveryError(Exception):
-    """A delivery failed; the message says why (and whether retrying could help)."""
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.retryable = retryable
+class DeliveryError(HermesError):
+    """A delivery failed; the message says why, `retryable` (see `hermes.errors`) whether trying
+    again could help."""
 
 
 def split_target(target: str) -> tuple[str, str | None, str | None]:

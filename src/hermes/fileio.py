@@ -12,11 +12,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from hermes.errors import HermesError
+
 _thread_locks: dict[Path, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
 
 
-class LockTimeoutError(TimeoutError):
+class LockTimeoutError(HermesError, TimeoutError):
     """Another thread or process held the lock for longer than the caller would wait."""
 
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from hermes.errors import HermesError
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
@@ -33,7 +35,7 @@ _NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
-class DestinationRefused(Exception):
+class DestinationRefused(HermesError):
     """The URL may not be called; the message says why and how to allow it."""
 
 

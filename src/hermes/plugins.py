@@ -24,6 +24,7 @@ from hermes.agent.context import PromptBlock
 from hermes.agent.memory import MemoryProvider
 from hermes.config.settings import Settings
 from hermes.delivery import Deliverer
+from hermes.errors import HermesError
 from hermes.tools.registry import Tool, ToolSource
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class Service:
     stop: Callable[[], Awaitable[None]] | None = None
 
 
-class PluginError(Exception):
+class PluginError(HermesError):
     """A part could not be loaded or registered something invalid; names the part."""
 
 

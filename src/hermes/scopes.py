@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from hermes.errors import HermesError
 from hermes.store.base import DEFAULT_SCOPE
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9._:/@-]{1,256}$")
@@ -14,7 +15,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 USER_SCOPE_PREFIX = "user:"
 
 
-class InvalidIdError(ValueError):
+class InvalidIdError(HermesError, ValueError):
     """An id from outside broke the character or length rules; the message says which."""
 
 
@@ -37,7 +38,7 @@ def scope_for_user(user_id: str | None) -> str:
     return USER_SCOPE_PREFIX + validate_id(user_id, what="user id")
 
 
-class ScopeConflictError(ValueError):
+class ScopeConflictError(HermesError, ValueError):
     """A namespaced session id claims a different scope than the one the caller named."""
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from hermes.errors import HermesError
+
 T = TypeVar("T")
 
 
-class ServiceMissingError(LookupError):
+class ServiceMissingError(HermesError, LookupError):
     """Asked for a collaborator this runtime does not have; the message names it."""
 
 

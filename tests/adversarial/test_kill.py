@@ -22,6 +22,7 @@ from hermes.store.leases import _start_ticks, holder_is_dead, new_holder
 from hermes.store.sqlite import SQLiteStore
 from hermes.testing.fake_model import FakeModel, Hang, Text
 from tests.server.test_serve import hermes_serve
+from tests.store_edits import take_lease
 
 LEASE = "session:default:s1"
 
@@ -49,7 +50,7 @@ async def test_a_dead_local_holder_is_taken_over_at_once(
     try:
         dead = _holder_of(_dead_pid())
         assert holder_is_dead(dead)
-        assert other.acquire_lock(LEASE, dead, 900)
+        assert take_lease(other, LEASE, dead, 900)
     finally:
         other.close()
     fake.enqueue(Text("taken over"))
@@ -69,11 +70,11 @@ def test_a_live_holder_still_blocks_and_a_reused_pid_does_not(home: Path) -> Non
         # this PID with another start time: the holder was an earlier process (PID reused)
         assert holder_is_dead(f"hermes:{host}:{sleeper.pid}:1:deadbeef")
         assert not holder_is_dead(new_holder())  # this very process
-        assert store.acquire_lock(LEASE, live, 900)
-        assert not store.acquire_lock(LEASE, new_holder(), 900)
+        assert take_lease(store, LEASE, live, 900)
+        assert not take_lease(store, LEASE, new_holder(), 900)
         sleeper.send_signal(signal.SIGKILL)
         sleeper.wait()
-        assert store.acquire_lock(LEASE, new_holder(), 900)
+        assert take_lease(store, LEASE, new_holder(), 900)
     finally:
         store.close()
         if sleeper.poll() is None:
@@ -86,17 +87,17 @@ def test_another_hosts_holder_is_judged_by_its_short_expiry(home: Path) -> None:
     try:
         remote = "hermes:some-other-host:4242:0:cafe0001"
         assert not holder_is_dead(remote)
-        assert store.acquire_lock(LEASE, remote, 60)
-        assert not store.acquire_lock(LEASE, new_holder(), 60)
-        assert store.acquire_lock("session:default:s2", remote, -1)  # expired
-        assert store.acquire_lock("session:default:s2", new_holder(), 60)
+        assert take_lease(store, LEASE, remote, 60)
+        assert not take_lease(store, LEASE, new_holder(), 60)
+        assert take_lease(store, "session:default:s2", remote, -1)  # expired
+        assert take_lease(store, "session:default:s2", new_holder(), 60)
         assert not store.renew_lock("session:default:s2", remote, 60)  # lost: not re-taken
     finally:
         store.close()
 
 
 async def test_close_makes_waiting_turns_give_up(runtime: Runtime) -> None:
-    assert runtime.store.acquire_lock(LEASE, "hermes:some-other-host:1:0:x", 600)
+    assert take_lease(runtime.store, LEASE, "hermes:some-other-host:1:0:x", 600)
     waiting = asyncio.create_task(runtime.agent.run_turn(_turn()))
     await asyncio.sleep(0.2)  # let it start polling (nothing to wait on: it is a poll loop)
     assert not waiting.done()
@@ -140,7 +141,7 @@ def test_sigterm_is_not_held_up_by_a_request_waiting_for_a_session(home: Path) -
     with hermes_serve() as (proc, base):
         store = SQLiteStore(home / "state.db")
         try:
-            assert store.acquire_lock(LEASE, "hermes:some-other-host:1:0:x", 600)
+            assert take_lease(store, LEASE, "hermes:some-other-host:1:0:x", 600)
         finally:
             store.close()
         result: dict[str, httpx.Response] = {}

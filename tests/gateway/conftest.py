@@ -14,7 +14,7 @@ import pytest
 from hermes.config.settings import Settings, load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import Runtime, build_runtime
-from hermes.testing.telegram_api import TelegramBotAPI
+from tests.standins.telegram_api import TelegramBotAPI
 
 OWNER = 42
 FRIEND = 43

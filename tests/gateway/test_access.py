@@ -11,7 +11,7 @@ from hermes.gateway.access import CODE_TTL, PairingError, PairingStore
 from hermes.gateway.runner import Gateway
 from hermes.store.base import DEFAULT_SCOPE
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.telegram_api import TelegramBotAPI
+from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import FRIEND, OWNER, STRANGER, texts, until, write_config
 

@@ -15,9 +15,9 @@ from hermes.plugins import load_registry
 from hermes.runtime import Runtime, build_runtime
 from hermes.store.base import DEFAULT_SCOPE
 from hermes.testing.fake_model import FakeModel, Hang, Text, ToolCalls
-from hermes.testing.telegram_api import TelegramBotAPI
 from hermes.tools.approval import ApprovalRequest
 from hermes.tools.registry import ToolContext, ToolError, tool
+from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import FRIEND, OWNER, texts, until
 

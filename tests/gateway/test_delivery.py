@@ -15,7 +15,7 @@ from hermes.cron.ticker import Scheduler
 from hermes.gateway.runner import Gateway
 from hermes.server.app import create_app
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
-from hermes.testing.telegram_api import TelegramBotAPI
+from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import FRIEND, OWNER, texts
 

@@ -11,7 +11,7 @@ import pytest
 from hermes.gateway.platforms.telegram_format import split_text, to_html
 from hermes.gateway.runner import Gateway
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
-from hermes.testing.telegram_api import TelegramBotAPI
+from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import OWNER, until, write_config
 

@@ -12,7 +12,7 @@ import sys
 import httpx
 
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.telegram_api import TelegramBotAPI
+from tests.standins.telegram_api import TelegramBotAPI
 
 from ..conftest import run_cli
 from .conftest import OWNER, texts

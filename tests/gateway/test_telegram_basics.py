@@ -8,7 +8,7 @@ from hermes.config.settings import Settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.telegram_api import TelegramBotAPI
+from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import OWNER, until
 

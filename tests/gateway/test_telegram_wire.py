@@ -15,7 +15,7 @@ from hermes.gateway.platforms.telegram_format import split_text, to_html
 from hermes.gateway.runner import Gateway
 from hermes.server.app import create_app
 from hermes.testing.fake_model import FakeModel, Hang, Text
-from hermes.testing.telegram_api import TelegramBotAPI, html_problem
+from tests.standins.telegram_api import TelegramBotAPI, html_problem
 
 from .conftest import OWNER, texts, until
 

@@ -14,7 +14,7 @@ from hermes.config.settings import load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.telegram_api import TelegramBotAPI
+from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import OWNER, texts, until, write_config
 

@@ -14,6 +14,7 @@ from hermes.memory.search import search_hits
 from hermes.store.base import NewMessage
 from hermes.store.migrations import MIGRATIONS
 from hermes.store.sqlite import SQLiteStore
+from tests.store_edits import delete_message, edit_message
 
 
 @pytest.fixture
@@ -61,8 +62,8 @@ def test_windows_follow_inserts_updates_and_deletes(store: SQLiteStore) -> None:
     recs += add(store, "default", "s", ("user", "three"))
     assert windows(store, "s")[-2:] == [("one", "two", "three"), ("two", "three", "")]
     check(store)
-    store.update_message_content("default", recs[3].id, "TWO")
-    store.update_message_content("default", recs[1].id, "now it speaks")  # joins the windows
+    edit_message(store, "default", recs[3].id, "TWO")
+    edit_message(store, "default", recs[1].id, "now it speaks")  # joins the windows
     assert windows(store, "s") == [
         ("", "one", "now it speaks"),
         ("one", "now it speaks", "TWO"),
@@ -70,7 +71,7 @@ def test_windows_follow_inserts_updates_and_deletes(store: SQLiteStore) -> None:
         ("TWO", "three", ""),
     ]
     check(store)
-    store.delete_message("default", recs[3].id)
+    delete_message(store, "default", recs[3].id)
     assert windows(store, "s")[-1] == ("now it speaks", "three", "")
     check(store)
     add(store, "default", "other", ("user", "kept"))

@@ -24,6 +24,7 @@ from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore
 from hermes.tools.registry import ToolContext, Toolset
 from tests.conftest import run_cli
+from tests.store_edits import edit_message
 
 pytestmark = pytest.mark.semantic
 
@@ -194,7 +195,7 @@ def test_a_loaded_index_never_finds_a_message_deleted_or_edited_since(history, m
         assert [m.message_id for m in index.search("default", QUESTION, limit=40).alone] == ids
         assert not asked
         edited = found[1]
-        store.update_message_content("default", edited.message_id, "Let's talk tomorrow.")
+        edit_message(store, "default", edited.message_id, "Let's talk tomorrow.")
         edits = index.search("default", QUESTION, limit=40).alone
         assert edited.message_id not in [m.message_id for m in edits] and asked
         assert store.delete_session("default", "planted")

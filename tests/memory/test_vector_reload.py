@@ -15,6 +15,7 @@ from hermes.memory.semantic import SemanticIndex, embed_pending
 from hermes.store.base import NewMessage
 from hermes.store.sqlite import SQLiteStore
 from tests.memory.conftest import Digests
+from tests.store_edits import edit_message
 
 SLOW_LOAD_S = 1.0
 
@@ -36,7 +37,7 @@ def test_vectors_are_reloaded_in_the_background_without_stalling_a_search(
         assert index.search("default", "I started pottery.", limit=1).alone[0].index == 2
         # the message is edited, and embedded again under the same id
         edited = index.search("default", "Off to Lisbon.", limit=1).alone[0]
-        store.update_message_content("default", edited.message_id, "Off to Porto instead.")
+        edit_message(store, "default", edited.message_id, "Off to Porto instead.")
         embed_pending(store, digests)
         vectors = store.vectors
         assert vectors is not None

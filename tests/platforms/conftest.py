@@ -17,7 +17,7 @@ from hermes.config.settings import load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import build_runtime
 from hermes.server.app import create_app
-from hermes.testing.synapse import Synapse
+from tests.standins.synapse import Synapse
 
 
 async def until(condition: Callable[[], Any], within: float = 10.0, what: str = "") -> Any:

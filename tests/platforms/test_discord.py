@@ -12,8 +12,8 @@ import pytest
 from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.runtime import build_runtime
-from hermes.testing.discord_api import CHANNEL, THREAD, DiscordAPI
 from hermes.testing.fake_model import FakeModel, Hang, Text
+from tests.standins.discord_api import CHANNEL, THREAD, DiscordAPI
 
 from .conftest import Served, until
 

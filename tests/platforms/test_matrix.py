@@ -20,7 +20,7 @@ from hermes.gateway.delivery import GatewayDeliverer
 from hermes.gateway.platforms.matrix import room_and_thread, to_matrix_html
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.synapse import Person, Synapse
+from tests.standins.synapse import Person, Synapse
 
 from .conftest import Served, until
 

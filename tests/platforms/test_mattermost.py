@@ -12,9 +12,9 @@ import pytest
 from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.testing.fake_model import FakeModel, Text
+from tests.standins.mattermost_api import BOT_ID, TOKEN, Mattermost
 
 from .conftest import Served, until
-from .mattermost_api import BOT_ID, TOKEN, Mattermost
 
 OWNER = "owneruserid0000000000000000"
 STRANGER = "strangerid00000000000000000"

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from hermes.cli.main import app
 from hermes.runtime import Runtime
 from hermes.server.app import create_app
-from hermes.testing.twilio_api import TwilioAPI
+from tests.standins.twilio_api import TwilioAPI
 
 from .conftest import write_config
 

@@ -12,9 +12,9 @@ import pytest
 from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.testing.fake_model import FakeModel, Text
+from tests.standins.signal_cli_api import SignalCli
 
 from .conftest import Served, until
-from .signal_cli_api import SignalCli
 
 OWNER = "+15550001111"
 FRIEND = "+15550002222"

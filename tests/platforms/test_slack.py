@@ -13,7 +13,7 @@ from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.gateway.platforms.slack import command_text, to_mrkdwn
 from hermes.testing.fake_model import FakeModel, Hang, Text
-from hermes.testing.slack_api import BOT_USER, SlackAPI
+from tests.standins.slack_api import BOT_USER, SlackAPI
 
 from .conftest import Served, until
 

@@ -14,7 +14,7 @@ from hermes.delivery import DeliveryError, Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.gateway.platforms.sms import to_plain
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.twilio_api import TwilioAPI, twilio_error
+from tests.standins.twilio_api import TwilioAPI, twilio_error
 
 from .conftest import Served, until
 

@@ -14,7 +14,7 @@ from hermes.delivery import DeliveryError, Outbound
 from hermes.gateway.delivery import GatewayDeliverer
 from hermes.gateway.platforms.whatsapp import to_whatsapp
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.testing.whatsapp_api import WhatsAppCloudAPI, graph_error
+from tests.standins.whatsapp_api import WhatsAppCloudAPI, graph_error
 
 from .conftest import Served, until
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from hermes.store import Lease, NewMessage, Store, StoreError, open_store
+from tests.store_edits import take_lease
 
 
 @pytest.fixture
@@ -99,14 +100,15 @@ def test_concurrent_appends_from_several_handles_keep_every_message_in_order(
 
 def test_leases_are_exclusive_until_released_or_expired(store: Store, store_url: str) -> None:
     other = _other(store, store_url)
+    x = "session:default:x"
     try:
-        assert store.acquire_lock("x", "a", 60)
-        assert not other.acquire_lock("x", "b", 60)
-        assert store.acquire_lock("x", "a", 60)  # the holder takes it again
-        assert store.renew_lock("x", "a", 60) and not other.renew_lock("x", "b", 60)
-        store.release_lock("x", "a")
-        assert other.acquire_lock("x", "b", 0.0)
-        assert store.acquire_lock("x", "a", 60)  # b's lease had already expired
+        assert take_lease(store, x, "a", 60)
+        assert not take_lease(other, x, "b", 60)
+        assert take_lease(store, x, "a", 60)  # the holder takes it again
+        assert store.renew_lock(x, "a", 60) and not other.renew_lock(x, "b", 60)
+        store.release_lock(x, "a")
+        assert take_lease(other, x, "b", 0.0)
+        assert take_lease(store, x, "a", 60)  # b's lease had already expired
         lease = Lease("session:default:t", "me")
         assert store.begin_turn("default", "t", source="api", lease=lease, ttl_seconds=60)
         busy = Lease("session:default:t", "them")

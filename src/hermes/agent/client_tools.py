@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.errors import HermesError
+
 __all__ = [
     "MISSING_RESULT",
     "ClientTools",
@@ -26,7 +28,7 @@ __all__ = [
 MISSING_RESULT = "(no result: the client did not return one for this call)"
 
 
-class TurnInputError(ValueError):
+class TurnInputError(HermesError, ValueError):
     """The request's tools or tool results do not fit the turn; `param` names the field."""
 
     def __init__(self, message: str, param: str | None = None) -> None:

@@ -164,12 +164,6 @@ class CompressingHistory:
             return state.anchor_tokens + estimate_messages_tokens(messages[state.anchor_len :])
         return estimate_messages_tokens(messages) + estimate_tools_tokens(state.tools)
 
-    def estimate_request(self, body: dict[str, Any]) -> int:
-        """chars/4 estimate of a raw request body (messages + tool schemas)."""
-        return estimate_messages_tokens(body.get("messages", [])) + estimate_tools_tokens(
-            body.get("tools") or []
-        )
-
     async def context_window(self) -> int:
         """Config, else /v1/models metadata, else 128,000 — and never above a learned limit."""
         if self._window is None:

@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
+from hermes.errors import HermesError
 from hermes.store.base import Lease, SessionRecord, Store
 from hermes.store.leases import HEARTBEAT_SECONDS, LEASE_SECONDS, new_holder
 
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class SessionBusyError(Exception):
+class SessionBusyError(HermesError):
     """Another process held the session for longer than we were willing to wait."""
 
 

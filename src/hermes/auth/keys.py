@@ -14,6 +14,7 @@ import secrets
 import time
 import uuid
 
+from hermes.errors import HermesError
 from hermes.scopes import validate_id
 from hermes.store.api_keys import ApiKeyRecord, ApiKeyStore
 from hermes.store.base import Store
@@ -24,7 +25,7 @@ _UNIT_SECONDS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y":
 MAX_EXPIRY_SECONDS = 10 * 365 * 86400
 
 
-class KeyError_(Exception):  # noqa: N801 - `KeyError` is a builtin
+class KeyError_(HermesError):  # noqa: N801 - `KeyError` is a builtin
     """A key operation that cannot be done; the message says why."""
 
 

@@ -57,7 +57,3 @@ def parse_file_or_exit(
         for problem in problems[:20]:
             typer.echo(f"hermes: {path}: {problem}", err=True)
         fail(f"{len(problems)} malformed line(s); {consequence}", 2)
-
-
-def stdout_is_tty() -> bool:
-    return sys.stdout.isatty()

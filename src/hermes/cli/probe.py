@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from hermes.errors import HermesError
+
 PROBE_TIMEOUT_S = 1.0
 
 
@@ -50,7 +52,7 @@ class Found:
         return f"http://127.0.0.1:{self.port}/v1"
 
 
-class ProbeConfigError(ValueError):
+class ProbeConfigError(HermesError, ValueError):
     """HERMES_SETUP_PORTS is malformed."""
 
 

@@ -14,9 +14,10 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from hermes.config.home import ensure_home, hermes_home
+from hermes.errors import HermesError
 
 
-class ConfigError(Exception):
+class ConfigError(HermesError):
     """The configuration cannot be used; the message names the file and the key."""
 
 

@@ -16,7 +16,6 @@ from hermes.cron.schedule import (
     ScheduleError,
     default_repeat,
     first_run,
-    from_iso,
     parse_repeat,
     parse_schedule,
     to_iso,
@@ -31,6 +30,7 @@ from hermes.cron.store import (
     output_dir,
 )
 from hermes.delivery import split_target
+from hermes.errors import HermesError
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.text import clean_surrogates
 
@@ -60,7 +60,7 @@ _SKILL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)
 _TARGET = re.compile(r"^[a-z]+(:\S+)?$")
 
 
-class JobInputError(ValueError):
+class JobInputError(HermesError, ValueError):
     """Bad input for a job; `field` names the offending field (the API's `param`)."""
 
     def __init__(self, message: str, field: str) -> None:
@@ -465,7 +465,3 @@ def remove_job(store: JobStore, ref: str) -> Job:
 
 def is_running(job: Job) -> bool:
     return isinstance(job.get("run_claim"), dict)
-
-
-def next_run(job: Job) -> Any:
-    return from_iso(job.get("next_run_at"))

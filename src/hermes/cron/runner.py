@@ -17,6 +17,7 @@ from typing import Any
 from hermes.agent.loop import Agent, TurnObserver, TurnRequest
 from hermes.cron.schedule import describe
 from hermes.cron.store import Job, atomic_write, output_dir
+from hermes.errors import HermesError
 from hermes.models.errors import ModelError
 from hermes.observability import tracing
 from hermes.store.base import Store
@@ -37,7 +38,7 @@ _TURN_CHARS = 2000
 _FRONTMATTER = re.compile(r"^---\s*\n.*?\n---\s*\n", re.DOTALL)
 
 
-class CronIdleError(Exception):
+class CronIdleError(HermesError):
     """The run produced no activity for longer than the inactivity limit."""
 
 

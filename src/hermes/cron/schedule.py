@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
 
+from hermes.errors import HermesError
+
 ONE_SHOT_GRACE = timedelta(seconds=120)
 # Longest delay or interval accepted: ten years. Beyond it date arithmetic overflows (year 9999)
 # and no operator means it; a clear refusal beats a job that can never be computed.
@@ -89,7 +91,7 @@ _MONTHS = {m: i for i, m in enumerate(
 _WEEKDAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
 
 
-class ScheduleError(ValueError):
+class ScheduleError(HermesError, ValueError):
     """A schedule text that cannot be used; the message says why and lists what works."""
 
 

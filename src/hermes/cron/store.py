@@ -28,6 +28,7 @@ from hermes.cron.schedule import (
     parse_schedule,
     to_iso,
 )
+from hermes.errors import HermesError
 from hermes.fileio import atomic_write
 from hermes.scopes import scope_root
 from hermes.store.base import DEFAULT_SCOPE, DocumentStore
@@ -42,7 +43,7 @@ Job = dict[str, Any]
 Clock = Callable[[], datetime]
 
 
-class JobStoreError(Exception):
+class JobStoreError(HermesError):
     """The jobs file cannot be used right now; the message says why and what to do."""
 
 

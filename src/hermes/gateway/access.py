@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 from hermes.fileio import atomic_write
 from hermes.gateway.base import Inbound
 from hermes.gateway.platforms import PlatformSpec
@@ -36,7 +37,7 @@ RESEND_AFTER = 600.0  # a stranger who keeps writing hears their code again at m
 MAX_PENDING = 20  # codes alive at once, over all identities
 
 
-class PairingError(Exception):
+class PairingError(HermesError):
     """A pairing code that does not exist, was used, or expired; the message says which."""
 
 

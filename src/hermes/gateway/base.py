@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from hermes.errors import HermesError
+
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
 
@@ -64,12 +66,10 @@ class Inbound:
 InboundHandler = Callable[[Inbound], Awaitable[None]]
 
 
-class AdapterError(Exception):
-    """The platform refused or failed; `retryable` says whether trying again may help."""
-
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
-        super().__init__(message)
-        self.retryable = retryable
+class AdapterError(HermesError):
+    """The platform refused or failed; `retryable` says whether trying again may help: False
+    unless the raise says otherwise (the rule in `hermes.errors`), so a network failure or a 5xx
+    is raised with `retryable=True`."""
 
 
 def comma_list(value: Any) -> Any:

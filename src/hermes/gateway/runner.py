@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from hermes.errors import HermesError
 from hermes.gateway.access import Access
 from hermes.gateway.base import AdapterError, Inbound, PlatformAdapter
 from hermes.gateway.chats import ChatWorker
@@ -107,12 +108,13 @@ class Gateway:
                 status.connected_at, failures = time.time(), 0
                 self._changed(force=True)
                 await adapter.listen(self.handle)
-                raise AdapterError("the connection ended")
+                raise AdapterError("the connection ended", retryable=True)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                # a refused credential will not fix itself soon: wait the longest step
-                permanent = isinstance(exc, AdapterError) and not exc.retryable
+                # a refused credential will not fix itself soon: wait the longest step (an error
+                # that is not Hermes's own is a crash, restarted on the usual back-off)
+                permanent = isinstance(exc, HermesError) and not exc.retryable
                 failures = len(self.backoff) if permanent else failures + 1
                 self._record_failure(name, exc)
             finally:

@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes.errors import HermesError
 from hermes.gateway.base import Attachment
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ NO_STT = (
 )
 
 
-class TranscriptionUnavailable(Exception):
+class TranscriptionUnavailable(HermesError):
     """No endpoint could turn speech into text; the message says why (for the log)."""
 
 

@@ -59,7 +59,7 @@ class WebhookAdapter(PlatformAdapter):
     @property
     def handler(self) -> InboundHandler:
         if self._handler is None:
-            raise AdapterError(f"{self.name} is not listening yet")
+            raise AdapterError(f"{self.name} is not listening yet", retryable=True)
         return self._handler
 
     @abstractmethod

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hermes.config.settings import McpServerSettings
+from hermes.errors import HermesError
 from hermes.mcp_servers.sdk import require_sdk
 from hermes.mcp_servers.tools import McpTool, render_result
 from hermes.tools.registry import Tool, ToolError
@@ -28,7 +29,7 @@ PING_INTERVAL_S = 30.0
 MAX_TOOL_PAGES = 20
 
 
-class _ConnectionLost(Exception):
+class _ConnectionLost(HermesError):
     """The session broke (process exited, stream closed, ping unanswered)."""
 
 

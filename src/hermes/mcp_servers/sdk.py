@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from hermes.errors import HermesError
+
 INSTALL_HINT = "pip install 'hermes-agent-server[mcp]'"
 
 
-class McpUnavailableError(RuntimeError):
+class McpUnavailableError(HermesError, RuntimeError):
     """The MCP SDK is not installed; the message names the pip command."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,7 +31,7 @@ RUNTIME_MODULES = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
 REINSTALL_HINT = "reinstall Hermes (pip install -e . from a clone) or set search.embeddings: off"
 
 
-class EmbeddingsUnavailableError(RuntimeError):
+class EmbeddingsUnavailableError(HermesError, RuntimeError):
     """Search by meaning was asked for (`on`, `endpoint`) but its model cannot be had."""
 
 

@@ -24,6 +24,7 @@ from typing import Literal
 
 from hermes import fileio
 from hermes.config.settings import MemorySettings, Settings
+from hermes.errors import HermesError
 from hermes.fileio import atomic_write
 from hermes.memory.health import record_readable, record_unreadable
 from hermes.memory.history import UNKNOWN, Actor, History, history_for
@@ -45,7 +46,7 @@ _ESCAPE = re.compile(r"^([ \t]*)(\\*)§([ \t]*)$", re.MULTILINE)
 _UNESCAPE = re.compile(r"^([ \t]*)\\(\\*)§([ \t]*)$", re.MULTILINE)
 
 
-class NotesError(Exception):
+class NotesError(HermesError):
     """A change the notes refused; the message is meant for the model or the user."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 from hermes.memory.history import Actor, History, history_for
 from hermes.memory.merge import merge3
 from hermes.memory.notes import parse_entries, serialize
@@ -18,7 +19,7 @@ from hermes.memory.targets import TargetError, open_target
 from hermes.store.base import NoteVersion, Store
 
 
-class RevertError(ValueError):
+class RevertError(HermesError, ValueError):
     """The revert was refused; the message says why and what to do."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 from hermes.memory.notes import NotesStore, open_notes
 from hermes.memory.query import query_terms
 from hermes.memory.ranking import SemanticSearch, rank_messages
@@ -363,7 +364,7 @@ def session_search(
     return _browse(view, min(max(limit or MAX_LIMIT, 1), MAX_LIMIT))
 
 
-class BatchFormatError(ValueError):
+class BatchFormatError(HermesError, ValueError):
     """Lines of a batch file that are not queries; nothing was searched."""
 
     def __init__(self, problems: list[str]) -> None:

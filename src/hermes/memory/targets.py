@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 from hermes.fileio import atomic_write, file_lock
 from hermes.memory.history import SKILL_PREFIX, Actor, History, history_for
 from hermes.memory.notes import NotesState, NotesStore, open_notes, parse_entries, read_text
@@ -22,7 +23,7 @@ from hermes.store.base import DEFAULT_SCOPE, NoteVersion, Store
 SOUL_FILE = "SOUL.md"
 
 
-class TargetError(ValueError):
+class TargetError(HermesError, ValueError):
     """The target does not exist in this scope, or the store keeps no history."""
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from hermes.errors import HermesError
 from hermes.models.errors import (
     ContextLengthExceededError,
     ModelAuthError,
@@ -58,7 +59,7 @@ _SECRET_LIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*]{6,}")
 _MAX_UPSTREAM_CHARS = 300
 
 
-class AttemptFailed(Exception):
+class AttemptFailed(HermesError):
     """One request that did not produce an answer, reduced to what classification needs.
 
     `kind` is "status" (an HTTP error status), "timeout", "connect" or "stream" (an error
@@ -76,7 +77,7 @@ class AttemptFailed(Exception):
         code: str | None = None,
         refused: bool = False,
     ) -> None:
-        super().__init__(kind, status)
+        super().__init__(kind, status, retryable=_worth_retrying(kind, status, headers or {}))
         self.kind = kind
         self.refused = refused
         """A "connect" failure because nothing listens at the address (ECONNREFUSED): a
@@ -87,13 +88,14 @@ class AttemptFailed(Exception):
         self.message = message
         self.code = code
 
-    @property
-    def retryable(self) -> bool:
-        if self.kind in ("timeout", "connect"):
-            return True
-        if self.kind == "status" and self.status is not None:
-            return should_retry_status(self.status, self.headers)
-        return False
+
+def _worth_retrying(kind: str, status: int | None, headers: Mapping[str, str]) -> bool:
+    """A timeout, a failed connection or a status the upstream means as "later" may clear."""
+    if kind in ("timeout", "connect"):
+        return True
+    if kind == "status" and status is not None:
+        return should_retry_status(status, headers)
+    return False
 
 
 class Classifier:

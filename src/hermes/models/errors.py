@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from hermes.errors import HermesError
 
-class ModelError(Exception):
+
+class ModelError(HermesError):
     """Base class: the model endpoint failed in a way the caller should handle."""
 
     status_code: int | None = None

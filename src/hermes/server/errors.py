@@ -24,6 +24,7 @@ from starlette.responses import Response
 
 from hermes.agent.client_tools import TurnInputError
 from hermes.agent.locks import SessionBusyError, ShuttingDownError
+from hermes.errors import HermesError
 from hermes.models.errors import (
     ContextLengthExceededError,
     ModelAuthError,
@@ -70,7 +71,7 @@ def code_for(status: int) -> str:
     return _STATUS_CODES.get(status, "invalid_request" if status < 500 else "server_error")
 
 
-class APIError(StarletteHTTPException):
+class APIError(HermesError, StarletteHTTPException):
     """An HTTP error with the OpenAI envelope; the message is a sentence saying what to fix."""
 
     def __init__(

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import uvicorn
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 from hermes.models.errors import SETUP_HINT
 from hermes.store.base import StoreError
 
@@ -30,7 +31,7 @@ log = logging.getLogger("hermes.server")
 MIN_PUBLIC_KEY_CHARS = 16
 
 
-class ServeError(Exception):
+class ServeError(HermesError):
     """The server cannot start; the message is one line saying why and what to do."""
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from hermes.errors import HermesError
+
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 CATEGORY_PATTERN = NAME_PATTERN
@@ -23,7 +25,7 @@ SUPPORT_DIRS = ("references", "templates", "scripts", "assets", "examples")
 _OS_NAMES = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}
 
 
-class SkillFormatError(ValueError):
+class SkillFormatError(HermesError, ValueError):
     """A SKILL.md cannot be used; `str()` names the file and the line."""
 
     def __init__(self, path: Path | str, line: int, message: str) -> None:

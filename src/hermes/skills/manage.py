@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from hermes.errors import HermesError
 from hermes.fileio import atomic_write, file_lock
 from hermes.memory.history import SKILL_PREFIX, UNKNOWN, Actor, History
 from hermes.memory.scan import describe, scan_text
@@ -33,7 +34,7 @@ from hermes.skills.library import (
 MAX_FILE_CHARS = 100_000
 
 
-class SkillWriteError(ValueError):
+class SkillWriteError(HermesError, ValueError):
     """A write was refused; the message says why and what to do instead."""
 
 

@@ -9,10 +9,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
+from hermes.errors import HermesError
+
 DEFAULT_SCOPE = "default"
 
 
-class StoreError(Exception):
+class StoreError(HermesError):
     """The store refused an operation (bad id, missing session, corrupt database)."""
 
 
@@ -706,7 +708,9 @@ class Store(Searcher, CompactionStore, Protocol):
         self, scope: str, session_id: str, *, source: str, lease: Lease, ttl_seconds: float
     ) -> SessionRecord | None:
         """Take `lease` and ensure the session in one transaction; None while someone else's
-        lease is live (the caller polls). Saves a turn a round trip and a write."""
+        lease is live (the caller polls). The lease is taken when free, expired, already ours,
+        or held by a process that `hermes.store.leases.holder_is_dead` says is gone. Saves a
+        turn a round trip and a write."""
         ...
 
     def get_session(self, scope: str, session_id: str) -> SessionRecord | None: ...
@@ -763,11 +767,6 @@ class Store(Searcher, CompactionStore, Protocol):
     ) -> list[MessageRecord]: ...
 
     def count_messages(self, scope: str | None = None) -> int: ...
-
-    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
-        """Take a named lease if free, expired, already ours, or held by a process that
-        `hermes.store.leases.holder_is_dead` says is gone; never blocks."""
-        ...
 
     def release_lock(self, name: str, holder: str) -> None: ...
 

@@ -456,17 +456,6 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
         return int(row[0]) if row else 0
 
-    def update_message_content(self, scope: str, message_id: int, content: str | None) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE messages SET content = ? WHERE scope = ? AND id = ?",
-                (content, scope, message_id),
-            )
-
-    def delete_message(self, scope: str, message_id: int) -> None:
-        with self._write() as conn:
-            conn.execute("DELETE FROM messages WHERE scope = ? AND id = ?", (scope, message_id))
-
     def get_messages(
         self, scope: str, session_id: str, *, start: int = 0, end: int | None = None
     ) -> list[MessageRecord]:
@@ -484,11 +473,6 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
         return int(self._read("SELECT COUNT(*) FROM messages WHERE scope = ?", (scope,))[0][0])
 
     # -- cross-process locks ----------------------------------------------------------------
-
-    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
-        """Take a named lease if free or expired (or already ours); never blocks."""
-        with self._write() as conn:
-            return self._take_lease(conn, name, holder, ttl_seconds)
 
     def release_lock(self, name: str, holder: str) -> None:
         with self._write() as conn:

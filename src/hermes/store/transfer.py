@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hermes.errors import HermesError
 from hermes.scopes import ID_PATTERN
 from hermes.store.base import NewMessage, NewSession, Store
 
 
-class ImportFormatError(ValueError):
+class ImportFormatError(HermesError, ValueError):
     """Lines of an import file that are not sessions; nothing was imported."""
 
     def __init__(self, problems: list[str]) -> None:

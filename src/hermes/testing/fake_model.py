@@ -33,6 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
+from hermes.errors import HermesError
+
 __all__ = [
     "ContextLengthError",
     "Drop",
@@ -143,7 +145,7 @@ class _Entry:
     when: Predicate | None
 
 
-class _Aborted(Exception):
+class _Aborted(HermesError):
     """The fake is stopping; drop the connection without answering."""
 
 

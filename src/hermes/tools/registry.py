@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar, get_type_hints, runtime_checkable
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 from hermes.models.wire import FrozenMessage
 from hermes.services import ServiceMissingError, Services
 from hermes.store.base import Store
@@ -26,7 +27,7 @@ MAX_RESULT_CHARS = 50_000
 T = TypeVar("T")
 
 
-class ToolError(Exception):
+class ToolError(HermesError):
     """Raised by a tool to tell the model, in one sentence, why the call failed."""
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.testing.standin import LoopbackServer, json_response
+from tests.standins.standin import LoopbackServer, json_response
 
 KEY = "sm-test-key-1234567890"
 

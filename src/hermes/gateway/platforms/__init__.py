@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hermes.config.settings import Settings
+from hermes.errors import HermesError
 from hermes.gateway.base import PlatformAdapter
 
 MODULES: dict[str, str] = {
@@ -43,7 +44,7 @@ class PlatformSpec:
         return frozenset(self.normalize_sender(str(s).strip()) for s in listed if str(s).strip())
 
 
-class UnknownPlatformError(LookupError):
+class UnknownPlatformError(HermesError, LookupError):
     """A platform name no module provides; the message lists the known ones."""
 
 

@@ -148,12 +148,12 @@ class DiscordAdapter(PlatformAdapter):
             ) from None
         except (discord.HTTPException, OSError) as exc:
             await client.close()
-            raise AdapterError(f"Discord login failed: {exc}") from None
+            raise AdapterError(f"Discord login failed: {exc}", retryable=True) from None
         try:  # the gateway's address, as Discord asks bots to look it up (GET /gateway/bot)
             _shards, url, _limits = await client.http.get_bot_gateway()
         except (discord.GatewayNotFound, discord.HTTPException, OSError) as exc:
             await client.close()
-            raise AdapterError(f"Discord's /gateway/bot failed: {exc}") from None
+            raise AdapterError(f"Discord's /gateway/bot failed: {exc}", retryable=True) from None
         discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
         return client
 
@@ -170,9 +170,9 @@ class DiscordAdapter(PlatformAdapter):
             ready.cancel()
         if self._runner.done():
             self._runner.result()  # raises the cause
-            raise AdapterError("the Discord gateway closed before READY")
+            raise AdapterError("the Discord gateway closed before READY", retryable=True)
         if not self._ready.is_set():
-            raise AdapterError(f"Discord sent no READY within {READY_WITHIN:.0f} s")
+            raise AdapterError(f"Discord sent no READY within {READY_WITHIN:.0f} s", retryable=True)
 
     async def _run(self, client: Any) -> None:
         discord = _import_discord()
@@ -185,16 +185,18 @@ class DiscordAdapter(PlatformAdapter):
                 retryable=False,
             ) from None
         except discord.ConnectionClosed as exc:
-            raise AdapterError(f"the Discord gateway closed the connection ({exc.code})") from None
+            raise AdapterError(
+                f"the Discord gateway closed the connection ({exc.code})", retryable=True
+            ) from None
         except (discord.GatewayNotFound, discord.HTTPException, OSError) as exc:
-            raise AdapterError(f"the Discord gateway failed: {exc}") from None
+            raise AdapterError(f"the Discord gateway failed: {exc}", retryable=True) from None
 
     async def listen(self, handler: InboundHandler) -> None:
         self._handler = handler
         assert self._runner is not None
         await self._runner
         if self.client is not None and not self.client.is_closed():
-            raise AdapterError("the Discord gateway connection ended")
+            raise AdapterError("the Discord gateway connection ended", retryable=True)
 
     async def disconnect(self) -> None:
         client, self.client = self.client, None

@@ -82,9 +82,11 @@ class EmailAdapter(PlatformAdapter):
                 )
             response = await imap.select("INBOX")
             if response.result != "OK":
-                raise AdapterError("IMAP: the INBOX cannot be opened")
+                raise AdapterError("IMAP: the INBOX cannot be opened", retryable=True)
         except (OSError, TimeoutError) as exc:
-            raise AdapterError(f"IMAP {cfg.imap_host}:{cfg.imap_port}: {exc}") from None
+            raise AdapterError(
+                f"IMAP {cfg.imap_host}:{cfg.imap_port}: {exc}", retryable=True
+            ) from None
         self._imap = imap
 
     async def disconnect(self) -> None:
@@ -123,7 +125,7 @@ class EmailAdapter(PlatformAdapter):
     async def _fetch_new(self, imap: Any, handler: InboundHandler) -> None:
         response = await imap.uid_search("UNSEEN", charset=None)
         if response.result != "OK":
-            raise AdapterError(f"IMAP search failed: {response.lines[-1:]!r}")
+            raise AdapterError(f"IMAP search failed: {response.lines[-1:]!r}", retryable=True)
         uids = response.lines[0].decode().split() if response.lines else []
         for uid in uids:
             fetched = await imap.uid("fetch", uid, "(BODY.PEEK[])")
@@ -201,7 +203,7 @@ class EmailAdapter(PlatformAdapter):
                 retryable=False,
             ) from None
         except (smtplib.SMTPException, OSError) as exc:
-            raise AdapterError(f"SMTP {self.cfg.smtp_host}: {exc}") from None
+            raise AdapterError(f"SMTP {self.cfg.smtp_host}: {exc}", retryable=True) from None
         return str(message["Message-ID"])
 
     def _compose(self, to: str, text: str, meta: dict[str, Any]) -> EmailMessage:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 from email.message import EmailMessage
-from email.utils import getaddresses, parseaddr
+from email.utils import parseaddr
 from html.parser import HTMLParser
 
 _BLOCK = {
@@ -141,7 +141,3 @@ def safe_address(address: str) -> str:
     if not _ID_CHARS.search(address):
         return address
     return _ID_CHARS.sub("_", address) + "-" + short_hash(address)[:6]
-
-
-def recipients(msg: EmailMessage) -> list[str]:
-    return [a.lower() for _, a in getaddresses(msg.get_all("To", []) + msg.get_all("Cc", []))]

@@ -141,7 +141,7 @@ class MatrixAdapter(PlatformAdapter):
             await self._sign_in(nio, client)
             first = await client.sync(timeout=0, full_state=True)  # skip older history
             if isinstance(first, nio.SyncError):
-                raise AdapterError(f"Matrix sync failed: {first.message}")
+                raise AdapterError(f"Matrix sync failed: {first.message}", retryable=True)
         except BaseException:
             await client.close()
             raise
@@ -169,7 +169,9 @@ class MatrixAdapter(PlatformAdapter):
                 self.cfg.password.get_secret_value(), device_name=self.cfg.device_name
             )
         except OSError as exc:
-            raise AdapterError(f"the Matrix homeserver could not be reached: {exc}") from None
+            raise AdapterError(
+                f"the Matrix homeserver could not be reached: {exc}", retryable=True
+            ) from None
         if isinstance(login, nio.LoginError):
             raise AdapterError(
                 f"the homeserver refused MATRIX_USER_ID / MATRIX_PASSWORD: {login.message}",
@@ -230,9 +232,9 @@ class MatrixAdapter(PlatformAdapter):
             try:
                 resp = await self.client.sync(timeout=SYNC_TIMEOUT_MS, since=self._since)
             except (OSError, TimeoutError, nio.LocalProtocolError) as exc:
-                raise AdapterError(f"Matrix sync failed: {exc}") from None
+                raise AdapterError(f"Matrix sync failed: {exc}", retryable=True) from None
             if isinstance(resp, nio.SyncError):
-                raise AdapterError(f"Matrix sync failed: {resp.message}")
+                raise AdapterError(f"Matrix sync failed: {resp.message}", retryable=True)
             self._since = resp.next_batch
             await self._handle_invites(resp)
             for room_id, room in resp.rooms.join.items():
@@ -342,7 +344,9 @@ class MatrixAdapter(PlatformAdapter):
                 f"Matrix refused to send to {room}: {exc}", retryable=False
             ) from None
         except OSError as exc:
-            raise AdapterError(f"the Matrix homeserver could not be reached: {exc}") from None
+            raise AdapterError(
+                f"the Matrix homeserver could not be reached: {exc}", retryable=True
+            ) from None
         if isinstance(resp, nio.RoomSendError):
             retry = resp.status_code == "M_LIMIT_EXCEEDED"
             raise AdapterError(

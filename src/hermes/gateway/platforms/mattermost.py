@@ -95,11 +95,11 @@ class MattermostAdapter(PlatformAdapter):
         except aiohttp.ClientError as exc:
             if self._stopping:
                 return
-            raise AdapterError(f"the Mattermost websocket broke: {exc}") from None
+            raise AdapterError(f"the Mattermost websocket broke: {exc}", retryable=True) from None
         finally:
             self._ws = None
         if not self._stopping:
-            raise AdapterError("Mattermost closed the websocket")
+            raise AdapterError("Mattermost closed the websocket", retryable=True)
 
     async def disconnect(self) -> None:
         self._stopping = True
@@ -211,9 +211,11 @@ class MattermostAdapter(PlatformAdapter):
                     return payload
             except aiohttp.ClientError as exc:
                 if attempt == SEND_ATTEMPTS - 1:
-                    raise AdapterError(f"Mattermost cannot be reached: {exc}") from None
+                    raise AdapterError(
+                        f"Mattermost cannot be reached: {exc}", retryable=True
+                    ) from None
                 await asyncio.sleep(0.5 * 2**attempt)
-        raise AdapterError("Mattermost kept rate-limiting")
+        raise AdapterError("Mattermost kept rate-limiting", retryable=True)
 
 
 def _reset_seconds(headers: Any) -> float:

@@ -124,9 +124,13 @@ class SignalAdapter(PlatformAdapter):
         try:
             r = await self._http.get(f"{self.base}/api/v1/check")
         except httpx.HTTPError as exc:
-            raise AdapterError(f"signal-cli at {self.base} cannot be reached: {exc}") from None
+            raise AdapterError(
+                f"signal-cli at {self.base} cannot be reached: {exc}", retryable=True
+            ) from None
         if r.status_code != 200:
-            raise AdapterError(f"signal-cli at {self.base} is not ready (HTTP {r.status_code})")
+            raise AdapterError(
+                f"signal-cli at {self.base} is not ready (HTTP {r.status_code})", retryable=True
+            )
 
     async def listen(self, handler: InboundHandler) -> None:
         http = self._client()
@@ -137,7 +141,8 @@ class SignalAdapter(PlatformAdapter):
             async with http.stream("GET", f"{self.base}/api/v1/events", headers=headers) as r:
                 if r.status_code != 200:
                     raise AdapterError(
-                        f"signal-cli refused the event stream (HTTP {r.status_code})"
+                        f"signal-cli refused the event stream (HTTP {r.status_code})",
+                        retryable=True,
                     )
                 async for event_id, name, data in _sse_events(r.aiter_lines()):
                     inbound = self._inbound(name, data)
@@ -149,9 +154,11 @@ class SignalAdapter(PlatformAdapter):
         except httpx.HTTPError as exc:
             if self._stopping.is_set():
                 return
-            raise AdapterError(f"the signal-cli event stream broke: {exc}") from None
+            raise AdapterError(
+                f"the signal-cli event stream broke: {exc}", retryable=True
+            ) from None
         if not self._stopping.is_set():
-            raise AdapterError("signal-cli closed the event stream")
+            raise AdapterError("signal-cli closed the event stream", retryable=True)
 
     async def disconnect(self) -> None:
         self._stopping.set()
@@ -235,13 +242,15 @@ class SignalAdapter(PlatformAdapter):
         try:
             r = await self._client().post(f"{self.base}/api/v1/rpc", json=request)
         except httpx.HTTPError as exc:
-            raise AdapterError(f"signal-cli cannot be reached: {exc}") from None
+            raise AdapterError(f"signal-cli cannot be reached: {exc}", retryable=True) from None
         if r.status_code >= 500:
-            raise AdapterError(f"signal-cli failed (HTTP {r.status_code})")
+            raise AdapterError(f"signal-cli failed (HTTP {r.status_code})", retryable=True)
         try:
             body = r.json()
         except ValueError:
-            raise AdapterError(f"signal-cli answered {method} with no JSON") from None
+            raise AdapterError(
+                f"signal-cli answered {method} with no JSON", retryable=True
+            ) from None
         error = body.get("error") if isinstance(body, dict) else None
         if error:
             # JSON-RPC errors are about the request (an unknown number, a group we left):

@@ -187,7 +187,7 @@ class SlackAdapter(PlatformAdapter):
         except SlackApiError as exc:
             raise _auth_error(exc, "SLACK_BOT_TOKEN (xoxb-…)") from None
         except OSError as exc:
-            raise AdapterError(f"Slack could not be reached: {exc}") from None
+            raise AdapterError(f"Slack could not be reached: {exc}", retryable=True) from None
         self.bot_user, self.team = who.get("user_id"), who.get("team_id")
         assert self.cfg.app_token is not None
         socket = SocketModeClient(
@@ -222,7 +222,7 @@ class SlackAdapter(PlatformAdapter):
             elif down_since is None:
                 down_since = loop.time()
             elif loop.time() - down_since > DOWN_FOR:
-                raise AdapterError("the Slack Socket Mode connection stayed down")
+                raise AdapterError("the Slack Socket Mode connection stayed down", retryable=True)
 
     async def disconnect(self) -> None:
         self._stopping.set()
@@ -337,7 +337,7 @@ class SlackAdapter(PlatformAdapter):
             except SlackApiError as again:
                 raise _send_error(again) from None
         except OSError as exc:
-            raise AdapterError(f"Slack could not be reached: {exc}") from None
+            raise AdapterError(f"Slack could not be reached: {exc}", retryable=True) from None
         return str(sent.get("ts"))
 
     async def edit(self, chat: str, message_id: str, text: str) -> None:
@@ -372,7 +372,7 @@ def _auth_error(exc: Any, which: str) -> AdapterError:
     error = exc.response.get("error")
     if error in ("invalid_auth", "not_authed", "account_inactive", "token_revoked"):
         return AdapterError(f"Slack refused {which}: {error}", retryable=False)
-    return AdapterError(f"Slack refused to connect: {error}")
+    return AdapterError(f"Slack refused to connect: {error}", retryable=True)
 
 
 def _send_error(exc: Any) -> AdapterError:

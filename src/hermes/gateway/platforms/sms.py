@@ -164,9 +164,9 @@ class SmsAdapter(WebhookAdapter):
                     "Twilio console",
                     retryable=False,
                 ) from None
-            raise AdapterError(f"Twilio account check failed: {exc.msg}") from None
+            raise AdapterError(f"Twilio account check failed: {exc.msg}", retryable=True) from None
         except OSError as exc:
-            raise AdapterError(f"Twilio could not be reached: {exc}") from None
+            raise AdapterError(f"Twilio could not be reached: {exc}", retryable=True) from None
 
     async def close(self) -> None:
         http, self._http, self._client = self._http, None, None
@@ -280,9 +280,11 @@ class SmsAdapter(WebhookAdapter):
                 ) from None
             except OSError as exc:
                 if attempt == SEND_ATTEMPTS - 1:
-                    raise AdapterError(f"Twilio could not be reached: {exc}") from None
+                    raise AdapterError(
+                        f"Twilio could not be reached: {exc}", retryable=True
+                    ) from None
                 await asyncio.sleep(0.5 * 2**attempt)
-        raise AdapterError("Twilio kept refusing; gave up")  # not reached
+        raise AdapterError("Twilio kept refusing; gave up", retryable=True)  # not reached
 
 
 def _httpx_client() -> Any:

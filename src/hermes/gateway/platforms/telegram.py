@@ -127,7 +127,7 @@ class TelegramAdapter(PlatformAdapter):
                 retryable=False,
             ) from None
         except tg.error.TelegramError as exc:
-            raise AdapterError(f"Telegram getMe failed: {exc}") from None
+            raise AdapterError(f"Telegram getMe failed: {exc}", retryable=True) from None
 
     async def connect(self) -> None:
         self._stopping.clear()
@@ -154,7 +154,7 @@ class TelegramAdapter(PlatformAdapter):
             except tg.error.InvalidToken:
                 raise AdapterError("Telegram refused the bot token", retryable=False) from None
             except tg.error.TelegramError as exc:
-                raise AdapterError(f"Telegram getUpdates failed: {exc}") from None
+                raise AdapterError(f"Telegram getUpdates failed: {exc}", retryable=True) from None
             for update in updates:
                 offset = update.update_id + 1
                 msg = update.message
@@ -266,17 +266,21 @@ class TelegramAdapter(PlatformAdapter):
                     return await bot.send_message(chat, text, **kwargs)
             except tg.error.RetryAfter as exc:
                 if attempt == SEND_ATTEMPTS - 1:
-                    raise AdapterError(f"Telegram kept rate-limiting: {exc}") from None
+                    raise AdapterError(
+                        f"Telegram kept rate-limiting: {exc}", retryable=True
+                    ) from None
                 await asyncio.sleep(retry_seconds(exc))
             except (tg.error.TimedOut, tg.error.NetworkError) as exc:
                 if isinstance(exc, tg.error.BadRequest):
                     raise
                 if attempt == SEND_ATTEMPTS - 1:
-                    raise AdapterError(f"Telegram could not be reached: {exc}") from None
+                    raise AdapterError(
+                        f"Telegram could not be reached: {exc}", retryable=True
+                    ) from None
                 await asyncio.sleep(self.retry_base * 2**attempt)
             except tg.error.Forbidden as exc:
                 raise AdapterError(f"Telegram refused: {exc}", retryable=False) from None
-        raise AdapterError("Telegram send gave up")  # not reached
+        raise AdapterError("Telegram send gave up", retryable=True)  # not reached
 
     async def edit(self, chat: str, message_id: str, text: str) -> None:
         tg = _import_telegram()

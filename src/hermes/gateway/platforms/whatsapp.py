@@ -139,7 +139,9 @@ class WhatsAppAdapter(WebhookAdapter):
         try:
             reply = await self._http().get(url, params={"fields": "display_phone_number"})
         except httpx.HTTPError as exc:
-            raise AdapterError(f"the WhatsApp Graph API could not be reached: {exc}") from None
+            raise AdapterError(
+                f"the WhatsApp Graph API could not be reached: {exc}", retryable=True
+            ) from None
         if reply.status_code >= 400:
             raise _graph_error(reply, "checking the phone number id")
 
@@ -303,7 +305,7 @@ class WhatsAppAdapter(WebhookAdapter):
             except httpx.HTTPError as exc:
                 if attempt == attempts - 1:
                     raise AdapterError(
-                        f"the WhatsApp Graph API could not be reached: {exc}"
+                        f"the WhatsApp Graph API could not be reached: {exc}", retryable=True
                     ) from None
                 await asyncio.sleep(0.5 * 2**attempt)
                 continue
@@ -317,7 +319,7 @@ class WhatsAppAdapter(WebhookAdapter):
             if code == WINDOW_CLOSED:
                 raise AdapterError(self._window_text(chat), retryable=False)
             raise _graph_error(reply, "sending a message")
-        raise AdapterError("WhatsApp kept refusing; gave up")  # not reached
+        raise AdapterError("WhatsApp kept refusing; gave up", retryable=True)  # not reached
 
     def _window_text(self, chat: str) -> str:
         last = self.last_inbound.get(chat)

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from hermes.errors import HermesError
+
 
 @dataclass(frozen=True)
 class Said:
@@ -17,7 +19,7 @@ class Said:
     content: str
 
 
-class ProviderError(Exception):
+class ProviderError(HermesError):
     """A provider cannot work as configured; the message says what to change."""
 
 

@@ -365,11 +365,6 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
 
     # -- leases ---------------------------------------------------------------------------
 
-    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
-        replica = self._presence.ensure()
-        with self._db.connection() as conn:
-            return self._take(conn, name, holder, ttl_seconds, replica)
-
     def release_lock(self, name: str, holder: str) -> None:
         with self._db.connection() as conn:
             self._drop(conn, name, holder)

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from hermes.testing.standin import LoopbackServer
+from tests.standins.standin import LoopbackServer
 
 TEAM = "T0TEST"
 BOT_USER = "UBOT0001"

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import BasicAuth, web
 
-from hermes.testing.standin import LoopbackServer
+from tests.standins.standin import LoopbackServer
 
 
 def twilio_error(status: int, code: int, message: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes.testing.standin import LoopbackServer
+from tests.standins.standin import LoopbackServer
 
 VERSION = "v21.0"
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from hermes.testing.standin import LoopbackServer, json_response
+from tests.standins.standin import LoopbackServer, json_response
 
 BOT_ID = "900000000000000001"
 GUILD = "910000000000000001"
