@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.context import PromptBlock
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.memory_providers import MemoryProvider
 from hermes.config.settings import Settings
 from hermes.delivery import Deliverer
 from hermes.tools.registry import Tool, ToolSource

@@ -92,7 +92,7 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
     """Open everything an entry point needs; call `aclose()` when done."""
     from hermes.agent.history import CompressingHistory
     from hermes.agent.loop import Agent
-    from hermes.agent.memory import MemoryLayers
+    from hermes.agent.memory_providers import MemoryLayers
     from hermes.delivery import Deliverers
     from hermes.tools.registry import Toolset
     from hermes.tools.toolsets import ToolGroups

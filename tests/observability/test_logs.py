@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hermes.agent.memory import MemoryLayers, MemoryProvider
+from hermes.agent.memory_providers import MemoryLayers, MemoryProvider
 from hermes.config.settings import Settings
 from hermes.observability import logs
 from hermes.testing.fake_model import FakeModel, Text

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls

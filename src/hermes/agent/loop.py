@@ -21,9 +21,10 @@ from hermes.agent.client_tools import (
 )
 from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
 from hermes.agent.locks import HeldSession, SessionLocks, run_settled
-from hermes.agent.memory import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
+from hermes.agent.memory_providers import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
+from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
@@ -32,8 +33,7 @@ from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
 from hermes.services import Services
-from hermes.store.base import DEFAULT_SCOPE, MessageRecord, NewMessage, Store
-from hermes.tools.approval import Approver
+from hermes.store.base import MessageRecord, NewMessage, Store
 from hermes.tools.registry import ToolContext, Toolset
 from hermes.tools.toolsets import ToolGroups, select_toolset
 
@@ -43,71 +43,6 @@ ITERATION_LIMIT_NOTE = (
     "You have used the maximum number of tool steps for this turn. Do not call tools; answer "
     "the user now with what you have, and say what is left undone."
 )
-
-
-class TurnObserver:
-    """Receives live progress of a turn (streaming text, tool activity). Override what you need."""
-
-    def on_delta(self, text: str) -> None:
-        return None
-
-    def on_tool_start(self, call_id: str, name: str) -> None:
-        return None
-
-    def on_tool_end(self, call_id: str, name: str, ok: bool) -> None:
-        return None
-
-    def on_tool_arguments(self, call_id: str, name: str, arguments: str) -> None:
-        """The raw JSON arguments of a call, just before `on_tool_start` (terminal tool lines)."""
-        return None
-
-    def on_notice(self, kind: str, text: str) -> None:
-        """Something the user may want to know happened mid-turn (`kind` "compression")."""
-        return None
-
-
-@dataclass
-class TurnRequest:
-    user_message: str
-    """The new user message; empty when the turn resumes with `tool_results`."""
-    session_id: str | None = None
-    scope: str = DEFAULT_SCOPE
-    source: str = "cli"
-    history: list[dict[str, Any]] | None = None
-    system_extra: str | None = None
-    toolset: Toolset | None = None
-    approver: Approver | None = None
-    """Who can approve a dangerous tool action on this surface; None: nobody to ask."""
-    steering: asyncio.Queue[str] | None = None
-    """Text the user adds while the turn runs (gateway `steer`): drained before each model
-    call and sent, and stored, as user messages of this turn."""
-    model_options: dict[str, Any] = field(default_factory=dict)
-    """Chat Completions parameters for every model call of the turn (sampling, stop,
-    response_format, ...): the caller's choices, passed through as given."""
-    client_tools: ClientTools | None = None
-    """Tools the caller runs itself: calling one pauses the turn (see agent.client_tools)."""
-    tool_results: list[dict[str, Any]] | None = None
-    """`tool` messages answering the calls a paused turn handed back; resumes that turn."""
-
-
-@dataclass
-class TurnResult:
-    session_id: str
-    scope: str
-    content: str
-    stored: list[MessageRecord]
-    usage: Usage
-    iterations: int
-    finish_reason: str
-    user_turn_number: int = 0
-    source: str = ""
-    """The session's source (who created it), for after-turn hooks that skip some."""
-    message_count: int = 0
-    """Messages stored in the session after this turn: hooks read the tail without a lookup."""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    """Calls of the caller's own tools the turn paused on (`finish_reason` "tool_calls")."""
-    usage_by_model: dict[str, tuple[Usage, int]] = field(default_factory=dict)
-    """Tokens and calls per model that answered (fallbacks apart), for cost per model."""
 
 
 AfterTurnHook = Callable[[TurnResult, "Agent"], Awaitable[None]]

@@ -59,7 +59,7 @@ def with_cwd_workdir(settings: Settings) -> Settings:
 
 
 async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
-    from hermes.agent.loop import TurnRequest
+    from hermes.agent.turn import TurnRequest
     from hermes.cli.repl import skills
     from hermes.cli.repl.ids import new_session_id
     from hermes.models.errors import ModelError, ModelNotConfiguredError

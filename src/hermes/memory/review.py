@@ -21,7 +21,8 @@ from hermes.store.base import Store
 from hermes.tools.registry import ToolContext, Toolset
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import Agent, TurnResult
+    from hermes.agent.loop import Agent
+    from hermes.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hermes.agent.loop import TurnObserver, TurnRequest, TurnResult
+from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.runtime import Runtime
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.server.deps import (

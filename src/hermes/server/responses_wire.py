@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
-from hermes.agent.loop import TurnResult
+from hermes.agent.turn import TurnResult
 from hermes.models.types import Usage
 from hermes.server.openai_compat import (
     SYSTEM_ROLES,

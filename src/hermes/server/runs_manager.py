@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
-from hermes.agent.loop import TurnRequest, TurnResult
+from hermes.agent.turn import TurnRequest, TurnResult
 from hermes.observability import context as ids
 from hermes.observability import timings
 from hermes.runtime import Runtime

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.memory_providers import MemoryProvider
 from hermes.config.settings import Settings
 from hermes.models.errors import ModelError
 from hermes.services import Services
@@ -21,7 +21,8 @@ from hermes.store.base import MessageRecord
 from hermes.tools.registry import ToolContext, Toolset
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import Agent, TurnResult
+    from hermes.agent.loop import Agent
+    from hermes.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.memory_providers import MemoryProvider
 from hermes.config.settings import Settings
 from hermes.memory.providers.backend import Backend, ProviderError, Said
 from hermes.memory.providers.identity import provider_user
@@ -30,7 +30,7 @@ from hermes.services import Services
 from hermes.tools.redact import Redactor
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import TurnResult
+    from hermes.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 
