@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.context import PromptBlock
-from hermes.agent.memory_providers import MemoryProvider
 from hermes.config.settings import Settings
-from hermes.delivery import Deliverer
-from hermes.tools.registry import Tool, ToolSource
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the contracts parts implement: named in signatures, never called here
+    from hermes.agent.context import PromptBlock
+    from hermes.agent.memory_providers import MemoryProvider
+    from hermes.delivery import Deliverer
     from hermes.runtime import Runtime
+    from hermes.tools.registry import Tool, ToolSource
 
 log = logging.getLogger(__name__)
 

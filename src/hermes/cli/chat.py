@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.scopes import InvalidIdError, validate_id
 

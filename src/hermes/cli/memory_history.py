@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import typer
 
-from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.cli_common import fail, scope_or_exit, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.memory.history import CLI, detail, is_target, summary, unified_diff
 from hermes.memory.revert import RevertError, find_version, revert, why

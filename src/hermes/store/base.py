@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
-DEFAULT_SCOPE = "default"
+from hermes.scopes import DEFAULT_SCOPE
 
 
 class StoreError(Exception):

@@ -31,7 +31,7 @@ def _delegations(runtime: Runtime) -> object:
 
 
 def _redactor(runtime: Runtime) -> object:
-    from hermes.tools.redact import Redactor
+    from hermes.redact import Redactor
     from hermes.tools.shell import settings_secrets
 
     return Redactor(settings_secrets(runtime.settings))

@@ -7,7 +7,7 @@ The turn never waits for the service:
   never starts a call the turn would wait on (a miss only queues a fetch for the next turn);
 - a recall slower than `memory.provider_timeout` is discarded for its turn and reported.
 
-Everything sent to the service is redacted first (`hermes.tools.redact`), and every call is
+Everything sent to the service is redacted first (`hermes.redact`), and every call is
 made for the provider-side user of the turn's scope (`identity.provider_user`).
 """
 
@@ -26,8 +26,8 @@ from hermes.config.settings import Settings
 from hermes.memory.providers.backend import Backend, ProviderError, Said
 from hermes.memory.providers.identity import provider_user
 from hermes.memory.providers.worker import Worker
+from hermes.redact import Redactor
 from hermes.services import Services
-from hermes.tools.redact import Redactor
 
 if TYPE_CHECKING:
     from hermes.agent.turn import TurnResult
