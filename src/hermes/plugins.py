@@ -37,6 +37,7 @@ BUILTIN_PARTS: tuple[str, ...] = (
     "hermes.cron.part",
     "hermes.gateway.part",
     "hermes.tools.part",
+    "hermes.delegation.part",
     "hermes.db.part",
     "hermes.skills.part",
     "hermes.mcp_servers.part",

@@ -24,11 +24,12 @@ from hermes.agent.locks import HeldSession, SessionLocks, run_settled
 from hermes.agent.memory_providers import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
+from hermes.agent.tool_loop import Limits, run_tool_loop, tool_message
 from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
-from hermes.models.types import Completion, ToolCall, Usage, tool_calls_json
+from hermes.models.types import Completion, ToolCall, Usage
 from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
@@ -440,21 +441,28 @@ class Agent:
         )
         theirs = turn.client.names() if turn.client is not None else set()
         turn.state.notice = observer.on_notice
-        for iteration in range(1, limit + 1):
-            _take_steering(req, turn)
-            completion = await self._call_model(turn, observer, tools=True)
-            if not completion.tool_calls:
-                content = self._finish(turn, completion)
-                return _Outcome(content, completion.finish_reason or "stop", iteration)
+
+        async def ask(tools: bool) -> Completion:
+            if tools:
+                _take_steering(req, turn)
+            return await self._call_model(turn, observer, tools=tools)
+
+        async def act(completion: Completion) -> bool:
             await self._run_tools(turn, completion, toolset, ctx, observer, skip=theirs)
+            # the caller runs its own tools' calls; its next request resumes the turn
+            return any(c.name in theirs for c in completion.tool_calls)
+
+        # bounded: past the limit, one last call without tools so the user still gets an answer
+        end = await run_tool_loop(ask, act, Limits(limit, ITERATION_LIMIT_NOTE), turn.state.turn)
+        completion = end.completion
+        assert completion is not None  # a closing call is always made
+        if end.how == "stopped":
             paused = [c for c in completion.tool_calls if c.name in theirs]
-            if paused:  # the caller runs these; its next request resumes the turn
-                return _Outcome(completion.content or "", "tool_calls", iteration, paused)
-        # bounded: one last call without tools so the user still gets an answer
-        turn.state.turn.append({"role": "system", "content": ITERATION_LIMIT_NOTE})
-        completion = await self._call_model(turn, observer, tools=False)
-        turn.state.turn.pop()
-        return _Outcome(self._finish(turn, completion), "length", limit + 1)
+            return _Outcome(completion.content or "", "tool_calls", end.steps, paused)
+        content = self._finish(turn, completion)
+        if end.how == "closed":
+            return _Outcome(content, "length", end.steps + 1)
+        return _Outcome(content, completion.finish_reason or "stop", end.steps)
 
     def _finish(self, turn: _Turn, completion: Completion) -> str:
         content = scrub_fences(completion.content or "")
@@ -480,10 +488,9 @@ class Agent:
     ) -> None:
         """Run Hermes' own calls of one step; calls named in `skip` (the caller's tools) are
         recorded in the step but left for the caller to answer."""
-        tool_calls = tool_calls_json(completion.tool_calls)
+        assistant = completion.assistant_message()
         calls = [c for c in completion.tool_calls if c.name not in skip]
         ctx.turn = turn.held.session.message_count + len(turn.new)  # this step's message
-        assistant = {"role": "assistant", "content": completion.content, "tool_calls": tool_calls}
         for call in calls:
             observer.on_tool_arguments(call.id, call.name, call.arguments)
             observer.on_tool_start(call.id, call.name)
@@ -506,10 +513,12 @@ class Agent:
         turn.partial.clear()
         turn.state.turn.append(assistant)
         turn.new.append(
-            NewMessage(role="assistant", content=completion.content, tool_calls=tool_calls)
+            NewMessage(
+                role="assistant", content=completion.content, tool_calls=assistant["tool_calls"]
+            )
         )
         for call, text in zip(calls, results, strict=True):
-            turn.state.turn.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            turn.state.turn.append(tool_message(call, text))
             turn.new.append(
                 NewMessage(
                     role="tool",

@@ -14,8 +14,7 @@ from typing import Any
 
 from hermes.config.settings import Settings
 from hermes.observability import context
-from hermes.redact import Redactor
-from hermes.tools.shell import settings_secrets
+from hermes.redact import Redactor, settings_secrets
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -28,7 +28,6 @@ from hermes.server.deps import (
 )
 from hermes.server.errors import APIError, from_turn_error
 from hermes.server.model_names import model_or_404
-from hermes.server.response_store import ResponseStore, StoredResponse
 from hermes.server.responses_stream import ResponseEvents
 from hermes.server.responses_wire import (
     ResponseBuilder,
@@ -37,6 +36,7 @@ from hermes.server.responses_wire import (
     parse_responses_body,
 )
 from hermes.server.streaming import TurnStreamResponse
+from hermes.store.response_store import ResponseStore, StoredResponse
 
 router = APIRouter()
 

@@ -203,10 +203,9 @@ async def serve(
     # Heavy imports after the bind checks: a refused start stays fast.
     from hermes.observability.log_tail import LogTail, attached
     from hermes.plugins import Service
-    from hermes.redact import Redactor
+    from hermes.redact import Redactor, settings_secrets
     from hermes.runtime import build_runtime
     from hermes.server.app import create_app
-    from hermes.tools.shell import settings_secrets
 
     if warning:
         announce(f"warning: {warning}")

@@ -62,7 +62,7 @@ class _Recall:
 
 def provider_secrets(settings: Settings) -> list[str]:
     """Every secret value this install knows, the providers' keys included."""
-    from hermes.tools.shell import settings_secrets
+    from hermes.redact import settings_secrets
 
     mem = settings.memory
     keys = [mem.honcho.api_key, mem.supermemory.api_key]
