@@ -312,14 +312,8 @@ def _tool_calls(where: str, raw: Any) -> list[dict[str, Any]]:
         arguments = fn.get("arguments")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments if arguments is not None else {})
-        calls.append(
-            {
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": str(fn.get("name") or ""), "arguments": arguments},
-            }
-        )
-    return calls
+        calls.append(ToolCall(call["id"], str(fn.get("name") or ""), arguments))
+    return tool_calls_json(calls)
 
 
 def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] | None:

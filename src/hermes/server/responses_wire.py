@@ -17,7 +17,7 @@ from typing import Any
 
 from hermes.agent.client_tools import ClientTools
 from hermes.agent.turn import TurnResult
-from hermes.models.types import Usage
+from hermes.models.types import ToolCall, Usage, tool_calls_json
 from hermes.server.openai_compat import (
     SYSTEM_ROLES,
     bad_request,
@@ -175,7 +175,7 @@ def _append_call(messages: list[dict[str, Any]], item: dict[str, Any], where: st
     arguments = item.get("arguments")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments if arguments is not None else {})
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    (call,) = tool_calls_json([ToolCall(call_id, name, arguments)])
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "assistant":
         last.setdefault("tool_calls", []).append(call)
