@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.models.types import tool_result
+
 __all__ = [
     "MISSING_RESULT",
     "ClientTools",
@@ -85,13 +87,9 @@ def pending_calls(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return []
 
 
-def _tool_message(call: dict[str, Any], content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call["id"], "content": content}
-
-
 def closing_results(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Results that close calls the caller never answered (it moved on with a new message)."""
-    return [_tool_message(call, MISSING_RESULT) for call in pending_calls(history)]
+    return [tool_result(call["id"], MISSING_RESULT) for call in pending_calls(history)]
 
 
 def resume_results(
@@ -119,9 +117,9 @@ def resume_results(
             "messages",
         )
     return [
-        _tool_message(call, str(by_id[call["id"]].get("content") or ""))
+        tool_result(call["id"], str(by_id[call["id"]].get("content") or ""))
         if call["id"] in by_id
-        else _tool_message(call, MISSING_RESULT)
+        else tool_result(call["id"], MISSING_RESULT)
         for call in pending
     ]
 

@@ -24,12 +24,12 @@ from hermes.agent.locks import HeldSession, SessionLocks, run_settled
 from hermes.agent.memory_providers import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
-from hermes.agent.tool_loop import Limits, run_tool_loop, tool_message
+from hermes.agent.tool_loop import Limits, run_tool_loop
 from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
-from hermes.models.types import Completion, ToolCall, Usage
+from hermes.models.types import Completion, ToolCall, Usage, tool_result
 from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
@@ -518,7 +518,7 @@ class Agent:
             )
         )
         for call, text in zip(calls, results, strict=True):
-            turn.state.turn.append(tool_message(call, text))
+            turn.state.turn.append(tool_result(call.id, text))
             turn.new.append(
                 NewMessage(
                     role="tool",

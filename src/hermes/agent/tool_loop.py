@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.models.client import ModelClient
-from hermes.models.types import Completion, ToolCall
+from hermes.models.types import Completion, ToolCall, tool_result
 from hermes.tools.registry import ToolContext, ToolOutcome, Toolset
 
 Ask = Callable[[bool], Awaitable[Completion]]
@@ -43,11 +43,6 @@ class LoopEnd:
     how: str
     """"answer" (a reply without tool calls), "stopped" (`Act` ended it), "closed" (out of
     steps, answered by the closing call) or "limit" (out of steps, no closing call)."""
-
-
-def tool_message(call: ToolCall, text: str) -> dict[str, Any]:
-    """A tool's result as the message that answers `call`."""
-    return {"role": "tool", "tool_call_id": call.id, "content": text}
 
 
 async def run_tool_loop(
@@ -105,7 +100,9 @@ class ToolChat:
             outcomes = list(await asyncio.gather(*(self._call(c) for c in calls)))
         else:
             outcomes = [await self._call(c) for c in calls]
-        self.messages.extend(tool_message(c, o.text) for c, o in zip(calls, outcomes, strict=True))
+        self.messages.extend(
+            tool_result(c.id, o.text) for c, o in zip(calls, outcomes, strict=True)
+        )
         return list(zip(calls, outcomes, strict=True))
 
     async def _call(self, call: ToolCall) -> ToolOutcome:

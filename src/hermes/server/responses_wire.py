@@ -17,7 +17,7 @@ from typing import Any
 
 from hermes.agent.client_tools import ClientTools
 from hermes.agent.turn import TurnResult
-from hermes.models.types import ToolCall, Usage, tool_calls_json
+from hermes.models.types import ToolCall, Usage, tool_calls_json, tool_result
 from hermes.server.openai_compat import (
     SYSTEM_ROLES,
     bad_request,
@@ -212,7 +212,7 @@ def input_messages(raw: Any) -> list[dict[str, Any]]:
             if not isinstance(call_id, str):
                 raise bad_request(f"{where}.call_id must be a string.", f"{where}.call_id")
             text = _output_text(item.get("output"), f"{where}.output")
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            messages.append(tool_result(call_id, text))
         elif kind == "reasoning":
             continue  # the model's own reasoning summary: nothing to send back
         else:
