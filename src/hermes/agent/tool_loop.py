@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from hermes.models.client import ModelClient
 from hermes.models.types import Completion, ToolCall, tool_result
@@ -40,7 +40,7 @@ class LoopEnd:
     completion: Completion | None
     steps: int
     """Calls made that offered tools (the closing call not counted)."""
-    how: str
+    how: Literal["answer", "stopped", "closed", "limit"]
     """"answer" (a reply without tool calls), "stopped" (`Act` ended it), "closed" (out of
     steps, answered by the closing call) or "limit" (out of steps, no closing call)."""
 
