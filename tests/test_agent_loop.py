@@ -4,7 +4,7 @@ import json
 import pytest
 
 from hermes.agent.locks import SessionBusyError, SessionLocks
-from hermes.agent.loop import TurnObserver, TurnRequest
+from hermes.agent.turn import TurnObserver, TurnRequest
 from hermes.models.errors import ModelUnavailableError
 from hermes.runtime import Runtime
 from hermes.store.base import Lease

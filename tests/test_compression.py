@@ -8,9 +8,9 @@ import pytest
 
 from hermes.agent.compression import SUMMARIZER_INSTRUCTIONS, SUMMARY_PREFIX
 from hermes.agent.history import CompressingHistory
-from hermes.agent.loop import TurnRequest
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.memory_providers import MemoryProvider
 from hermes.agent.tokens import estimate_messages_tokens, estimate_tools_tokens
+from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
 from hermes.models.errors import ContextLengthExceededError
 from hermes.runtime import Runtime, build_runtime

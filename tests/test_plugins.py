@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hermes.agent.context import PromptContext
-from hermes.agent.loop import TurnRequest, TurnResult
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.memory_providers import MemoryProvider
+from hermes.agent.turn import TurnRequest, TurnResult
 from hermes.config.settings import Settings
 from hermes.plugins import BUILTIN_PARTS, PluginError, Registry, load_registry
 from hermes.runtime import build_runtime
@@ -175,7 +175,7 @@ class _Recall(MemoryProvider):
 async def test_external_memory_provider_hooks(
     settings: Settings, fake: FakeModel, monkeypatch: pytest.MonkeyPatch, slow: bool
 ) -> None:
-    monkeypatch.setattr("hermes.agent.memory.PREFETCH_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("hermes.agent.memory_providers.PREFETCH_TIMEOUT_S", 0.05)
     provider = _Recall(settings, slow=slow)
     registry = load_registry(plugins=False)
     registry.memory_provider(lambda _settings: provider)

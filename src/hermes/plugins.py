@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.context import PromptBlock
-from hermes.agent.memory import MemoryProvider
 from hermes.config.settings import Settings
-from hermes.delivery import Deliverer
 from hermes.errors import HermesError
-from hermes.tools.registry import Tool, ToolSource
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the contracts parts implement: named in signatures, never called here
+    from hermes.agent.context import PromptBlock
+    from hermes.agent.memory_providers import MemoryProvider
+    from hermes.delivery import Deliverer
     from hermes.runtime import Runtime
+    from hermes.tools.registry import Tool, ToolSource
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,7 @@ BUILTIN_PARTS: tuple[str, ...] = (
     "hermes.cron.part",
     "hermes.gateway.part",
     "hermes.tools.part",
+    "hermes.delegation.part",
     "hermes.db.part",
     "hermes.skills.part",
     "hermes.mcp_servers.part",
@@ -62,9 +63,10 @@ Counts = Callable[["Runtime"], Iterable[Count]]
 
 
 @dataclass(frozen=True)
-class Service:
+class Daemon:
     """A background part of `hermes serve` (cron ticker, gateway) with an async start and stop.
-    Services start in registration order after the runtime is open and stop in reverse."""
+    Daemons start in registration order after the runtime is open and stop in reverse. (Not a
+    "service": that is a collaborator found by type in `hermes.services.Services`.)"""
 
     name: str
     start: Callable[[], Awaitable[None]]
@@ -94,7 +96,7 @@ class Registry:
         default_factory=list
     )
     components: list[Callable[[Runtime], object]] = field(default_factory=list)
-    services: list[Callable[[Runtime], Service | None]] = field(default_factory=list)
+    daemons: list[Callable[[Runtime], Daemon | None]] = field(default_factory=list)
     routers: list[Callable[[], Any]] = field(default_factory=list)
     deliverers: list[Callable[[Runtime], Deliverer]] = field(default_factory=list)
     commands: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
@@ -135,9 +137,9 @@ class Registry:
         """A long-lived object made once per runtime and put in `runtime.services` by type."""
         self.components.append(factory)
 
-    def service(self, factory: Callable[[Runtime], Service | None]) -> None:
-        """A background service of `hermes serve` (return None to stay off for these settings)."""
-        self.services.append(factory)
+    def daemon(self, factory: Callable[[Runtime], Daemon | None]) -> None:
+        """A background daemon of `hermes serve` (return None to stay off for these settings)."""
+        self.daemons.append(factory)
 
     def router(self, factory: Callable[[], Any]) -> None:
         """A FastAPI `APIRouter` for `hermes serve`, built only when the server starts."""

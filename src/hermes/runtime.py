@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hermes.config.settings import Settings
-from hermes.plugins import Registry, Service, load_registry
+from hermes.plugins import Daemon, Registry, load_registry
 from hermes.store.base import Store
 from hermes.store.opener import open_store as _open_url
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # loaded by the functions that need them: a command that only
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Runtime", "Service", "build_runtime", "make_model_client", "open_store"]
+__all__ = ["Daemon", "Runtime", "build_runtime", "make_model_client", "open_store"]
 
 
 @dataclass
@@ -39,10 +39,10 @@ class Runtime:
         """The typed services every tool and part sees (the agent's)."""
         return self.agent.services
 
-    def background_services(self) -> list[Service]:
-        """The parts' `hermes serve` services that are on for these settings, in order."""
-        made = (factory(self) for factory in self.registry.services)
-        return [service for service in made if service is not None]
+    def daemons(self) -> list[Daemon]:
+        """The parts' `hermes serve` daemons that are on for these settings, in order."""
+        made = (factory(self) for factory in self.registry.daemons)
+        return [daemon for daemon in made if daemon is not None]
 
     async def aclose(self) -> None:
         """Close in reverse order of opening: background work, the parts' components (those
@@ -118,7 +118,7 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
     """Open everything an entry point needs; call `aclose()` when done."""
     from hermes.agent.history import CompressingHistory
     from hermes.agent.loop import Agent
-    from hermes.agent.memory import MemoryLayers
+    from hermes.agent.memory_providers import MemoryLayers
     from hermes.delivery import Deliverers
     from hermes.tools.registry import Toolset
     from hermes.tools.toolsets import ToolGroups

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hermes.errors import HermesError
-from hermes.store.base import DEFAULT_SCOPE
 
+DEFAULT_SCOPE = "default"
+"""The scope when none is named: the install owner's."""
 ID_PATTERN = re.compile(r"^[A-Za-z0-9._:/@-]{1,256}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 USER_SCOPE_PREFIX = "user:"

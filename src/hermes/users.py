@@ -143,7 +143,7 @@ def _documents(job: Forgetting) -> dict[str, int]:
 @forget_step("responses")
 def _responses(job: Forgetting) -> dict[str, int]:
     """Stored `/v1/responses` objects."""
-    from hermes.server.response_store import ResponseStore
+    from hermes.store.response_store import ResponseStore
 
     return {"responses": ResponseStore(job.home / "responses.db").forget_scope(job.scope)}
 

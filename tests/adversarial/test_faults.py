@@ -230,7 +230,7 @@ async def test_disk_full_after_the_stream_started_is_an_error_event(tmp_path: Pa
     from starlette.requests import Request
     from starlette.routing import Route
 
-    from hermes.agent.loop import TurnObserver, TurnResult
+    from hermes.agent.turn import TurnObserver, TurnResult
     from hermes.server.openai_compat import ChunkWriter
     from hermes.server.streaming import TurnStreamResponse
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from hermes.agent.locks import SessionLocks, ShuttingDownError
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.runtime import Runtime
 from hermes.store.leases import _start_ticks, holder_is_dead, new_holder
 from hermes.store.sqlite import SQLiteStore

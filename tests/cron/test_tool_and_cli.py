@@ -6,7 +6,7 @@ import json
 from datetime import UTC
 from pathlib import Path
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
 from hermes.cron.jobs import create_job
 from hermes.cron.store import JobStore

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.cli.main import app as cli
 from hermes.config.settings import load_settings
 from hermes.mcp_servers.manager import McpManager

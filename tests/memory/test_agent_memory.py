@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.memory.notes import NotesStore
 from hermes.memory.review import REVIEW_PROMPT, flush
 from hermes.runtime import Runtime

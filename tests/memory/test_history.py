@@ -14,8 +14,6 @@ import pytest
 from hermes.config.settings import Settings, load_settings
 from hermes.memory.history import CLI, Actor, forget_history, tool_actor
 from hermes.memory.notes import NotesStore, open_notes
-from hermes.memory.revert import RevertError, revert, why
-from hermes.memory.targets import audit
 from hermes.memory.tool import Operation, change_notes, memory_tool
 from hermes.runtime import open_store
 from hermes.scopes import scope_for_user
@@ -24,6 +22,8 @@ from hermes.skills import manage
 from hermes.skills.store import library_for
 from hermes.store.base import NoteVersion, Store
 from hermes.tools.registry import ToolContext, Toolset
+from hermes.versioned.revert import RevertError, revert, why
+from hermes.versioned.targets import audit
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.usefixtures("on_each_backend")

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore
 from hermes.memory.tool import Operation, change_notes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.memory.review import REVIEW_PROMPT
 from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls

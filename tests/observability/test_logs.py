@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from hermes.agent.memory import MemoryLayers, MemoryProvider
+from hermes.agent.memory_providers import MemoryLayers, MemoryProvider
 from hermes.config.settings import Settings
 from hermes.observability import logs
+from hermes.redact import Redactor
 from hermes.testing.fake_model import FakeModel, Text
-from hermes.tools.redact import Redactor
 
 from ..server.conftest import AUTH, SERVER_KEY, open_api
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from hermes.agent.memory import MemoryLayers, MemoryProvider
+from hermes.agent.memory_providers import MemoryLayers, MemoryProvider
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 

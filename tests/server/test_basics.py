@@ -8,8 +8,9 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from hermes.config.settings import Settings
+from hermes.plugins import Daemon
 from hermes.runtime import build_runtime
-from hermes.server.app import Service, create_app
+from hermes.server.app import create_app
 from hermes.server.deps import get_scope, require_auth
 from hermes.server.errors import APIError
 from hermes.store.base import NewMessage
@@ -200,20 +201,20 @@ async def test_routers_of_other_parts_share_validation_auth_and_500_envelopes(
     assert any("secret internals" in rec.getMessage() or rec.exc_info for rec in caplog.records)
 
 
-async def test_services_start_in_order_and_stop_in_reverse(settings: Settings) -> None:
+async def test_daemons_start_in_order_and_stop_in_reverse(settings: Settings) -> None:
     events: list[str] = []
 
-    def service(name: str) -> Service:
+    def daemon(name: str) -> Daemon:
         async def start() -> None:
             events.append(f"start {name}")
 
         async def stop() -> None:
             events.append(f"stop {name}")
 
-        return Service(name, start, stop)
+        return Daemon(name, start, stop)
 
     runtime = build_runtime(settings)
-    app = create_app(runtime, services=[service("a"), service("b")])
+    app = create_app(runtime, daemons=[daemon("a"), daemon("b")])
     async with app.router.lifespan_context(app):
         assert events == ["start a", "start b"]
     assert events == ["start a", "start b", "stop b", "stop a"]

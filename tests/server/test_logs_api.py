@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from hermes.observability.log_tail import LogTail, attached
+from hermes.redact import Redactor
 from hermes.testing.fake_model import Error, FakeModel
-from hermes.tools.redact import Redactor
 
 from .conftest import SERVER_KEY, Api, chat_body
 from .test_serve import hermes_serve

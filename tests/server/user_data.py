@@ -19,8 +19,8 @@ from hermes.gateway.access import PairingStore
 from hermes.memory.notes import open_notes
 from hermes.memory.tool import Operation, change_notes
 from hermes.scopes import scope_for_user, scope_root
-from hermes.server.response_store import ResponseStore, StoredResponse
 from hermes.store.base import NewMessage, Store
+from hermes.store.response_store import ResponseStore, StoredResponse
 from hermes.store.urls import sqlite_path
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hermes.agent.loop import TurnRequest
 from hermes.agent.tokens import estimate_text_tokens
+from hermes.agent.turn import TurnRequest
 from hermes.runtime import Runtime
 from hermes.skills.index import render_index
 from hermes.skills.invoke import expand_skill_command

@@ -3,7 +3,7 @@ and a compression summary is out of reach."""
 
 from __future__ import annotations
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.agent.undo import last_exchange, undo_last_exchange
 from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text

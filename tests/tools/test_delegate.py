@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
 from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls

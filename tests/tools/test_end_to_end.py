@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
+from hermes.redact import MARK, Redactor
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
-from hermes.tools.redact import MARK, Redactor
 
 SAMPLES = [
     "sk-proj-AbCdEf0123456789AbCdEf0123456789",

@@ -9,14 +9,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import Agent, TurnObserver, TurnRequest, TurnResult
+    from hermes.agent.loop import Agent
+    from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 
 __all__ = ["Agent", "TurnObserver", "TurnRequest", "TurnResult"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name == "Agent":
         from hermes.agent import loop
 
-        return getattr(loop, name)
+        return loop.Agent
+    if name in __all__:
+        from hermes.agent import turn
+
+        return getattr(turn, name)
     raise AttributeError(f"module 'hermes.agent' has no attribute {name!r}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.errors import HermesError
+from hermes.models.types import tool_result
 
 __all__ = [
     "MISSING_RESULT",
@@ -87,13 +88,9 @@ def pending_calls(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return []
 
 
-def _tool_message(call: dict[str, Any], content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call["id"], "content": content}
-
-
 def closing_results(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Results that close calls the caller never answered (it moved on with a new message)."""
-    return [_tool_message(call, MISSING_RESULT) for call in pending_calls(history)]
+    return [tool_result(call["id"], MISSING_RESULT) for call in pending_calls(history)]
 
 
 def resume_results(
@@ -121,9 +118,9 @@ def resume_results(
             "messages",
         )
     return [
-        _tool_message(call, str(by_id[call["id"]].get("content") or ""))
+        tool_result(call["id"], str(by_id[call["id"]].get("content") or ""))
         if call["id"] in by_id
-        else _tool_message(call, MISSING_RESULT)
+        else tool_result(call["id"], MISSING_RESULT)
         for call in pending
     ]
 

@@ -21,19 +21,20 @@ from hermes.agent.client_tools import (
 )
 from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
 from hermes.agent.locks import HeldSession, SessionLocks, run_settled
-from hermes.agent.memory import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
+from hermes.agent.memory_providers import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
+from hermes.agent.tool_loop import Limits, run_tool_loop
+from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
-from hermes.models.types import Completion, ToolCall, Usage, tool_calls_json
+from hermes.models.types import Completion, ToolCall, Usage, tool_result
 from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
 from hermes.services import Services
-from hermes.store.base import DEFAULT_SCOPE, MessageRecord, NewMessage, Store
-from hermes.tools.approval import Approver
+from hermes.store.base import MessageRecord, NewMessage, Store
 from hermes.tools.registry import ToolContext, Toolset
 from hermes.tools.toolsets import ToolGroups, select_toolset
 
@@ -43,71 +44,6 @@ ITERATION_LIMIT_NOTE = (
     "You have used the maximum number of tool steps for this turn. Do not call tools; answer "
     "the user now with what you have, and say what is left undone."
 )
-
-
-class TurnObserver:
-    """Receives live progress of a turn (streaming text, tool activity). Override what you need."""
-
-    def on_delta(self, text: str) -> None:
-        return None
-
-    def on_tool_start(self, call_id: str, name: str) -> None:
-        return None
-
-    def on_tool_end(self, call_id: str, name: str, ok: bool) -> None:
-        return None
-
-    def on_tool_arguments(self, call_id: str, name: str, arguments: str) -> None:
-        """The raw JSON arguments of a call, just before `on_tool_start` (terminal tool lines)."""
-        return None
-
-    def on_notice(self, kind: str, text: str) -> None:
-        """Something the user may want to know happened mid-turn (`kind` "compression")."""
-        return None
-
-
-@dataclass
-class TurnRequest:
-    user_message: str
-    """The new user message; empty when the turn resumes with `tool_results`."""
-    session_id: str | None = None
-    scope: str = DEFAULT_SCOPE
-    source: str = "cli"
-    history: list[dict[str, Any]] | None = None
-    system_extra: str | None = None
-    toolset: Toolset | None = None
-    approver: Approver | None = None
-    """Who can approve a dangerous tool action on this surface; None: nobody to ask."""
-    steering: asyncio.Queue[str] | None = None
-    """Text the user adds while the turn runs (gateway `steer`): drained before each model
-    call and sent, and stored, as user messages of this turn."""
-    model_options: dict[str, Any] = field(default_factory=dict)
-    """Chat Completions parameters for every model call of the turn (sampling, stop,
-    response_format, ...): the caller's choices, passed through as given."""
-    client_tools: ClientTools | None = None
-    """Tools the caller runs itself: calling one pauses the turn (see agent.client_tools)."""
-    tool_results: list[dict[str, Any]] | None = None
-    """`tool` messages answering the calls a paused turn handed back; resumes that turn."""
-
-
-@dataclass
-class TurnResult:
-    session_id: str
-    scope: str
-    content: str
-    stored: list[MessageRecord]
-    usage: Usage
-    iterations: int
-    finish_reason: str
-    user_turn_number: int = 0
-    source: str = ""
-    """The session's source (who created it), for after-turn hooks that skip some."""
-    message_count: int = 0
-    """Messages stored in the session after this turn: hooks read the tail without a lookup."""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    """Calls of the caller's own tools the turn paused on (`finish_reason` "tool_calls")."""
-    usage_by_model: dict[str, tuple[Usage, int]] = field(default_factory=dict)
-    """Tokens and calls per model that answered (fallbacks apart), for cost per model."""
 
 
 AfterTurnHook = Callable[[TurnResult, "Agent"], Awaitable[None]]
@@ -505,21 +441,28 @@ class Agent:
         )
         theirs = turn.client.names() if turn.client is not None else set()
         turn.state.notice = observer.on_notice
-        for iteration in range(1, limit + 1):
-            _take_steering(req, turn)
-            completion = await self._call_model(turn, observer, tools=True)
-            if not completion.tool_calls:
-                content = self._finish(turn, completion)
-                return _Outcome(content, completion.finish_reason or "stop", iteration)
+
+        async def ask(tools: bool) -> Completion:
+            if tools:
+                _take_steering(req, turn)
+            return await self._call_model(turn, observer, tools=tools)
+
+        async def act(completion: Completion) -> bool:
             await self._run_tools(turn, completion, toolset, ctx, observer, skip=theirs)
+            # the caller runs its own tools' calls; its next request resumes the turn
+            return any(c.name in theirs for c in completion.tool_calls)
+
+        # bounded: past the limit, one last call without tools so the user still gets an answer
+        end = await run_tool_loop(ask, act, Limits(limit, ITERATION_LIMIT_NOTE), turn.state.turn)
+        completion = end.completion
+        assert completion is not None  # a closing call is always made
+        if end.how == "stopped":
             paused = [c for c in completion.tool_calls if c.name in theirs]
-            if paused:  # the caller runs these; its next request resumes the turn
-                return _Outcome(completion.content or "", "tool_calls", iteration, paused)
-        # bounded: one last call without tools so the user still gets an answer
-        turn.state.turn.append({"role": "system", "content": ITERATION_LIMIT_NOTE})
-        completion = await self._call_model(turn, observer, tools=False)
-        turn.state.turn.pop()
-        return _Outcome(self._finish(turn, completion), "length", limit + 1)
+            return _Outcome(completion.content or "", "tool_calls", end.steps, paused)
+        content = self._finish(turn, completion)
+        if end.how == "closed":
+            return _Outcome(content, "length", end.steps + 1)
+        return _Outcome(content, completion.finish_reason or "stop", end.steps)
 
     def _finish(self, turn: _Turn, completion: Completion) -> str:
         content = scrub_fences(completion.content or "")
@@ -545,10 +488,9 @@ class Agent:
     ) -> None:
         """Run Hermes' own calls of one step; calls named in `skip` (the caller's tools) are
         recorded in the step but left for the caller to answer."""
-        tool_calls = tool_calls_json(completion.tool_calls)
+        assistant = completion.assistant_message()
         calls = [c for c in completion.tool_calls if c.name not in skip]
         ctx.turn = turn.held.session.message_count + len(turn.new)  # this step's message
-        assistant = {"role": "assistant", "content": completion.content, "tool_calls": tool_calls}
         for call in calls:
             observer.on_tool_arguments(call.id, call.name, call.arguments)
             observer.on_tool_start(call.id, call.name)
@@ -571,10 +513,12 @@ class Agent:
         turn.partial.clear()
         turn.state.turn.append(assistant)
         turn.new.append(
-            NewMessage(role="assistant", content=completion.content, tool_calls=tool_calls)
+            NewMessage(
+                role="assistant", content=completion.content, tool_calls=assistant["tool_calls"]
+            )
         )
         for call, text in zip(calls, results, strict=True):
-            turn.state.turn.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            turn.state.turn.append(tool_result(call.id, text))
             turn.new.append(
                 NewMessage(
                     role="tool",

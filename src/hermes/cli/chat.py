@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.scopes import InvalidIdError, validate_id
 
@@ -59,7 +59,7 @@ def with_cwd_workdir(settings: Settings) -> Settings:
 
 
 async def _one_shot(runtime: Runtime, query: str, session: str | None) -> None:
-    from hermes.agent.loop import TurnRequest
+    from hermes.agent.turn import TurnRequest
     from hermes.cli.repl import skills
     from hermes.cli.repl.ids import new_session_id
     from hermes.models.errors import ModelError, ModelNotConfiguredError

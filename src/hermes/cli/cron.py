@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.cli_common import fail, scope_or_exit, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.cron.jobs import (
     JobExistsError,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import typer
 
 from hermes.auth.keys import KeyError_, create_key, list_keys, parse_expiry, revoke
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.scopes import InvalidIdError
 from hermes.store.api_keys import ApiKeyRecord
 from hermes.store.base import Store

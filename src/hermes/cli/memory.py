@@ -13,8 +13,8 @@ from pathlib import Path
 
 import typer
 
-from hermes.cli.common import fail, scope_or_exit, settings_or_exit
 from hermes.cli.memory_history import register as register_history
+from hermes.cli_common import fail, scope_or_exit, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.memory.history import CLI, forget_history
 from hermes.memory.notes import (

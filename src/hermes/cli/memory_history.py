@@ -13,13 +13,13 @@ from typing import TypeVar
 
 import typer
 
-from hermes.cli.common import fail, scope_or_exit, settings_or_exit
+from hermes.cli_common import fail, scope_or_exit, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.memory.history import CLI, detail, is_target, summary, unified_diff
-from hermes.memory.revert import RevertError, find_version, revert, why
-from hermes.memory.targets import TargetError, audit
 from hermes.runtime import open_store
 from hermes.store.base import NoteVersion, Store, StoreError
+from hermes.versioned.revert import RevertError, find_version, revert, why
+from hermes.versioned.targets import TargetError, audit
 
 UserOption = typer.Option(None, "--user", help="End-user scope (default: the owner's).")
 JsonOption = typer.Option(False, "--json", help="Machine-readable output.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 
 
 def serve(

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from hermes.cli.common import fail, parse_file_or_exit, scope_or_exit, settings_or_exit
 from hermes.cli.progress import progress
+from hermes.cli_common import fail, parse_file_or_exit, scope_or_exit, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.runtime import open_store
 from hermes.store.base import Store

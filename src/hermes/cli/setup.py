@@ -15,7 +15,6 @@ from typing import Any
 import typer
 import yaml
 
-from hermes.cli.common import fail
 from hermes.cli.probe import (
     KINDS,
     REMOTES,
@@ -27,6 +26,7 @@ from hermes.cli.probe import (
     port_in_use,
     probe_ports,
 )
+from hermes.cli_common import fail
 from hermes.config.home import ensure_home, hermes_home
 from hermes.config.settings import ConfigError, Settings, load_settings
 from hermes.models.errors import ModelAuthError, ModelError

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.scopes import InvalidIdError, scope_for_user
 from hermes.store.base import StoreError
 

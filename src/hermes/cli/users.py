@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.store.base import Store, StoreError
 

@@ -1,4 +1,4 @@
-"""The cron part: the `cronjob` tool, the one Scheduler of a runtime, and its ticker service.
+"""The cron part: the `cronjob` tool, the one Scheduler of a runtime, and its ticker daemon.
 (`/api/jobs` is the server's own router: it lives with the other HTTP routes.)"""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from hermes.plugins import Count, Registry, Service
+from hermes.plugins import Count, Daemon, Registry
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -18,8 +18,8 @@ def _scheduler(runtime: Runtime) -> object:
     return Scheduler(runtime.agent)
 
 
-def _ticker(runtime: Runtime) -> Service | None:
-    """The ticker as a `hermes serve` service: ticks at start (catch-up), then periodically."""
+def _ticker(runtime: Runtime) -> Daemon | None:
+    """The ticker as a `hermes serve` daemon: ticks at start (catch-up), then periodically."""
     from hermes.cron.ticker import Scheduler
 
     if not runtime.settings.cron.enabled:
@@ -29,7 +29,7 @@ def _ticker(runtime: Runtime) -> Service | None:
     async def start() -> None:
         scheduler.start()
 
-    return Service("cron ticker", start, scheduler.stop)
+    return Daemon("cron ticker", start, scheduler.stop)
 
 
 def _counts(runtime: Runtime) -> Iterator[Count]:
@@ -59,5 +59,5 @@ def register(hermes: Registry) -> None:
 
     hermes.tool(cronjob, group="cron", enabled=lambda settings: settings.cron.enabled)
     hermes.component(_scheduler)
-    hermes.service(_ticker)
+    hermes.daemon(_ticker)
     hermes.metrics(_counts)

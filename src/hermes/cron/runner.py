@@ -14,7 +14,8 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.loop import Agent, TurnObserver, TurnRequest
+from hermes.agent.loop import Agent
+from hermes.agent.turn import TurnObserver, TurnRequest
 from hermes.cron.schedule import describe
 from hermes.cron.store import Job, atomic_write, output_dir
 from hermes.errors import HermesError

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.db.copy import (
     CopyReport,

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.gateway.access import PairingError, PairingStore
 from hermes.gateway.status import gateway_report
 

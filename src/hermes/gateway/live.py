@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hermes.agent.loop import TurnObserver
+from hermes.agent.turn import TurnObserver
 from hermes.gateway.base import Inbound, PlatformAdapter
 from hermes.gateway.platforms.telegram_format import split_text
 

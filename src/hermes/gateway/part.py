@@ -1,4 +1,4 @@
-"""The gateway part: the `Gateway` component, its `hermes serve` service, the messaging
+"""The gateway part: the `Gateway` component, its `hermes serve` daemon, the messaging
 deliverer, the `send_message` tool, `hermes gateway …` and the `/health` entry."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from hermes.plugins import Count, Registry, Service
+from hermes.plugins import Count, Daemon, Registry
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -18,13 +18,13 @@ def _gateway(runtime: Runtime) -> object:
     return Gateway(runtime)
 
 
-def _service(runtime: Runtime) -> Service | None:
+def _daemon(runtime: Runtime) -> Daemon | None:
     from hermes.gateway.runner import Gateway
 
     gateway = runtime.services.get(Gateway)
     if not gateway.enabled:
         return None
-    return Service("gateway", gateway.start, gateway.stop)
+    return Daemon("gateway", gateway.start, gateway.stop)
 
 
 def _deliverer(runtime: Runtime) -> Any:
@@ -101,7 +101,7 @@ def register(hermes: Registry) -> None:
     from hermes.gateway.tool import send_message
 
     hermes.component(_gateway)
-    hermes.service(_service)
+    hermes.daemon(_daemon)
     hermes.deliverer(_deliverer)
     hermes.router(_webhooks)
     hermes.tool(send_message, group="messaging", enabled=_messaging_on)

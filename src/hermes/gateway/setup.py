@@ -19,7 +19,7 @@ import typer
 from dotenv import dotenv_values
 from typer.core import TyperGroup
 
-from hermes.cli.common import fail
+from hermes.cli_common import fail
 from hermes.config.home import ensure_home, hermes_home
 from hermes.config.settings import ConfigError, load_settings
 from hermes.fileio import atomic_write

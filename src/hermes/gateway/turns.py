@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hermes.agent.invocations import Invocation, SlashInvocations
-from hermes.agent.loop import TurnObserver, TurnRequest
+from hermes.agent.turn import TurnObserver, TurnRequest
 from hermes.gateway.approvals import ChatApprover
 from hermes.gateway.base import Attachment, Inbound
 from hermes.gateway.chats import ChatWorker

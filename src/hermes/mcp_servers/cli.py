@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.mcp_servers.sdk import McpUnavailableError, require_sdk
 
 app = typer.Typer(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes.plugins import Registry, Service
+from hermes.plugins import Daemon, Registry
 
 if TYPE_CHECKING:
     from hermes.mcp_servers.manager import McpManager
@@ -27,7 +27,7 @@ def _get(runtime: Runtime) -> McpManager:
     return runtime.services.get(McpManager)
 
 
-def _service(runtime: Runtime) -> Service | None:
+def _daemon(runtime: Runtime) -> Daemon | None:
     if not runtime.settings.mcp_servers:
         return None
     manager = _get(runtime)
@@ -35,14 +35,14 @@ def _service(runtime: Runtime) -> Service | None:
     async def start() -> None:
         manager.start()  # connects in the background: startup never waits for a server
 
-    return Service("mcp servers", start, manager.aclose)
+    return Daemon("mcp servers", start, manager.aclose)
 
 
 async def _health(runtime: Runtime) -> dict[str, Any]:
     manager = _get(runtime)
     if not manager.connections:
         return {"status": "off", "servers": manager.status()}
-    if manager.start():  # not started by a service (doctor): let the first attempts finish
+    if manager.start():  # not started by a daemon (doctor): let the first attempts finish
         longest = max(c.config.connect_timeout for c in manager.connections.values())
         await manager.wait_settled(min(HEALTH_FIRST_WAIT_S, longest))
     servers = manager.status()
@@ -59,6 +59,6 @@ def _cli() -> Any:
 def register(hermes: Registry) -> None:
     hermes.component(_manager)
     hermes.tool_source(_get)
-    hermes.service(_service)
+    hermes.daemon(_daemon)
     hermes.health("mcp", _health)
     hermes.command("mcp", _cli)

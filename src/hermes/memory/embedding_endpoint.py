@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from hermes.config.settings import Settings
-from hermes.memory.embeddings import MAX_CHARS, EmbeddingsUnavailableError
+from hermes.memory.embedder import MAX_CHARS, EmbeddingsUnavailableError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.memory.embeddings import DIMENSIONS
+from hermes.memory.embedder import DIMENSIONS, MAX_CHARS
 from hermes.memory.minilm_graph import GRAPH_VERSION, tokenizer_path, weights_path, write_graph
 
 if TYPE_CHECKING:
@@ -131,8 +131,6 @@ class OnnxMiniLM:
 
     def _run(self, session: Any, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
-
-        from hermes.memory.embeddings import MAX_CHARS
 
         texts = [t[:MAX_CHARS] for t in texts]  # past the model's 256 word pieces anyway
         out = np.zeros((len(texts), 384), dtype=np.float32)

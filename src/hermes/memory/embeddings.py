@@ -13,39 +13,33 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
 
 from hermes.config.settings import Settings
-from hermes.errors import HermesError
+from hermes.memory.embedder import (
+    DIMENSIONS,
+    MAX_CHARS,
+    MODEL_NAME,
+    REINSTALL_HINT,
+    RUNTIME_MODULES,
+    Embedder,
+    EmbeddingsUnavailableError,
+)
 
-if TYPE_CHECKING:
-    import numpy as np
+__all__ = [
+    "DIMENSIONS",
+    "MAX_CHARS",
+    "MODEL_NAME",
+    "REINSTALL_HINT",
+    "RUNTIME_MODULES",
+    "Embedder",
+    "EmbeddingsUnavailableError",
+    "enabled",
+    "extra_installed",
+    "load",
+    "vector_name",
+]
 
 log = logging.getLogger(__name__)
-
-MODEL_NAME = "all-MiniLM-L6-v2"
-DIMENSIONS = 384  # of that model's vectors
-MAX_CHARS = 2000  # the model reads 256 word pieces; longer text only costs time
-RUNTIME_MODULES = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
-REINSTALL_HINT = "reinstall Hermes (pip install -e . from a clone) or set search.embeddings: off"
-
-
-class EmbeddingsUnavailableError(HermesError, RuntimeError):
-    """Search by meaning was asked for (`on`, `endpoint`) but its model cannot be had."""
-
-
-class Embedder(Protocol):
-    """Texts to unit-length float32 vectors; `name` tags the vectors it makes."""
-
-    name: str
-    dimensions: int
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def encode_query(self, text: str) -> np.ndarray:
-        """One search question's vector (may use a faster, slightly coarser model)."""
-        ...
 
 
 def extra_installed() -> bool:

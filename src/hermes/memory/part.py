@@ -8,7 +8,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from hermes.plugins import Registry, Service
+from hermes.plugins import Daemon, Registry
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _indexer(runtime: Runtime) -> Service | None:
+def _indexer(runtime: Runtime) -> Daemon | None:
     from hermes.memory import embeddings
 
     try:
@@ -35,7 +35,7 @@ def _indexer(runtime: Runtime) -> Service | None:
     async def stop() -> None:
         await asyncio.to_thread(indexer.stop)
 
-    return Service("semantic indexer", start, stop)
+    return Daemon("semantic indexer", start, stop)
 
 
 async def _semantic_health(runtime: Runtime) -> dict[str, Any]:
@@ -59,4 +59,4 @@ def register(hermes: Registry) -> None:
     hermes.tool(session_search, group="session_search")
     hermes.health("notes", notes_health)
     hermes.health("semantic_search", _semantic_health)
-    hermes.service(_indexer)
+    hermes.daemon(_indexer)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from hermes.agent.context import PromptContext
-from hermes.agent.loop import Agent, TurnResult
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.loop import Agent
+from hermes.agent.memory_providers import MemoryProvider
+from hermes.agent.turn import TurnResult
 from hermes.config.settings import Settings
 from hermes.memory.review import flush, review
 from hermes.memory.snapshot import render_scope

@@ -12,16 +12,19 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.compression import render_transcript as transcript_text
+from hermes.agent.tool_loop import Limits, ToolChat, run_tool_loop
 from hermes.config.settings import Settings
 from hermes.memory.notes import open_notes
 from hermes.memory.tool import NEAR_FULL, memory_tool
 from hermes.models.errors import ModelError
+from hermes.models.types import Completion
 from hermes.observability import tracing
 from hermes.store.base import Store
 from hermes.tools.registry import ToolContext, Toolset
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import Agent, TurnResult
+    from hermes.agent.loop import Agent
+    from hermes.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -102,24 +105,22 @@ async def memory_pass(
         platform="memory-review",
         services=agent.services,
     )
+    conversation = ToolChat(agent.model, toolset, ctx, chat)  # calls in order: same files
     saved = 0
     unresolved: str | None = None
-    for _ in range(MAX_ROUNDS):
-        completion = await agent.model.complete(chat, tools=toolset.schemas())
-        if not completion.tool_calls:
-            break
-        chat.append(completion.assistant_message())
+
+    async def act(completion: Completion) -> bool:
+        nonlocal saved, unresolved
         unresolved = None
         ctx.reason = (completion.content or "").strip() or None  # recorded with the versions
-        for call in completion.tool_calls:  # one at a time: they write the same files
-            outcome = await toolset.call(call.name, call.arguments, ctx)
+        for call, outcome in await conversation.run(completion):
             saved += outcome.ok
-            chat.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
             if not outcome.ok:
                 unresolved = outcome.text
                 log.info("memory pass: %s call refused: %s", call.name, outcome.text[:200])
-        if unresolved is None:
-            break
+        return unresolved is None  # another round only to retry a refused write
+
+    await run_tool_loop(conversation.ask, act, Limits(MAX_ROUNDS), chat)
     if unresolved is not None:  # refused and not retried successfully: the user must know
         keeper = open_notes(settings, scope, agent.store)
         await asyncio.to_thread(keeper.record_failure, unresolved.splitlines()[0])

@@ -26,6 +26,11 @@ def tool_calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     ]
 
 
+def tool_result(call_id: str, text: str) -> dict[str, Any]:
+    """A tool's result as the Chat Completions message that answers call `call_id`."""
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0

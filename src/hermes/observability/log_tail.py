@@ -2,7 +2,7 @@
 
 `hermes serve` attaches one `LogTail` to the root logger: it keeps the newest lines in a
 ring (nothing on disk, bounded memory) with every secret masked as the console's lines are
-(`hermes.tools.redact`), and wakes whoever follows the tail. It records what the root
+(`hermes.redact`), and wakes whoever follows the tail. It records what the root
 logger lets through (warnings and up; everything with `hermes -v`).
 """
 
@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hermes.observability import context
-from hermes.tools.redact import Redactor
+from hermes.redact import Redactor
 
 CAPACITY = 2000
 LEVELS = ("debug", "info", "warning", "error", "critical")

@@ -1,6 +1,6 @@
 """Log lines an operator can search: `logging.format: json` writes one JSON object per line
 with the request, run and session ids in effect (`hermes.observability.context`); both
-formats mask secrets (the install's own keys and key-shaped text, `hermes.tools.redact`)
+formats mask secrets (the install's own keys and key-shaped text, `hermes.redact`)
 before anything reaches the stream.
 """
 
@@ -14,8 +14,7 @@ from typing import Any
 
 from hermes.config.settings import Settings
 from hermes.observability import context
-from hermes.tools.redact import Redactor
-from hermes.tools.shell import settings_secrets
+from hermes.redact import Redactor, settings_secrets
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

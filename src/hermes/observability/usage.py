@@ -13,13 +13,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from hermes.config.settings import PricingSettings, Settings
-from hermes.models.types import Usage
 from hermes.scopes import user_of_scope
 from hermes.store.base import Store, UsageRecord, UsageTotal
+
+if TYPE_CHECKING:
+    from hermes.models.types import Usage
 
 log = logging.getLogger(__name__)
 

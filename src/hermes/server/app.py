@@ -1,11 +1,11 @@
-"""The ASGI app: routes + pure-ASGI middleware + a lifespan that opens services and closes them in reverse.
+"""The ASGI app: routes + pure-ASGI middleware + a lifespan that opens daemons and closes them in reverse.
 
 The server's own routes (`/health`, `/v1/…`, `/api/jobs`) are included here; other parts add
-routers and background services through the Registry (`hermes.plugins`): `hermes.router(...)`
-and `hermes.service(...)`. Services start in registration order after the runtime is open and
-stop in reverse, before the runtime closes; a service whose `start` fails stops the server
-from starting (with the services already started stopped again). Tests and embedders can pass
-extra `services=` / `routers=` to `create_app` as well.
+routers and background daemons through the Registry (`hermes.plugins`): `hermes.router(...)`
+and `hermes.daemon(...)`. Daemons start in registration order after the runtime is open and
+stop in reverse, before the runtime closes; a daemon whose `start` fails stops the server
+from starting (with the daemons already started stopped again). Tests and embedders can pass
+extra `daemons=` / `routers=` to `create_app` as well.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from fastapi import APIRouter, FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from hermes.observability import logs
-from hermes.plugins import Service
+from hermes.plugins import Daemon
 from hermes.runtime import Runtime
 from hermes.server import (
     capabilities,
@@ -73,12 +73,12 @@ async def _warm_up_model(runtime: Runtime) -> None:
 def create_app(
     runtime: Runtime,
     *,
-    services: Sequence[Service] = (),
+    daemons: Sequence[Daemon] = (),
     routers: Sequence[APIRouter] = (),
     close_runtime: bool = True,
 ) -> FastAPI:
     """Build the HTTP app around one Runtime; the lifespan closes it unless `close_runtime=False`."""
-    all_services = [*runtime.background_services(), *services]
+    all_daemons = [*runtime.daemons(), *daemons]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -88,11 +88,11 @@ def create_app(
                 stack.push_async_callback(runtime.aclose)
             stack.push_async_callback(app.state.turns.drain)
             stack.push_async_callback(app.state.runs.close)
-            for service in all_services:
-                await service.start()
-                log.info("started %s", service.name)
-                if service.stop is not None:
-                    stack.push_async_callback(_stopper(service))
+            for daemon in all_daemons:
+                await daemon.start()
+                log.info("started %s", daemon.name)
+                if daemon.stop is not None:
+                    stack.push_async_callback(_stopper(daemon))
             warm_up = asyncio.create_task(_warm_up_model(runtime))
             stack.callback(warm_up.cancel)
             yield
@@ -155,15 +155,15 @@ def create_app(
     return app
 
 
-def _stopper(service: Service) -> Callable[[], Awaitable[None]]:
+def _stopper(daemon: Daemon) -> Callable[[], Awaitable[None]]:
     async def stop() -> None:
-        assert service.stop is not None
+        assert daemon.stop is not None
         try:
-            await service.stop()
+            await daemon.stop()
         except Exception:
-            log.exception("stopping %s failed", service.name)
+            log.exception("stopping %s failed", daemon.name)
         else:
-            log.info("stopped %s", service.name)
+            log.info("stopped %s", daemon.name)
 
     return stop
 

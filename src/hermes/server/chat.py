@@ -7,7 +7,7 @@ import json
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hermes.agent.loop import TurnObserver, TurnRequest, TurnResult
+from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.runtime import Runtime
 from hermes.server.deps import (
     SESSION_HEADER,

@@ -16,13 +16,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict
 
 from hermes.memory.history import api_actor, detail, is_target, summary
-from hermes.memory.revert import RevertError, VersionNotFoundError, find_version, revert, why
-from hermes.memory.targets import TargetError, audit
 from hermes.runtime import Runtime
 from hermes.server.deps import get_runtime, get_scope, require_auth
 from hermes.server.errors import APIError
 from hermes.store.api_keys import ApiKeyRecord
 from hermes.store.base import NoteVersion
+from hermes.versioned.revert import RevertError, VersionNotFoundError, find_version, revert, why
+from hermes.versioned.targets import TargetError, audit
 
 router = APIRouter(prefix="/api/memory", dependencies=[Depends(require_auth)])
 

@@ -31,7 +31,8 @@ from hermes.server.errors import APIError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from hermes.agent.loop import Agent, TurnResult
+    from hermes.agent.loop import Agent
+    from hermes.agent.turn import TurnResult
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
-from hermes.models.types import ToolCall, Usage, tool_calls_json
+from hermes.models.types import ToolCall, Usage, tool_calls_json, tool_result
 from hermes.server.errors import APIError
 from hermes.text import find_lone_surrogate, may_hold_surrogates
 
@@ -312,14 +312,8 @@ def _tool_calls(where: str, raw: Any) -> list[dict[str, Any]]:
         arguments = fn.get("arguments")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments if arguments is not None else {})
-        calls.append(
-            {
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": str(fn.get("name") or ""), "arguments": arguments},
-            }
-        )
-    return calls
+        calls.append(ToolCall(call["id"], str(fn.get("name") or ""), arguments))
+    return tool_calls_json(calls)
 
 
 def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] | None:
@@ -340,7 +334,7 @@ def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] 
         call_id = message.get("tool_call_id")
         if not isinstance(call_id, str):
             raise bad_request(f"{where}.tool_call_id must be a string.", f"{where}.tool_call_id")
-        return {"role": "tool", "tool_call_id": call_id, "content": text}
+        return tool_result(call_id, text)
     if role == "assistant" and message.get("tool_calls") and not ignore_client_tools:
         calls = _tool_calls(where, message["tool_calls"])
         return {"role": "assistant", "content": text or None, "tool_calls": calls}

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from hermes.agent.loop import TurnObserver, TurnRequest, TurnResult
+from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.runtime import Runtime
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.server.deps import (
@@ -28,7 +28,6 @@ from hermes.server.deps import (
 )
 from hermes.server.errors import APIError, from_turn_error
 from hermes.server.model_names import model_or_404
-from hermes.server.response_store import ResponseStore, StoredResponse
 from hermes.server.responses_stream import ResponseEvents
 from hermes.server.responses_wire import (
     ResponseBuilder,
@@ -37,6 +36,7 @@ from hermes.server.responses_wire import (
     parse_responses_body,
 )
 from hermes.server.streaming import TurnStreamResponse
+from hermes.store.response_store import ResponseStore, StoredResponse
 
 router = APIRouter()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes.agent.loop import TurnResult
+from hermes.agent.turn import TurnResult
 from hermes.server.errors import APIError
 from hermes.server.responses_wire import ResponseBuilder
 

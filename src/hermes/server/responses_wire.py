@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
-from hermes.agent.loop import TurnResult
-from hermes.models.types import Usage
+from hermes.agent.turn import TurnResult
+from hermes.models.types import ToolCall, Usage, tool_calls_json, tool_result
 from hermes.server.openai_compat import (
     SYSTEM_ROLES,
     bad_request,
@@ -175,7 +175,7 @@ def _append_call(messages: list[dict[str, Any]], item: dict[str, Any], where: st
     arguments = item.get("arguments")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments if arguments is not None else {})
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    (call,) = tool_calls_json([ToolCall(call_id, name, arguments)])
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "assistant":
         last.setdefault("tool_calls", []).append(call)
@@ -212,7 +212,7 @@ def input_messages(raw: Any) -> list[dict[str, Any]]:
             if not isinstance(call_id, str):
                 raise bad_request(f"{where}.call_id must be a string.", f"{where}.call_id")
             text = _output_text(item.get("output"), f"{where}.output")
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            messages.append(tool_result(call_id, text))
         elif kind == "reasoning":
             continue  # the model's own reasoning summary: nothing to send back
         else:

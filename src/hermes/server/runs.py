@@ -13,7 +13,7 @@ from typing import get_args
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.runtime import Runtime
 from hermes.server.deps import (
     get_runtime,

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from hermes.agent.loop import TurnObserver
+from hermes.agent.turn import TurnObserver
 from hermes.observability import timings
 from hermes.store.base import RUN_FINAL, RunEvent, RunRecord, RunStatus, RunStore
 from hermes.tools.approval import ApprovalRequest, Decision

@@ -16,15 +16,15 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
-from hermes.agent.loop import TurnRequest, TurnResult
+from hermes.agent.turn import TurnRequest, TurnResult
 from hermes.observability import context as ids
 from hermes.observability import timings
+from hermes.redact import Redactor, redact
 from hermes.runtime import Runtime
 from hermes.server.errors import APIError
 from hermes.server.runs_live import FINAL_EVENTS, LiveRun, RunApprover, RunObserver
 from hermes.server.streaming import _as_api_error
 from hermes.store.base import RUN_FINAL, RunRecord
-from hermes.tools.redact import Redactor, redact
 
 log = logging.getLogger(__name__)
 

@@ -203,11 +203,10 @@ async def serve(
     sock = bind_socket(host, port)
     # Heavy imports after the bind checks: a refused start stays fast.
     from hermes.observability.log_tail import LogTail, attached
-    from hermes.plugins import Service
+    from hermes.plugins import Daemon
+    from hermes.redact import Redactor, settings_secrets
     from hermes.runtime import build_runtime
     from hermes.server.app import create_app
-    from hermes.tools.redact import Redactor
-    from hermes.tools.shell import settings_secrets
 
     if warning:
         announce(f"warning: {warning}")
@@ -224,7 +223,7 @@ async def serve(
     except StoreError as exc:
         sock.close()
         raise ServeError(str(exc)) from None
-    app = create_app(runtime, services=[Service("ready", ready)])
+    app = create_app(runtime, daemons=[Daemon("ready", ready)])
     app.state.log_tail = LogTail(Redactor(settings_secrets(settings)))  # GET /api/logs
     server = _Server(_uvicorn_config(app), on_exit=runtime.agent.locks.close)
     try:

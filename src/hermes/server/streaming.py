@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from hermes.agent.loop import TurnObserver, TurnResult
+from hermes.agent.turn import TurnObserver, TurnResult
 from hermes.server.errors import SERVER_ERROR, APIError, from_turn_error
 from hermes.server.faults import from_fault
 from hermes.server.openai_compat import ChunkWriter

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from hermes.cli.common import fail, settings_or_exit
+from hermes.cli_common import fail, settings_or_exit
 from hermes.config.settings import Settings
 from hermes.memory.history import CLI, history_for
 from hermes.skills import manage

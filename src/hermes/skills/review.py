@@ -11,9 +11,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.memory_providers import MemoryProvider
+from hermes.agent.tool_loop import Limits, ToolChat, run_tool_loop
 from hermes.config.settings import Settings
 from hermes.models.errors import ModelError
+from hermes.models.types import Completion
 from hermes.services import Services
 from hermes.skills.store import can_write, library_for
 from hermes.skills.tools import skill_manage, skill_view, skills_list
@@ -21,7 +23,8 @@ from hermes.store.base import MessageRecord
 from hermes.tools.registry import ToolContext, Toolset
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import Agent, TurnResult
+    from hermes.agent.loop import Agent
+    from hermes.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -133,19 +136,19 @@ async def skill_pass(agent: Agent, result: TurnResult, stats: TurnStats) -> int:
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": _prompt(result.stored, stats)},
     ]
+    conversation = ToolChat(agent.model, toolset, ctx, chat)
     written = 0
-    for _ in range(MAX_ROUNDS):
-        completion = await agent.model.complete(chat, tools=toolset.schemas())
-        if not completion.tool_calls:
-            break
-        chat.append(completion.assistant_message())
-        for call in completion.tool_calls:
-            outcome = await toolset.call(call.name, call.arguments, ctx)
+
+    async def act(completion: Completion) -> bool:
+        nonlocal written
+        for call, outcome in await conversation.run(completion):
             if call.name == "skill_manage":
                 written += outcome.ok
                 if not outcome.ok:
                     log.info("skill review: write refused: %s", outcome.text[:200])
-            chat.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+        return False
+
+    await run_tool_loop(conversation.ask, act, Limits(MAX_ROUNDS), chat)
     return written
 
 

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
 from hermes.errors import HermesError
-
-DEFAULT_SCOPE = "default"
+from hermes.scopes import DEFAULT_SCOPE
 
 
 class StoreError(HermesError):
@@ -220,7 +219,7 @@ def only_asks(content: str | None) -> bool:
     """Whether a message is a question and nothing else ("Ooh, which one?"): it ends with a
     question mark and holds no sentence ending in "." or "!" ("I'm back from Iceland! Have
     you been?" tells something); the full-width forms (？ 。 ！) count too. Same rule as
-    postgres.search.ONLY_ASKS."""
+    postgres.predicates.ONLY_ASKS."""
     text = (content or "").strip()
     return text.endswith(("?", "？")) and not any(c in text for c in ".!。！")
 

@@ -1,6 +1,6 @@
-"""The built-in tools part (SPEC §11): files, terminal + process, web, delegate_task, and the
-per-runtime state they share (approval memory, background processes, sub-agent slots, the
-secret redactor)."""
+"""The built-in tools part (SPEC §11): files, terminal + process, web, and the per-runtime
+state they share (approval memory, background processes, the secret redactor). `delegate_task`
+is the delegation part's (`hermes.delegation`)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,8 @@ def _processes(runtime: Runtime) -> object:
     return ProcessTable(runtime.settings)
 
 
-def _delegations(runtime: Runtime) -> object:
-    from hermes.tools.delegate import Delegations
-
-    return Delegations(runtime.settings)
-
-
 def _redactor(runtime: Runtime) -> object:
-    from hermes.tools.redact import Redactor
-    from hermes.tools.shell import settings_secrets
+    from hermes.redact import Redactor, settings_secrets
 
     return Redactor(settings_secrets(runtime.settings))
 
@@ -55,7 +48,6 @@ async def _health(runtime: Runtime) -> dict[str, Any]:
 
 
 def register(hermes: Registry) -> None:
-    from hermes.tools.delegate import delegate_task
     from hermes.tools.files import patch, read_file, write_file
     from hermes.tools.processes import process
     from hermes.tools.search import search_files
@@ -68,7 +60,6 @@ def register(hermes: Registry) -> None:
     hermes.tool(process, group="terminal")
     hermes.tool(web_search, group="web")
     hermes.tool(web_extract, group="web")
-    hermes.tool(delegate_task, group="delegate")
-    for factory in (_gate, _processes, _delegations, _redactor):
+    for factory in (_gate, _processes, _redactor):
         hermes.component(factory)
     hermes.health("tools", _health)

@@ -16,10 +16,10 @@ from pydantic import ConfigDict, Field, ValidationError, create_model
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.models.wire import FrozenMessage
+from hermes.redact import Redactor, redact
 from hermes.services import ServiceMissingError, Services
 from hermes.store.base import Store
 from hermes.tools.approval import Approver
-from hermes.tools.redact import Redactor, redact
 
 log = logging.getLogger(__name__)
 

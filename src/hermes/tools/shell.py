@@ -11,6 +11,7 @@ import signal
 from collections.abc import Mapping
 
 from hermes.config.settings import Settings
+from hermes.redact import settings_secrets
 
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 _SECRET_NAME = re.compile(
@@ -19,17 +20,6 @@ _SECRET_NAME = re.compile(
     r"|SLACK_|DISCORD_|MATRIX_|WHATSAPP_|GITHUB_TOKEN|GH_TOKEN)"
 )
 KILL_GRACE_S = 2.0
-
-
-def settings_secrets(settings: Settings) -> list[str]:
-    """Every secret value this install knows (model key, server key, web keys)."""
-    values = [
-        settings.model.api_key,
-        settings.server.api_key,
-        settings.web.search.brave_api_key,
-        settings.web.search.tavily_api_key,
-    ]
-    return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
 
 
 def scrubbed_env(settings: Settings, base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 import pytest
 import yaml
 
-from hermes.agent.loop import TurnRequest, TurnResult
+from hermes.agent.turn import TurnRequest, TurnResult
 from hermes.config.settings import Settings, load_settings
 from hermes.memory.providers import provider_health
 from hermes.memory.providers.external import ExternalMemory

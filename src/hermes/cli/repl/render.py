@@ -22,7 +22,7 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
-from hermes.agent.loop import TurnObserver
+from hermes.agent.turn import TurnObserver
 
 LIVE_LINES = 8
 """Rendered lines kept redrawable at the bottom; Markdown above them is final."""

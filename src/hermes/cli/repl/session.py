@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.markup import escape
 
-from hermes.agent.loop import TurnRequest
+from hermes.agent.turn import TurnRequest
 from hermes.cli.approval import PromptApprover
 from hermes.cli.repl.render import TurnView
 from hermes.models.errors import ModelError

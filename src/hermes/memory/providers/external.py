@@ -7,7 +7,7 @@ The turn never waits for the service:
   never starts a call the turn would wait on (a miss only queues a fetch for the next turn);
 - a recall slower than `memory.provider_timeout` is discarded for its turn and reported.
 
-Everything sent to the service is redacted first (`hermes.tools.redact`), and every call is
+Everything sent to the service is redacted first (`hermes.redact`), and every call is
 made for the provider-side user of the turn's scope (`identity.provider_user`).
 """
 
@@ -21,16 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.memory import MemoryProvider
+from hermes.agent.memory_providers import MemoryProvider
 from hermes.config.settings import Settings
 from hermes.memory.providers.backend import Backend, ProviderError, Said
 from hermes.memory.providers.identity import provider_user
 from hermes.memory.providers.worker import Worker
+from hermes.redact import Redactor
 from hermes.services import Services
-from hermes.tools.redact import Redactor
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import TurnResult
+    from hermes.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class _Recall:
 
 def provider_secrets(settings: Settings) -> list[str]:
     """Every secret value this install knows, the providers' keys included."""
-    from hermes.tools.shell import settings_secrets
+    from hermes.redact import settings_secrets
 
     mem = settings.memory
     keys = [mem.honcho.api_key, mem.supermemory.api_key]

@@ -15,8 +15,8 @@ from hermes.errors import HermesError
 from hermes.memory.history import Actor, History, history_for
 from hermes.memory.merge import merge3
 from hermes.memory.notes import parse_entries, serialize
-from hermes.memory.targets import TargetError, open_target
 from hermes.store.base import NoteVersion, Store
+from hermes.versioned.targets import TargetError, open_target
 
 
 class RevertError(HermesError, ValueError):

@@ -19,7 +19,7 @@ from hermes.services import Services
 from hermes.tools.registry import Tool
 
 if TYPE_CHECKING:
-    from hermes.agent.loop import TurnResult
+    from hermes.agent.turn import TurnResult
 
 log = logging.getLogger(__name__)
 

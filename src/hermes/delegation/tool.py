@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from hermes.agent.loop import Agent
+from hermes.agent.tool_loop import Limits, ToolChat, run_tool_loop
 from hermes.config.settings import Settings
-from hermes.models.client import ModelClient
 from hermes.models.errors import ModelError
+from hermes.models.types import Completion
 from hermes.tools.registry import ToolContext, ToolError, Toolset, tool
 from hermes.tools.toolsets import SURFACE_DELEGATE, ToolGroups
 from hermes.tools.workdir import workdir
@@ -70,44 +72,12 @@ def _subset(ctx: ToolContext, agent: Agent, toolsets: tuple[str, ...]) -> Toolse
     return picked
 
 
-async def _step(
-    model: ModelClient, run: _Run, messages: list[dict], tools: Toolset, ctx: ToolContext
-) -> bool:
-    """One model call and its tool calls; True when the sub-agent gave its final answer."""
-    completion = await model.complete(messages, tools=tools.schemas() or None)
-    run.steps += 1
-    if not completion.tool_calls:
-        run.answer = completion.content or ""
-        return True
-    messages.append(
-        {
-            "role": "assistant",
-            "content": completion.content,
-            "tool_calls": [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in completion.tool_calls
-            ],
-        }
-    )
-    outcomes = await asyncio.gather(
-        *(tools.call(c.name, c.arguments, ctx) for c in completion.tool_calls)
-    )
-    for call, outcome in zip(completion.tool_calls, outcomes, strict=True):
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-        run.trace.append(
-            f"{call.name}({_args_preview(call.arguments)}) {'ok' if outcome.ok else 'failed'}"
-        )
-    return False
-
-
 async def _run_one(ctx: ToolContext, agent: Agent, tools: Toolset, run: _Run, context: str) -> None:
+    """The sub-agent's conversation: the agent's tool loop over a fresh context, its calls of
+    one step run at once, and past the step limit one closing call for its report."""
     settings = ctx.settings
     user = run.goal if not context else f"{run.goal}\n\nContext from the caller:\n{context}"
-    messages: list[dict] = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": SUBAGENT_PROMPT.format(workdir=workdir(settings))},
         {"role": "user", "content": user},
     ]
@@ -118,16 +88,28 @@ async def _run_one(ctx: ToolContext, agent: Agent, tools: Toolset, run: _Run, co
         platform=ctx.platform,
         approver=ctx.approver,
     )
+    conversation = ToolChat(agent.model, tools, sub_ctx, messages, concurrent=True)
+
+    async def ask(offer: bool) -> Completion:
+        completion = await conversation.ask(offer)
+        run.steps += offer  # the closing call is no step
+        return completion
+
+    async def act(completion: Completion) -> bool:
+        for call, outcome in await conversation.run(completion):
+            state = "ok" if outcome.ok else "failed"
+            run.trace.append(f"{call.name}({_args_preview(call.arguments)}) {state}")
+        return False
+
+    max_steps = settings.tools.delegate.max_steps
     try:
-        for _ in range(settings.tools.delegate.max_steps):
-            if await _step(agent.model, run, messages, tools, sub_ctx):
-                return
-        messages.append({"role": "system", "content": LAST_STEP_NOTE})
-        completion = await agent.model.complete(messages)
-        run.answer = completion.content or ""
-        run.error = f"stopped at the step limit ({settings.tools.delegate.max_steps})"
+        end = await run_tool_loop(ask, act, Limits(max_steps, LAST_STEP_NOTE), messages)
     except ModelError as exc:
         run.error = f"the model failed: {exc}"
+        return
+    run.answer = (end.completion.content if end.completion else None) or ""
+    if end.how == "closed":
+        run.error = f"stopped at the step limit ({max_steps})"
 
 
 def _report(index: int, total: int, run: _Run) -> str:

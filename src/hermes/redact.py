@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from hermes.config.settings import Settings
+
 MARK = "[REDACTED]"
 
 # provider-shaped tokens: the prefix stays visible, the body goes
@@ -68,3 +70,14 @@ class Redactor:
 
 
 redact = Redactor()
+
+
+def settings_secrets(settings: Settings) -> list[str]:
+    """Every secret value this install knows (model key, server key, web keys)."""
+    values = [
+        settings.model.api_key,
+        settings.server.api_key,
+        settings.web.search.brave_api_key,
+        settings.web.search.tavily_api_key,
+    ]
+    return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
