@@ -40,6 +40,7 @@ from hermes.gateway.base import (
     comma_list,
     read_platform_config,
 )
+from hermes.gateway.commands import NAMES as COMMAND_NAMES
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text
 
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 LIMIT = 4000
 WORKING = "eyes"
 DOWN_FOR = 60.0  # seconds the socket may stay down before the supervisor restarts the adapter
-GATEWAY_COMMANDS = {"stop", "new", "queue", "steer", "status", "sethome", "help", "approve", "deny"}
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 FALLBACK_ERRORS = {"invalid_blocks", "invalid_arguments", "msg_too_long", "invalid_attachments"}
 
@@ -125,10 +125,10 @@ def command_text(command: str, text: str) -> str:
     """A slash command as the gateway's command text: `/new` → `/new`, `/hermes new x` →
     `/new x`, `/hermes what's up` → `what's up`."""
     name = command.lstrip("/").lower()
-    if name in GATEWAY_COMMANDS:
+    if name in COMMAND_NAMES:
         return f"/{name} {text}".strip()
     first, _, rest = text.strip().partition(" ")
-    if first.lstrip("/").lower() in GATEWAY_COMMANDS:
+    if first.lstrip("/").lower() in COMMAND_NAMES:
         return f"/{first.lstrip('/').lower()} {rest}".strip()
     return text.strip()
 
