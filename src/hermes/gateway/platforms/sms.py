@@ -128,10 +128,10 @@ class SmsAdapter(WebhookAdapter):
 
     def _twilio(self) -> Any:
         if self._client is None:
-            tw = _import_twilio()  # twilio.rest
+            rest = _import_twilio()
             assert self.cfg.auth_token is not None
             self._http = _httpx_client()
-            client = tw.rest.Client(
+            client = rest.Client(
                 self.sid, self.cfg.auth_token.get_secret_value(), http_client=self._http
             )
             client.api.base_url = self.cfg.api_base.rstrip("/")
