@@ -138,6 +138,20 @@ class _WithParts(TyperGroup):
         listed = super().list_commands(ctx)
         return [n for n in BUILT_IN if n in listed] + [n for n in listed if n not in BUILT_IN]
 
+    def invoke(self, ctx: Any) -> Any:
+        """A configuration problem found only once a command builds its runtime (e.g. a
+        `model.provider` no loaded plugin provides) ends the command as every bad setting
+        does: one line on stderr, exit code 2."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            from hermes.config.settings import ConfigError
+
+            if not isinstance(exc, ConfigError):
+                raise
+            typer.echo(f"hermes: {exc}", err=True)
+            raise typer.Exit(2) from None
+
     def get_help_option(self, ctx: Any) -> Any:
         """`--help` without the `<bool>` typer gives every flag: it takes no value."""
         option = super().get_help_option(ctx)

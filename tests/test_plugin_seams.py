@@ -1,0 +1,195 @@
+"""A plugin installed as a real distribution (a dist-info with a `hermes.plugins` entry point on
+sys.path) adds a messaging platform and a model provider through the same registry verbs the
+built-ins use; `hermes plugins list` shows it, Hermes uses both, and the user can turn it off."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hermes.config.settings import load_settings
+from hermes.gateway.base import Inbound
+from hermes.gateway.runner import Gateway
+from hermes.plugins import load_registry
+from hermes.runtime import build_runtime
+from tests.conftest import run_cli
+
+PLUGIN = '''
+import asyncio
+
+from hermes.gateway.base import PlatformAdapter, PlatformConfig, read_platform_config
+from hermes.gateway.platforms import PlatformSpec, needs
+from hermes.models.types import Completion
+
+ADAPTERS = []
+
+
+class EchoConfig(PlatformConfig):
+    token: str | None = None
+
+
+class EchoAdapter(PlatformAdapter):
+    """A platform whose inbox the test fills and whose answers it reads."""
+
+    name = "echo"
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.inbox = asyncio.Queue()
+        self.sent = []
+
+    async def connect(self):
+        ADAPTERS.append(self)
+
+    async def listen(self, handler):
+        while (message := await self.inbox.get()) is not None:
+            await handler(message)
+
+    async def disconnect(self):
+        self.inbox.put_nowait(None)
+
+    async def send(self, chat, text, *, thread=None, reply_to=None, meta=None):
+        self.sent.append((chat, text))
+        return None
+
+
+class Canned:
+    """A model backend that is not an OpenAI-compatible endpoint."""
+
+    base_url = None
+
+    def __init__(self, model):
+        self.model = model
+
+    async def complete(self, messages, **options):
+        asked = messages[-1]["content"]
+        return Completion(content=f"{self.model} says: you wrote {asked!r}", model=self.model)
+
+    async def list_models(self):
+        return [{"id": self.model}]
+
+    async def warm_up(self):
+        return None
+
+    async def aclose(self):
+        return None
+
+
+def _create(settings):
+    return EchoAdapter(read_platform_config(settings, "echo", EchoConfig))
+
+
+def register(hermes):
+    hermes.platform("echo", PlatformSpec("echo", needs("echo", "token"), _create))
+    hermes.model_provider("canned", lambda settings, model: Canned(model or settings.model.name))
+'''
+
+
+@pytest.fixture
+def echo_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "hermes_echo.py").write_text(PLUGIN)
+    info = site / "hermes_echo-0.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-echo\nVersion: 0.2\n")
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent("""\
+            [hermes.plugins]
+            echo = hermes_echo
+        """)
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "hermes_echo", raising=False)
+    monkeypatch.setenv("HERMES_MODEL_PROVIDER", "canned")
+    monkeypatch.setenv("HERMES_MODEL", "canned-1")
+
+
+def _listed(*extra: str) -> dict[str, dict]:
+    result = run_cli("plugins", "list", "--json", *extra)
+    assert result.returncode == 0, result.stderr
+    return {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
+
+
+def test_plugins_list_shows_built_in_parts_and_the_installed_plugin(echo_plugin: None) -> None:
+    listed = _listed()
+    echo = listed["echo"]
+    assert echo["enabled"] and echo["source"] == "hermes-echo 0.2"
+    assert echo["registers"] == ["model_provider:canned", "platform:echo"]
+    assert listed["gateway"]["source"] == "built-in"
+    assert "platform:slack" in listed["gateway"]["registers"]
+    assert listed["models"]["registers"] == ["model_provider:openai"]
+
+    text = run_cli("plugins", "list").stdout
+    assert "echo  (hermes-echo 0.2, hermes_echo)  enabled" in text
+
+
+def test_the_plugins_model_provider_answers_hermes_chat(echo_plugin: None) -> None:
+    result = run_cli("chat", "-q", "hello there")
+    assert result.returncode == 0, result.stderr
+    assert "canned-1 says: you wrote 'hello there'" in result.stdout
+
+
+async def test_the_plugins_platform_runs_in_the_gateway(
+    echo_plugin: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_GATEWAY_OWNER", "echo:ann")
+    home = load_settings().home
+    (home / "config.yaml").write_text("gateway:\n  echo:\n    token: t\n    allowed_users: ann\n")
+    settings = load_settings()
+    runtime = build_runtime(settings)
+    gateway = runtime.services.get(Gateway)
+    assert list(gateway.specs) == ["echo"]
+    services = runtime.background_services()
+    for service in services:
+        await service.start()
+    try:
+        from hermes_echo import ADAPTERS  # type: ignore[import-not-found]
+
+        async with asyncio.timeout(20):
+            while not ADAPTERS:
+                await asyncio.sleep(0.01)
+            adapter = ADAPTERS[-1]
+            adapter.inbox.put_nowait(Inbound("echo", "room", "ann", "ping"))
+            while not adapter.sent:
+                await asyncio.sleep(0.01)
+    finally:
+        for service in reversed(services):
+            if service.stop is not None:
+                await service.stop()
+        await runtime.aclose()
+    assert adapter.sent == [("room", "canned-1 says: you wrote 'ping'")]
+
+
+def test_hermes_load_plugins_none_turns_the_plugin_off(
+    echo_plugin: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_LOAD_PLUGINS", "none")
+    echo = _listed()["echo"]
+    assert not echo["enabled"] and echo["registers"] == []
+    result = run_cli("chat", "-q", "hello there")
+    assert result.returncode != 0
+    assert "model.provider 'canned' is not a model provider Hermes knows" in result.stderr
+    assert "hermes plugins list" in result.stderr
+    assert "hermes_echo" not in sys.modules  # a plugin turned off is not even imported
+
+
+def test_plugins_disabled_in_config_turns_it_off_and_load_names_the_wanted_ones(
+    echo_plugin: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = load_settings().home
+    (home / "config.yaml").write_text("plugins:\n  disabled: [echo]\n")
+    assert not _listed()["echo"]["enabled"]
+    registry = load_registry(load_settings())
+    assert "echo" not in registry.platforms and "canned" not in registry.model_providers
+
+    (home / "config.yaml").write_text("")
+    monkeypatch.setenv("HERMES_LOAD_PLUGINS", "echo,weather")
+    assert _listed()["echo"]["enabled"]
+    monkeypatch.setenv("HERMES_LOAD_PLUGINS", "weather")
+    assert not _listed()["echo"]["enabled"]
