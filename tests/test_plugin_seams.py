@@ -4,7 +4,6 @@ built-ins use; `hermes plugins list` shows it, Hermes uses both, and the user ca
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from hermes.gateway.runner import Gateway
 from hermes.plugins import load_registry
 from hermes.runtime import build_runtime
 from tests.conftest import run_cli
+from tests.platforms.conftest import until
 
 PLUGIN = '''
 import asyncio
@@ -151,13 +151,10 @@ async def test_the_plugins_platform_runs_in_the_gateway(
     try:
         from hermes_echo import ADAPTERS  # type: ignore[import-not-found]
 
-        async with asyncio.timeout(20):
-            while not ADAPTERS:
-                await asyncio.sleep(0.01)
-            adapter = ADAPTERS[-1]
-            adapter.inbox.put_nowait(Inbound("echo", "room", "ann", "ping"))
-            while not adapter.sent:
-                await asyncio.sleep(0.01)
+        await until(lambda: ADAPTERS, what="the echo adapter to connect")
+        adapter = ADAPTERS[-1]
+        adapter.inbox.put_nowait(Inbound("echo", "room", "ann", "ping"))
+        await until(lambda: adapter.sent, what="the answer")
     finally:
         for service in reversed(services):
             if service.stop is not None:
