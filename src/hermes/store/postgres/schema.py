@@ -18,10 +18,11 @@ from hermes.store.postgres.note_history import M007_NOTE_VERSIONS
 from hermes.store.postgres.runs import M008_RUNS
 from hermes.store.postgres.usage import M012_MODEL_USAGE
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
+from hermes.store.vector_sql import conversational
 
 # Scripts written without spaces between words (same ranges as the SQLite trigram view).
 UNSEGMENTED = "[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]"
-CONVERSATIONAL = "role IN ('user', 'assistant') AND coalesce(content, '') <> ''"
+CONVERSATIONAL = conversational("")
 
 
 @dataclass(frozen=True)

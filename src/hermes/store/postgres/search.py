@@ -21,6 +21,7 @@ import psycopg
 
 from hermes.store.base import SearchIndexHealth, SearchView, StoreError, TextMatch, text_key
 from hermes.store.postgres.schema import CONVERSATIONAL
+from hermes.store.vector_sql import PG_ONLY_ASKS as ONLY_ASKS
 
 if TYPE_CHECKING:
     from hermes.store.postgres.pool import Database
@@ -31,8 +32,6 @@ BODY_CHARS = 20000
 SNIPPET_WORDS = 24
 WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighbours, speaker, body
 MAX_CANDIDATES = 5000
-# store.base.only_asks in SQL: a question and nothing else (ends with "?", no "." or "!")
-ONLY_ASKS = "(m.content ~ '[?？][[:space:]]*$' AND m.content !~ '[.!。！]')"
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hermes.store.base import StoredVector, text_key
-from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts
+from hermes.store.vector_sql import CONVERSATIONAL, PG_ONLY_ASKS, SPOKEN, from_starts
 
 if TYPE_CHECKING:  # pool.py imports the schema, which imports this module
     from hermes.store.postgres.pool import Database
@@ -154,11 +154,9 @@ class PgVectorStore:
     def load(
         self, model: str, scope: str, *, after_id: int = 0, newest: int | None = None
     ) -> list[StoredVector]:
-        from hermes.store.postgres.search import ONLY_ASKS  # (search imports the schema)
-
         rows = self._db.fetch(
             "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role), "
-            f"m.idx, m.role, m.timestamp, s.source, m.name, md5(m.content), {ONLY_ASKS} "
+            f"m.idx, m.role, m.timestamp, s.source, m.name, md5(m.content), {PG_ONLY_ASKS} "
             "FROM message_vectors v "
             "JOIN messages m ON m.id = v.id "
             "JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
