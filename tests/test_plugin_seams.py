@@ -23,8 +23,10 @@ PLUGIN = '''
 import asyncio
 
 from hermes.gateway.base import PlatformAdapter, PlatformConfig, read_platform_config
+from hermes.config.settings import plugin_section
 from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.models.types import Completion
+from pydantic import BaseModel
 
 ADAPTERS = []
 
@@ -58,17 +60,25 @@ class EchoAdapter(PlatformAdapter):
         return None
 
 
+class CannedSettings(BaseModel):
+    """`plugins.echo.*`: the plugin's own section, declared next to its code."""
+
+    verb: str = "says"
+
+
 class Canned:
     """A model backend that is not an OpenAI-compatible endpoint."""
 
     base_url = None
 
-    def __init__(self, model):
+    def __init__(self, model, verb):
         self.model = model
+        self.verb = verb
 
     async def complete(self, messages, **options):
         asked = messages[-1]["content"]
-        return Completion(content=f"{self.model} says: you wrote {asked!r}", model=self.model)
+        text = f"{self.model} {self.verb}: you wrote {asked!r}"
+        return Completion(content=text, model=self.model)
 
     async def list_models(self):
         return [{"id": self.model}]
@@ -86,7 +96,12 @@ def _create(settings):
 
 def register(hermes):
     hermes.platform("echo", PlatformSpec("echo", needs("echo", "token"), _create))
-    hermes.model_provider("canned", lambda settings, model: Canned(model or settings.model.name))
+    hermes.model_provider("canned", _canned)
+
+
+def _canned(settings, model):
+    verb = plugin_section(settings, "echo", CannedSettings).verb
+    return Canned(model or settings.model.name, verb)
 '''
 
 
@@ -133,6 +148,13 @@ def test_the_plugins_model_provider_answers_hermes_chat(echo_plugin: None) -> No
     result = run_cli("chat", "-q", "hello there")
     assert result.returncode == 0, result.stderr
     assert "canned-1 says: you wrote 'hello there'" in result.stdout
+
+    home = load_settings().home
+    (home / "config.yaml").write_text("plugins:\n  echo:\n    verb: replies\n")
+    assert "canned-1 replies: you wrote 'hi'" in run_cli("chat", "-q", "hi").stdout
+    (home / "config.yaml").write_text("plugins:\n  echo:\n    verb: [1]\n")
+    result = run_cli("chat", "-q", "hi")
+    assert result.returncode == 2 and "`plugins.echo.verb`" in result.stderr
 
 
 async def test_the_plugins_platform_runs_in_the_gateway(

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -346,8 +346,12 @@ class LoggingSettings(_Section):
     format: Literal["text", "json"] = "text"
 
 
-class PluginsSettings(_Section):
-    """Which installed plugins load (`hermes plugins list`); built-in parts always do."""
+class PluginsSettings(BaseModel):
+    """Which installed plugins load (`hermes plugins list`; built-in parts always do), and
+    each plugin's own section `plugins.<name>`, which the plugin validates with the model it
+    declares next to its code (`plugin_section`)."""
+
+    model_config = ConfigDict(extra="allow")
 
     # only these (HERMES_LOAD_PLUGINS=a,b; `none` or an empty list: no plugin); None: all
     load: CommaList | None = None
@@ -357,6 +361,21 @@ class PluginsSettings(_Section):
     @classmethod
     def _none(cls, value: list[str] | None) -> list[str] | None:
         return [] if value == ["none"] else value
+
+
+SectionT = TypeVar("SectionT", bound=BaseModel)
+
+
+def plugin_section(settings: Settings, plugin: str, model: type[SectionT]) -> SectionT:
+    """`plugins.<plugin>` validated as the plugin's `model`; a bad value is a ConfigError
+    that names its key."""
+    raw = (settings.plugins.model_extra or {}).get(plugin) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"`plugins.{plugin}` must be a mapping of settings")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, "config.yaml", prefix=f"plugins.{plugin}.")) from None
 
 
 class Settings(_Section):
@@ -517,9 +536,9 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: str) -> None:
     node[leaf] = value
 
 
-def _describe(errors: ValidationError, source: str) -> str:
+def _describe(errors: ValidationError, source: str, prefix: str = "") -> str:
     first = errors.errors()[0]
-    key = ".".join(str(p) for p in first["loc"])
+    key = prefix + ".".join(str(p) for p in first["loc"])
     problem = first["msg"]
     if first["type"] == "extra_forbidden":
         problem = "unknown key (check the spelling)"
