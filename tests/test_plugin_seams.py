@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from hermes.gateway.runner import Gateway
 from hermes.plugins import load_registry
 from hermes.runtime import build_runtime
 from tests.conftest import run_cli
+from tests.dists import install_plugin
 from tests.platforms.conftest import until
 
 PLUGIN = '''
@@ -107,20 +107,15 @@ def _canned(settings, model):
 
 @pytest.fixture
 def echo_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "hermes_echo.py").write_text(PLUGIN)
-    info = site / "hermes_echo-0.2.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-echo\nVersion: 0.2\n")
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent("""\
-            [hermes.plugins]
-            echo = hermes_echo
-        """)
+    install_plugin(
+        tmp_path / "site",
+        monkeypatch,
+        entry="echo",
+        module="hermes_echo",
+        source=PLUGIN,
+        dist="hermes-echo",
+        version="0.2",
     )
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.delitem(sys.modules, "hermes_echo", raising=False)
     monkeypatch.setenv("HERMES_MODEL_PROVIDER", "canned")
     monkeypatch.setenv("HERMES_MODEL", "canned-1")
 
