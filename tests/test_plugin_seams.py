@@ -178,6 +178,23 @@ async def test_the_plugins_platform_runs_in_the_gateway(
                 await service.stop()
         await runtime.aclose()
     assert adapter.sent == [("room", "canned-1 says: you wrote 'ping'")]
+    status = json.loads(run_cli("gateway", "status", "--json").stdout)
+    assert status["adapters"]["echo"]["configured"] is True
+
+
+async def test_health_counts_the_plugins_model_as_configured(echo_plugin: None) -> None:
+    import httpx
+
+    from hermes.server.app import create_app
+
+    runtime = build_runtime(load_settings())
+    try:
+        transport = httpx.ASGITransport(app=create_app(runtime))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            health = (await client.get("/health")).json()
+    finally:
+        await runtime.aclose()
+    assert health["status"] == "ok" and health["model_configured"] is True
 
 
 def test_hermes_load_plugins_none_turns_the_plugin_off(
