@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from hermes.plugins import BUILTIN_PARTS, PluginError, Registry, load_registry
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from hermes.tools.registry import tool
+from tests.dists import install_plugin
 
 PLUGIN = '''
 from hermes.tools.registry import tool
@@ -50,19 +50,14 @@ def register(hermes):
 @pytest.fixture
 def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real installed distribution with a `hermes.plugins` entry point (dist-info on sys.path)."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "hermes_weather.py").write_text(PLUGIN)
-    info = site / "hermes_weather-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-weather\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent("""\
-            [hermes.plugins]
-            weather = hermes_weather
-        """)
+    install_plugin(
+        tmp_path / "site",
+        monkeypatch,
+        entry="weather",
+        module="hermes_weather",
+        source=PLUGIN,
+        dist="hermes-weather",
     )
-    monkeypatch.syspath_prepend(str(site))
 
 
 def test_builtin_parts_register_through_the_registry() -> None:
@@ -136,18 +131,21 @@ def test_a_plugin_adds_counters_to_metrics_and_a_broken_one_is_skipped(
 def test_a_broken_plugin_is_skipped_and_hermes_still_loads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "hermes_broken.py").write_text("def register(hermes):\n    raise RuntimeError('x')\n")
-    info = site / "hermes_broken-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-broken\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[hermes.plugins]\nbroken = hermes_broken\n")
-    monkeypatch.syspath_prepend(str(site))
+    broken = "def register(hermes):\n    raise RuntimeError('x')\n"
+    install_plugin(
+        tmp_path / "site",
+        monkeypatch,
+        entry="broken",
+        module="hermes_broken",
+        source=broken,
+        dist="hermes-broken",
+    )
     registry = load_registry()
     assert "plugin:broken" not in registry.loaded
     assert registry.loaded[: len(BUILTIN_PARTS)] == list(BUILTIN_PARTS)
     assert "plugin 'broken'" in caplog.text
+    listed = {p.name: p for p in registry.plugins}
+    assert not listed["broken"].enabled and listed["broken"].error == "x"  # `plugins list`
 
 
 class _Recall(MemoryProvider):

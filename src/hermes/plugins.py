@@ -9,24 +9,33 @@ entry point in the `hermes.plugins` group that names a module (or a `register` c
 and are loaded by the same function, through the same `Registry`, as the built-ins. Only
 factories run when a surface needs them (routers for `hermes serve`, commands for the CLI), so
 loading every part stays cheap.
+
+Messaging platforms (`platform()`) and model backends (`model_provider()`) are registered the
+same way, built-ins included. Which installed plugins load is the user's choice, as with
+simonw/llm's `LLM_LOAD_PLUGINS`: `HERMES_LOAD_PLUGINS=a,b` (or `plugins.load`) loads only
+those (`none`: no plugin at all), `plugins.disabled` names plugins to skip; `hermes plugins
+list` shows what is installed, what each part registered, and whether it is on.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from hermes.config.settings import Settings
+from hermes.config.settings import ConfigError, Settings
 from hermes.errors import HermesError
 
 if TYPE_CHECKING:  # the contracts parts implement: named in signatures, never called here
     from hermes.agent.context import PromptBlock
     from hermes.agent.memory_providers import MemoryProvider
     from hermes.delivery import Deliverer
+    from hermes.gateway.platforms import PlatformSpec
+    from hermes.models.client import ModelClient
     from hermes.runtime import Runtime
     from hermes.tools.registry import Tool, ToolSource
 
@@ -34,6 +43,7 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "hermes.plugins"
 BUILTIN_PARTS: tuple[str, ...] = (
+    "hermes.models.part",
     "hermes.memory.part",
     "hermes.cron.part",
     "hermes.gateway.part",
@@ -60,6 +70,8 @@ class Count:
 
 
 Counts = Callable[["Runtime"], Iterable[Count]]
+ModelProvider = Callable[[Settings, "str | None"], "ModelClient"]
+"""`factory(settings, model)` → the client for `model` (None: `model.name`)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,11 @@ class Registry:
     health_checks: list[tuple[str, HealthCheck]] = field(default_factory=list)
     counts: list[Counts] = field(default_factory=list)
     tool_sources: list[Callable[[Runtime], ToolSource]] = field(default_factory=list)
+    platforms: dict[str, PlatformSpec | str] = field(default_factory=dict)
+    model_providers: dict[str, ModelProvider] = field(default_factory=dict)
     loaded: list[str] = field(default_factory=list)
+    plugins: list[PluginInfo] = field(default_factory=list)
+    """Every part and installed plugin, loaded or not (`hermes plugins list`)."""
 
     # -- verbs parts call ------------------------------------------------------------------
 
@@ -162,10 +178,107 @@ class Registry:
         """Counters for `/metrics`: `counts(runtime)` yields `Count`s at each scrape."""
         self.counts.append(counts)
 
+    def platform(self, name: str, spec: PlatformSpec | str) -> None:
+        """A messaging platform (`gateway.<name>`): its `PlatformSpec`, or the path of a module
+        whose `PLATFORM` is one, imported only when the gateway needs it (so its library is
+        required only once its credentials are set)."""
+        if name in self.platforms:
+            raise PluginError(f"two parts register a messaging platform named {name!r}")
+        self.platforms[name] = spec
+
+    def model_provider(self, name: str, factory: ModelProvider) -> None:
+        """A model backend that `model.provider: <name>` (HERMES_MODEL_PROVIDER) selects;
+        `factory(settings, model)` returns its `ModelClient`."""
+        if name in self.model_providers:
+            raise PluginError(f"two parts register a model provider named {name!r}")
+        self.model_providers[name] = factory
+
     # -- reading ---------------------------------------------------------------------------
 
     def enabled_tools(self, settings: Settings) -> list[ToolEntry]:
         return [e for e in self.tools if e.enabled(settings)]
+
+    def model_client(self, settings: Settings, model: str | None = None) -> ModelClient:
+        """The client of the provider `model.provider` names."""
+        name = settings.model.provider
+        factory = self.model_providers.get(name)
+        if factory is None:
+            known = ", ".join(sorted(self.model_providers)) or "none"
+            raise ConfigError(
+                f"model.provider {name!r} is not a model provider Hermes knows (known: {known}); "
+                "a plugin that provides it may be missing or disabled: see `hermes plugins list`"
+            )
+        return factory(settings, model)
+
+    def inventory(self) -> Counter[str]:
+        """What the parts registered, one label per contribution (`tool:memory`,
+        `platform:slack`, `router`, …): `load_registry` diffs it to say what each part added."""
+        named = [
+            *(f"tool:{e.tool.name}" for e in self.tools),
+            *(f"platform:{n}" for n in self.platforms),
+            *(f"model_provider:{n}" for n in self.model_providers),
+            *(f"command:{n}" for n, _ in self.commands),
+            *(f"health:{n}" for n, _ in self.health_checks),
+        ]
+        unnamed: dict[str, list[Any]] = {
+            "prompt_block": self.prompt_blocks,
+            "memory_provider": self.memory_providers,
+            "component": self.components,
+            "daemon": self.daemons,
+            "router": self.routers,
+            "deliverer": self.deliverers,
+            "metrics": self.counts,
+            "tool_source": self.tool_sources,
+        }
+        found = Counter(named)
+        found.update({label: len(items) for label, items in unnamed.items() if items})
+        return found
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One part or installed plugin as `hermes plugins list` shows it."""
+
+    name: str
+    module: str
+    source: str
+    """`built-in`, or the distribution that installed it (`hermes-weather 0.1`)."""
+    enabled: bool
+    registers: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PluginSelection:
+    """Which installed plugins load: `load` (None: all) minus `disabled`. Built-in parts
+    always load: Hermes is made of them."""
+
+    load: frozenset[str] | None = None
+    disabled: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, settings: Settings | None) -> PluginSelection:
+        if settings is None:
+            return cls()
+        listed = settings.plugins.load
+        return cls(
+            None if listed is None else frozenset(listed), frozenset(settings.plugins.disabled)
+        )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PluginSelection:
+        """`HERMES_LOAD_PLUGINS` alone, read as `load_settings` reads it (empty: unset), for
+        what runs before settings exist: the CLI's list of commands."""
+        from hermes.config.settings import PluginsSettings
+
+        value = env.get("HERMES_LOAD_PLUGINS")
+        if not value:
+            return cls()
+        listed = PluginsSettings.model_validate({"load": value}).load
+        return cls(frozenset(listed or ()))
+
+    def wants(self, name: str) -> bool:
+        return (self.load is None or name in self.load) and name not in self.disabled
 
 
 def _register_callable(target: Any, name: str) -> Callable[[Registry], None]:
@@ -175,30 +288,63 @@ def _register_callable(target: Any, name: str) -> Callable[[Registry], None]:
     return register  # type: ignore[no-any-return]
 
 
+def _added(registry: Registry, before: Counter[str]) -> tuple[str, ...]:
+    grown = registry.inventory() - before
+    return tuple(label if n == 1 else f"{label}×{n}" for label, n in sorted(grown.items()))
+
+
 def load_part(registry: Registry, module_path: str) -> None:
     """Import a built-in part by module path and let it register."""
+    before = registry.inventory()
     register = _register_callable(importlib.import_module(module_path), module_path)
     register(registry)
     registry.loaded.append(module_path)
+    name = module_path.removeprefix("hermes.").removesuffix(".part")
+    registry.plugins.append(
+        PluginInfo(name, module_path, "built-in", True, _added(registry, before))
+    )
 
 
 def _plugin_entry_points() -> Iterable[Any]:
     return entry_points(group=ENTRY_POINT_GROUP)
 
 
-def load_registry(*, plugins: bool = True, parts: Iterable[str] = BUILTIN_PARTS) -> Registry:
-    """Every built-in part, then every installed plugin. A broken third-party plugin is logged
-    and skipped (Hermes still starts); a broken built-in part is a bug and raises."""
+def _source(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"{dist.name} {dist.version}" if dist is not None else "installed"
+
+
+def _load_plugin(registry: Registry, ep: Any) -> PluginInfo:
+    before = registry.inventory()
+    try:
+        register = _register_callable(ep.load(), ep.name)
+        register(registry)
+    except Exception as exc:
+        log.exception("plugin %r (%s) failed to load; skipped", ep.name, ep.value)
+        return PluginInfo(ep.name, ep.value, _source(ep), False, error=f"{exc}")
+    registry.loaded.append(f"plugin:{ep.name}")
+    return PluginInfo(ep.name, ep.value, _source(ep), True, _added(registry, before))
+
+
+def load_registry(
+    settings: Settings | None = None,
+    *,
+    plugins: bool = True,
+    parts: Iterable[str] = BUILTIN_PARTS,
+    selection: PluginSelection | None = None,
+) -> Registry:
+    """Every built-in part, then every installed plugin the selection (default: the
+    settings' `plugins` section) wants. A broken third-party plugin is logged and skipped
+    (Hermes still starts); a broken built-in part is a bug and raises."""
+    selection = selection or PluginSelection.of(settings)
     registry = Registry()
     for module_path in parts:
         load_part(registry, module_path)
-    if plugins:
-        for ep in _plugin_entry_points():
-            try:
-                register = _register_callable(ep.load(), ep.name)
-                register(registry)
-            except Exception:
-                log.exception("plugin %r (%s) failed to load; skipped", ep.name, ep.value)
-                continue
-            registry.loaded.append(f"plugin:{ep.name}")
+    if not plugins:
+        return registry
+    for ep in _plugin_entry_points():
+        if selection.wants(ep.name):
+            registry.plugins.append(_load_plugin(registry, ep))
+        else:
+            registry.plugins.append(PluginInfo(ep.name, ep.value, _source(ep), False))
     return registry

@@ -1,5 +1,7 @@
-"""The composition root: settings → store → model client → parts → agent. Every entry point
-(CLI, server, cron, gateway) builds its runtime here and nowhere else."""
+"""The composition root: settings → parts → store → model client → agent. Every entry point
+(CLI, server, cron, gateway) builds its runtime here and nowhere else. The model client comes
+from the provider `model.provider` names (`openai` built in; plugins add others), so the
+runtime knows the `ModelClient` contract only."""
 
 from __future__ import annotations
 
@@ -16,13 +18,21 @@ from hermes.store.opener import open_store as _open_url
 if TYPE_CHECKING:  # loaded by the functions that need them: a command that only opens
     # the store (`hermes sessions import`) starts a second sooner without the agent
     from hermes.agent.loop import Agent
-    from hermes.models.client import ModelClient, OpenAICompatClient
+    from hermes.models.client import ModelClient
     from hermes.services import Services
     from hermes.tools.registry import Toolset
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Daemon", "Runtime", "build_runtime", "make_model_client", "open_store"]
+__all__ = [
+    "Daemon",
+    "Runtime",
+    "build_runtime",
+    "make_model_client",
+    "open_store",
+    "probe_model_client",
+    "with_fallbacks",
+]
 
 
 @dataclass
@@ -67,23 +77,22 @@ def open_store(settings: Settings) -> Store:
     return _open_url(settings.database_url, home=settings.home, pool_size=settings.store.pool_size)
 
 
-def make_model_client(settings: Settings, *, model: str | None = None) -> OpenAICompatClient:
-    from hermes.models.client import OpenAICompatClient
-
-    api_key = settings.model.api_key.get_secret_value() if settings.model.api_key else None
-    return OpenAICompatClient(
-        base_url=settings.model.base_url,
-        api_key=api_key,
-        model=model or settings.model.name,
-        timeout=settings.model.timeout,
-        max_retries=settings.model.max_retries,
-        total_timeout=settings.model.total_timeout,
-    )
+def make_model_client(
+    settings: Settings, *, model: str | None = None, registry: Registry | None = None
+) -> ModelClient:
+    """The client of the provider `model.provider` names (ConfigError if none is registered)."""
+    return (registry or load_registry(settings)).model_client(settings, model)
 
 
-def make_chat_model(settings: Settings) -> ModelClient:
-    """The agent's model: the configured one, with `model.fallbacks` behind it when set."""
-    primary = make_model_client(settings)
+def probe_model_client(settings: Settings) -> ModelClient:
+    """A client for a check (`hermes doctor`, `hermes setup`): one retry, not the full
+    back-off."""
+    quick = settings.model.model_copy(update={"max_retries": min(settings.model.max_retries, 1)})
+    return make_model_client(settings.model_copy(update={"model": quick}))
+
+
+def with_fallbacks(settings: Settings, primary: ModelClient) -> ModelClient:
+    """The agent's model: `primary`, with `model.fallbacks` behind it when set."""
     if not settings.model.fallbacks:
         return primary
     from hermes.models.client import OpenAICompatClient
@@ -123,12 +132,13 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
     from hermes.tools.registry import Toolset
     from hermes.tools.toolsets import ToolGroups
 
-    registry = registry or load_registry()
+    registry = registry or load_registry(settings)
     made = (factory(settings) for factory in registry.memory_providers)
     memory = [provider for provider in made if provider is not None]
     MemoryLayers(memory)  # refuse a bad provider set before anything is opened
+    # an unknown provider is refused before anything opens
+    model = with_fallbacks(settings, registry.model_client(settings))
     store = open_store(settings)
-    model = make_chat_model(settings)
     provider_tools = Toolset(t for provider in memory for t in provider.tools())
     agent = Agent(
         settings=settings,

@@ -190,14 +190,13 @@ async def test_cron_delivers_to_an_email_address(
 
 
 def test_passwords_never_go_in_clear_to_another_machine() -> None:
-    from hermes.config.settings import EmailSettings
     from hermes.gateway.base import AdapterError
-    from hermes.gateway.platforms.email import imap_uses_tls
+    from hermes.gateway.platforms.email import EmailConfig, imap_uses_tls
 
-    assert imap_uses_tls(EmailSettings(imap_host="imap.example.com"))  # 993
-    assert not imap_uses_tls(EmailSettings(imap_host="127.0.0.1", imap_port=1143))
+    assert imap_uses_tls(EmailConfig(imap_host="imap.example.com"))  # 993
+    assert not imap_uses_tls(EmailConfig(imap_host="127.0.0.1", imap_port=1143))
     assert not imap_uses_tls(
-        EmailSettings(imap_host="imap.example.com", imap_port=143, security="plain")
+        EmailConfig(imap_host="imap.example.com", imap_port=143, security="plain")
     )
     with pytest.raises(AdapterError, match="clear text"):
-        imap_uses_tls(EmailSettings(imap_host="imap.example.com", imap_port=143))
+        imap_uses_tls(EmailConfig(imap_host="imap.example.com", imap_port=143))

@@ -145,6 +145,24 @@ async def test_working_reaction_slash_commands_and_workspace_allow_list(
     assert fake.chat_requests()[1]["messages"][-1]["content"] == "from my workspace"
 
 
+async def test_every_gateway_command_and_alias_works_as_a_slash_command(
+    served: Served, slack: SlackAPI, fake: FakeModel
+) -> None:
+    """Slack routes slash commands itself, from the gateway's one command list: the aliases
+    the other platforms accept (/reset, /q, /start) work here too."""
+    await slack.slash(OWNER, "C0GENERAL", "/hermes", "reset")
+    await slack.wait_for_sent(1)
+    assert slack.texts()[-1].startswith("✨ New conversation")
+    await slack.slash(OWNER, "C0GENERAL", "/start")
+    await slack.wait_for_sent(2)
+    assert "/new" in slack.texts()[-1] and "/steer" in slack.texts()[-1]
+    fake.enqueue(Text("queued answer"))
+    await slack.slash(OWNER, "C0GENERAL", "/hermes", "q what is new")
+    await slack.wait_for_sent(3)
+    assert slack.texts()[-1] == "queued answer"
+    assert fake.chat_requests()[0]["messages"][-1]["content"] == "what is new"
+
+
 async def test_reconnects_after_the_socket_drops(
     served: Served, slack: SlackAPI, fake: FakeModel
 ) -> None:
@@ -172,6 +190,9 @@ def test_formatting_and_command_mapping() -> None:
     assert command_text("/hermes", "new") == "/new"
     assert command_text("/stop", "") == "/stop"
     assert command_text("/hermes", "what is up") == "what is up"
+    assert command_text("/hermes", "reset") == "/reset"
+    assert command_text("/q", "later") == "/q later"
+    assert command_text("/hermes", "start") == "/start"
 
 
 async def test_a_slow_answer_is_one_message_updated_in_place(

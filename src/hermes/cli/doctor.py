@@ -16,7 +16,7 @@ from hermes.models.errors import (
     ModelTimeoutError,
     ModelUnreachableError,
 )
-from hermes.runtime import make_model_client, open_store
+from hermes.runtime import open_store, probe_model_client
 
 
 def _line(ok: bool, what: str, detail: str) -> bool:
@@ -32,8 +32,10 @@ async def _check_model(settings: Settings) -> bool:
             "not set: export OPENAI_BASE_URL=http://host:port/v1 and HERMES_MODEL (or set "
             f"model.base_url and model.name in config.yaml). To get going: {SETUP_HINT}",
         )
-    client = make_model_client(settings)
-    client.max_retries = min(client.max_retries, 1)  # a check: one retry, not the full back-off
+    try:
+        client = probe_model_client(settings)
+    except ConfigError as exc:
+        return _line(False, "model provider", str(exc))
     try:
         models = await client.list_models()
     except ModelError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +90,12 @@ def _usage() -> Command:
     return _command("usage", usage)
 
 
+def _plugins() -> Command:
+    from hermes.cli.plugins import app as plugins_app
+
+    return _group("plugins", plugins_app)
+
+
 BUILT_IN: dict[str, Callable[[], Command]] = {
     "chat": _chat,
     "doctor": _doctor,
@@ -100,6 +107,7 @@ BUILT_IN: dict[str, Callable[[], Command]] = {
     "keys": _keys,
     "users": _users,
     "usage": _usage,
+    "plugins": _plugins,
 }
 """The built-in commands, each imported only when it runs (or the list is shown): importing
 them all cost `hermes chat -q` ~0.3 s of modules it never uses (doctor, setup, memory…)."""
@@ -130,6 +138,20 @@ class _WithParts(TyperGroup):
         listed = super().list_commands(ctx)
         return [n for n in BUILT_IN if n in listed] + [n for n in listed if n not in BUILT_IN]
 
+    def invoke(self, ctx: Any) -> Any:
+        """A configuration problem found only once a command builds its runtime (e.g. a
+        `model.provider` no loaded plugin provides) ends the command as every bad setting
+        does: one line on stderr, exit code 2."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            from hermes.config.settings import ConfigError
+
+            if not isinstance(exc, ConfigError):
+                raise
+            typer.echo(f"hermes: {exc}", err=True)
+            raise typer.Exit(2) from None
+
     def get_help_option(self, ctx: Any) -> Any:
         """`--help` without the `<bool>` typer gives every flag: it takes no value."""
         option = super().get_help_option(ctx)
@@ -141,9 +163,11 @@ class _WithParts(TyperGroup):
         if self._parts_loaded:
             return
         self._parts_loaded = True
-        from hermes.plugins import load_registry
+        from hermes.plugins import PluginSelection, load_registry
 
-        for name, factory in load_registry().commands:
+        # before settings exist: HERMES_LOAD_PLUGINS decides which plugins add commands
+        selection = PluginSelection.from_env(os.environ)
+        for name, factory in load_registry(selection=selection).commands:
             if name not in self.commands and name not in BUILT_IN:
                 group = typer.main.get_group(factory())
                 group.name = name

@@ -30,7 +30,7 @@ from hermes.cli_common import fail
 from hermes.config.home import ensure_home, hermes_home
 from hermes.config.settings import ConfigError, Settings, load_settings
 from hermes.models.errors import ModelAuthError, ModelError
-from hermes.runtime import make_model_client
+from hermes.runtime import probe_model_client
 
 EMPTY_HINT = {
     "ollama": "pull one first: `ollama pull llama3.2`",
@@ -239,10 +239,9 @@ def setup(
 def _final_check() -> None:
     try:
         settings = load_settings()
+        client = probe_model_client(settings)
     except ConfigError as exc:
         fail(str(exc), 2)
-    client = make_model_client(settings)
-    client.max_retries = min(client.max_retries, 1)  # a check: one retry, not the full back-off
 
     async def check() -> str:
         try:

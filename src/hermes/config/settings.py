@@ -6,13 +6,14 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from hermes.config.fields import CommaList
 from hermes.config.home import ensure_home, hermes_home
 from hermes.errors import HermesError
 
@@ -53,6 +54,9 @@ class ModelSettings(_Section):
     # Bound on one call's whole wait for an answer, retries included (a stream, once started,
     # is bounded by `timeout` per read instead).
     total_timeout: float = Field(default=300.0, gt=0)
+    # the registered model provider (`hermes plugins list`); `openai`: any OpenAI-compatible
+    # endpoint at base_url
+    provider: str = Field(default="openai", min_length=1)
     pricing: PricingSettings | None = None
     """USD per million tokens; else taken from the endpoint's model list when it says
     (OpenRouter does), else `/usage` shows tokens only."""
@@ -90,19 +94,11 @@ class ServerSettings(_Section):
     body_timeout: float = Field(default=60.0, gt=0)
     ignore_client_tools: bool = False
     # Session-id namespaces that get their own scope: `user:42` -> the brain of user 42 (SPEC §6).
-    session_scopes: list[str] = Field(default_factory=list)
+    session_scopes: CommaList = Field(default_factory=list)
     # Listen beyond loopback with no server key: only behind loopback-only publishing (Docker).
     allow_unauthenticated_public_bind: bool = False
     # `/v1/runs` one caller (scope) may have unfinished at once on this replica (then 429).
     max_concurrent_runs: int = Field(default=8, ge=1)
-
-    @field_validator("session_scopes", mode="before")
-    @classmethod
-    def _split_namespaces(cls, value: Any) -> Any:
-        """The environment gives one string: `user,team` is the list ["user", "team"]."""
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
 
     @field_validator("session_scopes")
     @classmethod
@@ -231,77 +227,26 @@ class StoreSettings(_Section):
         return value
 
 
-class TelegramSettings(_Section):
-    token: SecretStr | None = None
-    api_base: str = "https://api.telegram.org"
-    allowed_users: list[str] = Field(default_factory=list)
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _split_users(cls, value: Any) -> Any:
-        return _comma_list(value)
-
-
-class EmailSettings(_Section):
-    imap_host: str | None = None
-    imap_port: int = Field(default=993, ge=1, le=65535)
-    smtp_host: str | None = None
-    smtp_port: int = Field(default=587, ge=1, le=65535)
-    username: str | None = None
-    password: SecretStr | None = None
-    address: str | None = None
-    allowed_senders: list[str] = Field(default_factory=list)
-    # auto: IMAP over TLS on 993 (plain only for a server on this machine), SMTP SSL on 465,
-    # else STARTTLS (plain only on this machine); "ssl" / "starttls" / "plain" force it
-    security: Literal["auto", "ssl", "starttls", "plain"] = "auto"
-    poll_seconds: float = Field(default=60.0, gt=0)
-
-    @field_validator("allowed_senders", mode="before")
-    @classmethod
-    def _split_senders(cls, value: Any) -> Any:
-        return _comma_list(value)
-
-
 class GatewaySettings(BaseModel):
-    """SPEC §10. Platforms other than the typed ones keep their keys as plain mappings
-    (`gateway.slack.*`): a new platform module reads its own section without core edits."""
+    """SPEC §10. Each platform's section (`gateway.telegram.*`, …) is a plain mapping here:
+    the platform's module declares and validates its own model (`read_platform_config`), so
+    a platform, built-in or from a plugin, brings its settings without core edits."""
 
     model_config = ConfigDict(extra="allow")
 
-    owner: list[str] = Field(default_factory=list)
+    owner: CommaList = Field(default_factory=list)
     pairing: bool = False
     busy_mode: Literal["interrupt", "queue", "steer"] = "interrupt"
     home: str | None = None
     approval_timeout: float = Field(default=300.0, gt=0)
     streaming: bool = True
     """Answers stream into one message edited in place where the platform can edit; off: whole."""
-    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
-    email: EmailSettings = Field(default_factory=EmailSettings)
-
-    @field_validator("owner", mode="before")
-    @classmethod
-    def _split_owner(cls, value: Any) -> Any:
-        return _comma_list(value)
 
     def platform(self, name: str) -> dict[str, Any]:
-        """One platform's section as a mapping (typed sections dumped, others as given)."""
-        section = getattr(self, name, None)
-        if isinstance(section, BaseModel):
-            return section.model_dump()
+        """One platform's section as a mapping, as config.yaml and the environment gave it."""
         extra = self.model_extra or {}
         value = extra.get(name)
         return dict(value) if isinstance(value, dict) else {}
-
-
-def _comma_list(value: Any) -> Any:
-    """The environment gives one string: `1,2` is the list ["1", "2"]; numbers become text."""
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if isinstance(value, int):
-        return [str(value)]
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    return value
 
 
 class SkillsSettings(_Section):
@@ -380,14 +325,7 @@ class ToolsSettings(_Section):
     # seconds a run's dangerous tool call waits for POST /v1/runs/{id}/approval (then denied)
     approval_timeout: float = Field(default=300.0, gt=0)
     # tool groups or tool names end users get (None: memory, session_search, web, skills)
-    end_user_toolsets: list[str] | None = None
-
-    @field_validator("end_user_toolsets", mode="before")
-    @classmethod
-    def _split_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+    end_user_toolsets: CommaList | None = None
 
 
 class WebSearchSettings(_Section):
@@ -440,6 +378,38 @@ class LoggingSettings(_Section):
     format: Literal["text", "json"] = "text"
 
 
+class PluginsSettings(BaseModel):
+    """Which installed plugins load (`hermes plugins list`; built-in parts always do), and
+    each plugin's own section `plugins.<name>`, which the plugin validates with the model it
+    declares next to its code (`plugin_section`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    # only these (HERMES_LOAD_PLUGINS=a,b; `none` or an empty list: no plugin); None: all
+    load: CommaList | None = None
+    disabled: CommaList = Field(default_factory=list)
+
+    @field_validator("load")
+    @classmethod
+    def _none(cls, value: list[str] | None) -> list[str] | None:
+        return [] if value == ["none"] else value
+
+
+SectionT = TypeVar("SectionT", bound=BaseModel)
+
+
+def plugin_section(settings: Settings, plugin: str, model: type[SectionT]) -> SectionT:
+    """`plugins.<plugin>` validated as the plugin's `model`; a bad value is a ConfigError
+    that names its key."""
+    raw = (settings.plugins.model_extra or {}).get(plugin) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"`plugins.{plugin}` must be a mapping of settings")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, "config.yaml", prefix=f"plugins.{plugin}.")) from None
+
+
 class Settings(_Section):
     """Everything Hermes needs to run; built by `load_settings` and passed down."""
 
@@ -482,6 +452,7 @@ class Settings(_Section):
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    plugins: PluginsSettings = Field(default_factory=PluginsSettings)
 
     @field_validator("mcp_servers")
     @classmethod
@@ -506,6 +477,8 @@ ENV_OVERRIDES: dict[str, str] = {
     "OPENAI_API_KEY": "model.api_key",
     "HERMES_MODEL": "model.name",
     "HERMES_CONTEXT_LENGTH": "model.context_length",
+    "HERMES_MODEL_PROVIDER": "model.provider",
+    "HERMES_LOAD_PLUGINS": "plugins.load",
     "HERMES_API_KEY": "server.api_key",
     "HERMES_HOST": "server.host",
     "HERMES_PORT": "server.port",
@@ -605,9 +578,9 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: str) -> None:
     node[leaf] = value
 
 
-def _describe(errors: ValidationError, source: str) -> str:
+def _describe(errors: ValidationError, source: str, prefix: str = "") -> str:
     first = errors.errors()[0]
-    key = ".".join(str(p) for p in first["loc"])
+    key = prefix + ".".join(str(p) for p in first["loc"])
     problem = first["msg"]
     if first["type"] == "extra_forbidden":
         problem = "unknown key (check the spelling)"

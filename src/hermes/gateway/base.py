@@ -7,14 +7,17 @@ the core (`hermes.gateway.runner`) knows those and nothing about wire protocols.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hermes.config.fields import CommaList
 from hermes.errors import HermesError
 
 if TYPE_CHECKING:
@@ -72,12 +75,25 @@ class AdapterError(HermesError):
     is raised with `retryable=True`."""
 
 
-def comma_list(value: Any) -> Any:
-    """Allow-lists as config models read them (a before-validator): the environment gives one string, so
-    `a, b` is ["a", "b"]; numbers in config.yaml become text."""
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value] if isinstance(value, list) else value
+def require_library(module: str, *, platform: str, library: str, extra: str) -> ModuleType:
+    """Import a platform's optional library, or say which extra installs it: a platform's
+    library is needed only once its credentials are set (`hermes --help` works without)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise AdapterError(
+            f"{platform} needs {library}: pip install 'hermes-agent-server[{extra}]'",
+            retryable=False,
+        ) from None
+
+
+class PlatformConfig(BaseModel):
+    """The base of every platform's `gateway.<name>` model, declared in the platform's module:
+    keys other platforms' tools may add are ignored, allow-lists accept `a,b` and numbers."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    allowed_users: CommaList = Field(default_factory=list)
 
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)

@@ -147,3 +147,6 @@ HANDLERS: dict[str, Handler] = {
     "approve": _approve,
     "deny": _deny,
 }
+NAMES: frozenset[str] = frozenset(HANDLERS)
+"""Every command name (aliases included): platforms that route commands themselves (Slack's
+slash commands) read this list, so a new command or alias reaches every platform."""

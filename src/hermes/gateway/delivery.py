@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from hermes.delivery import DeliveryError, Outbound, split_target
 from hermes.gateway.base import AdapterError, PlatformAdapter
-from hermes.gateway.platforms import MODULES, UnknownPlatformError, spec
+from hermes.gateway.platforms import UnknownPlatformError, spec
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -29,7 +29,8 @@ class GatewayDeliverer:
         self.runtime = runtime
 
     def accepts(self, target: str) -> bool:
-        return target in ("home", "origin") or target.partition(":")[0] in MODULES
+        platform = target.partition(":")[0]
+        return target in ("home", "origin") or platform in self.runtime.registry.platforms
 
     def home(self) -> str | None:
         from hermes.gateway.runner import Gateway
@@ -61,7 +62,7 @@ class GatewayDeliverer:
         where = self.resolve(target)
         settings = self.runtime.settings
         try:
-            platform = spec(where.platform)
+            platform = spec(where.platform, self.runtime.registry)
         except UnknownPlatformError as exc:
             raise DeliveryError(str(exc)) from None
         if not platform.configured(settings):

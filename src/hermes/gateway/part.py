@@ -1,5 +1,6 @@
-"""The gateway part: the `Gateway` component, its `hermes serve` daemon, the messaging
-deliverer, the `send_message` tool, `hermes gateway …` and the `/health` entry."""
+"""The gateway part: the built-in messaging platforms, the `Gateway` component, its `hermes
+serve` daemon, the messaging deliverer, the `send_message` tool, `hermes gateway …` and the
+`/health` entry."""
 
 from __future__ import annotations
 
@@ -91,15 +92,15 @@ def _commands() -> Any:
     return app
 
 
-def _messaging_on(settings: Any) -> bool:
-    from hermes.gateway.platforms import configured_specs
-
-    return bool(configured_specs(settings))
-
-
 def register(hermes: Registry) -> None:
+    from hermes.gateway.platforms import BUILTIN, configured_specs
     from hermes.gateway.tool import send_message
 
+    def _messaging_on(settings: Any) -> bool:
+        return bool(configured_specs(settings, hermes))  # plugins' platforms count too
+
+    for name, module in BUILTIN.items():
+        hermes.platform(name, module)
     hermes.component(_gateway)
     hermes.daemon(_daemon)
     hermes.deliverer(_deliverer)

@@ -55,7 +55,9 @@ class Gateway:
         self.settings = runtime.settings
         self.agent = runtime.agent
         self.backoff = backoff
-        self.specs: dict[str, PlatformSpec] = {s.name: s for s in configured_specs(self.settings)}
+        self.specs: dict[str, PlatformSpec] = {
+            s.name: s for s in configured_specs(self.settings, runtime.registry)
+        }
         self.access = Access(self.settings, self.specs)
         self.sessions = ChatSessions(self.settings.home)
         self.busy_mode = self.settings.gateway.busy_mode

@@ -149,7 +149,7 @@ def _write_env(path: Path, updates: dict[str, str]) -> None:
 async def _check(platform: str) -> str | None:
     """Connect once as `hermes serve` would; None when it worked, else the reason."""
     settings = load_settings()
-    found = spec(platform)
+    found = spec(platform, settings=settings)
     if not found.configured(settings):
         return f"{platform} is still missing required settings"
     try:

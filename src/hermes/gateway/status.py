@@ -18,7 +18,7 @@ def gateway_report(settings: Settings) -> dict[str, Any]:
     found = data.get("adapters")
     recorded: dict[str, Any] = found if isinstance(found, dict) else {}
     adapters: dict[str, Any] = {}
-    for spec in all_specs():
+    for spec in all_specs(settings=settings):
         entry = dict(recorded.get(spec.name) or {})
         entry["configured"] = spec.configured(settings)
         if not running:

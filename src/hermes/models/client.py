@@ -42,11 +42,13 @@ _RESERVED_PARAMS = frozenset({"model", "messages", "tools", "stream", "stream_op
 
 
 class ModelClient(Protocol):
-    """What the agent loop needs from a model backend; lets tests and other backends swap in."""
+    """What Hermes needs from a model backend: the runtime, the agent loop and compression
+    depend on this contract only; a plugin's `model_provider` returns one."""
 
     model: str | None
-    """The model name calls use when they name none."""
+    """The model asked when a call names none (`/model` in `hermes chat` changes it)."""
     base_url: str | None
+    """Where the backend is, for people to read (`/model`, `hermes doctor`); None if nowhere."""
 
     async def complete(
         self,
@@ -71,7 +73,8 @@ class ModelClient(Protocol):
         ...
 
     async def warm_up(self) -> None:
-        """Open connections ahead of the first call (nothing when there is nothing to open)."""
+        """Load what the first call would (SDKs, connections); `hermes serve` calls it once
+        /health is up. Doing nothing is fine."""
         ...
 
     async def aclose(self) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.fileio import atomic_write
-from hermes.models.client import ModelClient, OpenAICompatClient
+from hermes.models.client import ModelClient
 from hermes.models.errors import (
     ContextLengthExceededError,
     ModelError,
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 class Candidate:
     """One model of the chain: its client, a name for logs and records, its window if known."""
 
-    client: OpenAICompatClient
+    client: ModelClient
     label: str
     context_length: int | None = None
 
@@ -112,7 +112,7 @@ class FallbackClient(ModelClient):
         self.base_url = self.primary.base_url
 
     @property
-    def primary(self) -> OpenAICompatClient:
+    def primary(self) -> ModelClient:
         return self.candidates[0].client
 
     async def complete(

@@ -61,7 +61,11 @@ async def _parts_health(runtime: Runtime) -> dict[str, dict[str, Any]]:
 
 
 def _model_configured(runtime: Runtime) -> bool:
+    """The built-in `openai` provider needs an endpoint and a model name; another provider
+    (a plugin's) is set up once it gave the runtime a client that names its model."""
     model = runtime.settings.model
+    if model.provider != "openai":
+        return bool(runtime.model.model)
     return bool(model.base_url and model.name)
 
 

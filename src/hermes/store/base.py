@@ -215,13 +215,18 @@ class TextMatch:
         )
 
 
+QUESTION_MARKS = "?？"
+SENTENCE_ENDS = ".!。！"
+"""The characters of `only_asks`, which `vector_sql.PG_ONLY_ASKS` writes in SQL."""
+
+
 def only_asks(content: str | None) -> bool:
     """Whether a message is a question and nothing else ("Ooh, which one?"): it ends with a
     question mark and holds no sentence ending in "." or "!" ("I'm back from Iceland! Have
     you been?" tells something); the full-width forms (？ 。 ！) count too. Same rule as
-    postgres.predicates.ONLY_ASKS."""
+    vector_sql.PG_ONLY_ASKS."""
     text = (content or "").strip()
-    return text.endswith(("?", "？")) and not any(c in text for c in ".!。！")
+    return text.endswith(tuple(QUESTION_MARKS)) and not any(c in text for c in SENTENCE_ENDS)
 
 
 def text_key(content: str | None, speaker: str | None) -> int:

@@ -1,9 +1,12 @@
-"""SQL the two vector stores share: which messages get vectors, what text is embedded, and
-which of a big scope's messages are new enough to be searched by meaning."""
+"""SQL the stores share: which messages are conversational (they get vectors and search
+rows), which only ask, what text is embedded, and which of a big scope's messages are new
+enough to be searched by meaning. Each rule is written here once, for every backend."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from hermes.store.base import QUESTION_MARKS, SENTENCE_ENDS
 
 # the text without a transcript's "Name: " opening when it names the message's speaker
 # (the name would dominate the embedding; who spoke is ranked from `name` itself)
@@ -11,7 +14,20 @@ SPOKEN = (
     "CASE WHEN m.name IS NOT NULL AND substr(m.content, 1, length(m.name) + 2) = m.name || ': ' "
     "THEN substr(m.content, length(m.name) + 3) ELSE m.content END"
 )
-CONVERSATIONAL = "m.role IN ('user', 'assistant') AND coalesce(m.content, '') <> ''"
+
+
+def conversational(table: str = "m") -> str:
+    """A message said by a person or the assistant, with text: `table` is the alias of
+    `messages` in the query ("" for none, as in a table's own generated column)."""
+    col = f"{table}." if table else ""
+    return f"{col}role IN ('user', 'assistant') AND coalesce({col}content, '') <> ''"
+
+
+CONVERSATIONAL = conversational("m")
+# `store.base.only_asks` in PostgreSQL: a question and nothing else (ends with "?", no "." or "!")
+PG_ONLY_ASKS = (
+    f"(m.content ~ '[{QUESTION_MARKS}][[:space:]]*$' AND m.content !~ '[{SENTENCE_ENDS}]')"
+)
 
 
 def from_starts(

@@ -1,18 +1,26 @@
-"""The platform registry. A new platform is one module here that defines `PLATFORM` (a
-`PlatformSpec`) plus one line in `MODULES`; modules are imported only when needed, so a
-platform's optional library is required only once its credentials are set."""
+"""The messaging platforms: what the core asks of one (`PlatformSpec`) and where they come from.
+
+Every platform is registered through the plugin registry (`Registry.platform`), the built-in
+ones by `hermes.gateway.part` exactly as a third-party plugin would: a platform module defines
+`PLATFORM` (a `PlatformSpec`) and its `gateway.<name>` config model, and is imported only when
+needed, so a platform's optional library is required only once its credentials are set."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from hermes.config.fields import comma_list
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.gateway.base import PlatformAdapter
 
-MODULES: dict[str, str] = {
+if TYPE_CHECKING:
+    from hermes.plugins import Registry
+
+BUILTIN: dict[str, str] = {
     "telegram": "hermes.gateway.platforms.telegram",
     "email": "hermes.gateway.platforms.email",
     "whatsapp": "hermes.gateway.platforms.whatsapp",
@@ -23,6 +31,7 @@ MODULES: dict[str, str] = {
     "signal": "hermes.gateway.platforms.signal_cli",
     "mattermost": "hermes.gateway.platforms.mattermost",
 }
+"""The platforms Hermes ships, registered by the gateway part (name → module)."""
 
 
 @dataclass(frozen=True)
@@ -38,29 +47,60 @@ class PlatformSpec:
     normalize_sender: Callable[[str], str] = str
 
     def allowed_senders(self, settings: Settings) -> frozenset[str]:
-        listed = settings.gateway.platform(self.name).get(self.allow_key) or []
-        if isinstance(listed, str):
-            listed = listed.split(",")
-        return frozenset(self.normalize_sender(str(s).strip()) for s in listed if str(s).strip())
+        listed = comma_list(settings.gateway.platform(self.name).get(self.allow_key) or [])
+        return frozenset(self.normalize_sender(s.strip()) for s in listed if s.strip())
+
+
+def needs(platform: str, *keys: str) -> Callable[[Settings], bool]:
+    """A `configured` check: every one of `keys` is set in `gateway.<platform>`."""
+
+    def configured(settings: Settings) -> bool:
+        section = settings.gateway.platform(platform)
+        return all(section.get(key) for key in keys)
+
+    return configured
 
 
 class UnknownPlatformError(HermesError, LookupError):
-    """A platform name no module provides; the message lists the known ones."""
+    """A platform name no part registers; the message lists the known ones."""
 
 
-def spec(name: str) -> PlatformSpec:
-    module = MODULES.get(name)
-    if module is None:
+def _registry(registry: Registry | None, settings: Settings | None) -> Registry:
+    if registry is not None:
+        return registry
+    from hermes.plugins import load_registry
+
+    return load_registry(settings)
+
+
+def names(registry: Registry | None = None, settings: Settings | None = None) -> list[str]:
+    """Every registered platform's name, built-ins first."""
+    return list(_registry(registry, settings).platforms)
+
+
+def spec(
+    name: str, registry: Registry | None = None, settings: Settings | None = None
+) -> PlatformSpec:
+    """The platform `name` (its module imported now, if registered by module path)."""
+    found = _registry(registry, settings).platforms.get(name)
+    if found is None:
+        known = ", ".join(names(registry, settings))
         raise UnknownPlatformError(
-            f"{name!r} is not a messaging platform Hermes knows; known: {', '.join(MODULES)}"
+            f"{name!r} is not a messaging platform Hermes knows; known: {known} "
+            "(a plugin's platform shows in `hermes plugins list`)"
         )
-    found: PlatformSpec = importlib.import_module(module).PLATFORM
+    if isinstance(found, str):
+        loaded: PlatformSpec = importlib.import_module(found).PLATFORM
+        return loaded
     return found
 
 
-def all_specs() -> list[PlatformSpec]:
-    return [spec(name) for name in MODULES]
+def all_specs(
+    registry: Registry | None = None, settings: Settings | None = None
+) -> list[PlatformSpec]:
+    registry = _registry(registry, settings)
+    return [spec(name, registry) for name in registry.platforms]
 
 
-def configured_specs(settings: Settings) -> list[PlatformSpec]:
-    return [s for s in all_specs() if s.configured(settings)]
+def configured_specs(settings: Settings, registry: Registry | None = None) -> list[PlatformSpec]:
+    return [s for s in all_specs(registry, settings) if s.configured(settings)]

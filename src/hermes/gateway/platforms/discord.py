@@ -27,18 +27,20 @@ import warnings
 from typing import Any, Literal
 
 import yarl
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr
 
+from hermes.config.fields import CommaList
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
     Inbound,
     InboundHandler,
     PlatformAdapter,
-    comma_list,
+    PlatformConfig,
     read_platform_config,
+    require_library,
 )
-from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 
 log = logging.getLogger(__name__)
@@ -58,39 +60,24 @@ class _NoVoiceNotice(logging.Filter):
 
 def _import_discord() -> Any:
     logging.getLogger("discord.client").addFilter(_NO_VOICE_NOTICE)
-    try:
-        with warnings.catch_warnings():  # discord.py's voice support imports audioop (3.11+
-            warnings.simplefilter("ignore", DeprecationWarning)  # warns; Hermes has no voice)
-            import discord
-    except ImportError:
-        raise AdapterError(
-            "Discord needs discord.py: pip install 'hermes-agent-server[discord]'",
-            retryable=False,
-        ) from None
-    return discord
+    with warnings.catch_warnings():  # discord.py's voice support imports audioop (3.11+
+        warnings.simplefilter("ignore", DeprecationWarning)  # warns; Hermes has no voice)
+        return require_library("discord", platform="Discord", library="discord.py", extra="discord")
 
 
 _NO_VOICE_NOTICE = _NoVoiceNotice()
 
 
-class DiscordConfig(BaseModel):
+class DiscordConfig(PlatformConfig):
     """`gateway.discord.*` (DISCORD_BOT_TOKEN → token, DISCORD_ALLOWED_USERS)."""
 
-    model_config = ConfigDict(extra="ignore")
-
     token: SecretStr | None = None
-    allowed_users: list[str] = Field(default_factory=list)
-    allowed_guilds: list[str] = Field(default_factory=list)
-    allowed_channels: list[str] = Field(default_factory=list)
+    allowed_guilds: CommaList = Field(default_factory=list)
+    allowed_channels: CommaList = Field(default_factory=list)
     sessions: Literal["thread", "channel_user"] = "thread"
     guild_ready_timeout: float = Field(default=2.0, ge=0)
     """Seconds discord.py waits for the servers' GUILD_CREATE events before READY counts."""
     api_base: str = "https://discord.com"
-
-    @field_validator("allowed_users", "allowed_guilds", "allowed_channels", mode="before")
-    @classmethod
-    def _lists(cls, value: Any) -> Any:
-        return comma_list(value)
 
 
 def read_config(settings: Settings) -> DiscordConfig:
@@ -316,12 +303,8 @@ class DiscordAdapter(PlatformAdapter):
         await (await self._target(chat, thread)).typing()
 
 
-def _configured(settings: Settings) -> bool:
-    return bool(settings.gateway.platform("discord").get("token"))
-
-
 def _create(settings: Settings) -> PlatformAdapter:
     return DiscordAdapter(read_config(settings))
 
 
-PLATFORM = PlatformSpec(name="discord", configured=_configured, create=_create)
+PLATFORM = PlatformSpec(name="discord", configured=needs("discord", "token"), create=_create)

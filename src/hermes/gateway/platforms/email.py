@@ -19,10 +19,22 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import formatdate, make_msgid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from hermes.config.settings import EmailSettings, Settings
-from hermes.gateway.base import AdapterError, Attachment, Inbound, InboundHandler, PlatformAdapter
+from pydantic import Field, SecretStr
+
+from hermes.config.fields import CommaList
+from hermes.config.settings import Settings
+from hermes.gateway.base import (
+    AdapterError,
+    Attachment,
+    Inbound,
+    InboundHandler,
+    PlatformAdapter,
+    PlatformConfig,
+    read_platform_config,
+    require_library,
+)
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.mailparse import (
     body_text,
@@ -40,19 +52,35 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def _imap_module() -> Any:
-    try:
-        import aioimaplib  # type: ignore[import-untyped]
-    except ImportError:
-        raise AdapterError(
-            "email needs aioimaplib: pip install 'hermes-agent-server[email]'", retryable=False
-        ) from None
-    return aioimaplib
+    return require_library("aioimaplib", platform="email", library="aioimaplib", extra="email")
+
+
+class EmailConfig(PlatformConfig):
+    """`gateway.email.*` (EMAIL_* in the environment or .env); `allowed_senders` is the
+    allow-list (EMAIL_ALLOWED_USERS)."""
+
+    imap_host: str | None = None
+    imap_port: int = Field(default=993, ge=1, le=65535)
+    smtp_host: str | None = None
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    username: str | None = None
+    password: SecretStr | None = None
+    address: str | None = None
+    allowed_senders: CommaList = Field(default_factory=list)
+    # auto: IMAP over TLS on 993 (plain only for a server on this machine), SMTP SSL on 465,
+    # else STARTTLS (plain only on this machine); "ssl" / "starttls" / "plain" force it
+    security: Literal["auto", "ssl", "starttls", "plain"] = "auto"
+    poll_seconds: float = Field(default=60.0, gt=0)
+
+
+def read_config(settings: Settings) -> EmailConfig:
+    return read_platform_config(settings, "email", EmailConfig)
 
 
 class EmailAdapter(PlatformAdapter):
     name = "email"
 
-    def __init__(self, cfg: EmailSettings, files_dir: Path) -> None:
+    def __init__(self, cfg: EmailConfig, files_dir: Path) -> None:
         self.cfg = cfg
         self.address = (cfg.address or cfg.username or "").lower()
         self.files_dir = files_dir
@@ -262,7 +290,7 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
-def imap_uses_tls(cfg: EmailSettings) -> bool:
+def imap_uses_tls(cfg: EmailConfig) -> bool:
     """TLS unless told `plain`, or (auto) a port other than 993 on this machine (a local
     bridge or test server); a remote server on another port is refused, never sent a password
     in clear."""
@@ -288,12 +316,16 @@ def _literal(lines: list[Any]) -> bytes | None:
 
 
 def _configured(settings: Settings) -> bool:
-    cfg = settings.gateway.email
-    return bool(cfg.imap_host and cfg.smtp_host and (cfg.address or cfg.username))
+    cfg = settings.gateway.platform("email")
+    return bool(
+        cfg.get("imap_host")
+        and cfg.get("smtp_host")
+        and (cfg.get("address") or cfg.get("username"))
+    )
 
 
 def _create(settings: Settings) -> PlatformAdapter:
-    return EmailAdapter(settings.gateway.email, settings.home / "gateway" / "files" / "email")
+    return EmailAdapter(read_config(settings), settings.home / "gateway" / "files" / "email")
 
 
 PLATFORM = PlatformSpec(

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import SecretStr
 
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
@@ -43,8 +43,9 @@ from hermes.gateway.base import (
     Inbound,
     InboundHandler,
     PlatformAdapter,
-    comma_list,
+    PlatformConfig,
     read_platform_config,
+    require_library,
 )
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text, to_html
@@ -58,33 +59,19 @@ _PRE = re.compile(r"(<pre>.*?</pre>)", re.S)
 
 
 def _import_nio() -> Any:
-    try:
-        import nio
-    except ImportError:
-        raise AdapterError(
-            "Matrix needs matrix-nio: pip install 'hermes-agent-server[matrix]'", retryable=False
-        ) from None
-    return nio
+    return require_library("nio", platform="Matrix", library="matrix-nio", extra="matrix")
 
 
-class MatrixConfig(BaseModel):
+class MatrixConfig(PlatformConfig):
     """`gateway.matrix.*` (MATRIX_HOMESERVER, MATRIX_USER_ID, MATRIX_PASSWORD or
     MATRIX_ACCESS_TOKEN, MATRIX_ALLOWED_USERS)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     homeserver: str | None = None
     api_base: str | None = None
     user_id: str | None = None
     password: SecretStr | None = None
     access_token: SecretStr | None = None
-    allowed_users: list[str] = Field(default_factory=list)
     device_name: str = "Hermes"
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _lists(cls, value: Any) -> Any:
-        return comma_list(value)
 
 
 def read_config(settings: Settings) -> MatrixConfig:

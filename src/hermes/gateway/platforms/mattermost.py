@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import SecretStr
 
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
@@ -26,10 +26,10 @@ from hermes.gateway.base import (
     Inbound,
     InboundHandler,
     PlatformAdapter,
-    comma_list,
+    PlatformConfig,
     read_platform_config,
 )
-from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 
 log = logging.getLogger(__name__)
@@ -40,19 +40,11 @@ MAX_WAIT = 30.0
 HEARTBEAT = 30.0
 
 
-class MattermostConfig(BaseModel):
+class MattermostConfig(PlatformConfig):
     """`gateway.mattermost.*` (MATTERMOST_URL → url, MATTERMOST_TOKEN, MATTERMOST_ALLOWED_USERS)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     url: str | None = None
     token: SecretStr | None = None
-    allowed_users: list[str] = Field(default_factory=list)
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _split(cls, value: Any) -> Any:
-        return comma_list(value)
 
 
 def read_config(settings: Settings) -> MattermostConfig:
@@ -230,13 +222,10 @@ def _why(payload: Any) -> str:
     return str(payload.get("message") or payload) if isinstance(payload, dict) else str(payload)
 
 
-def _configured(settings: Settings) -> bool:
-    section = settings.gateway.platform("mattermost")
-    return bool(section.get("url") and section.get("token"))
-
-
 def _create(settings: Settings) -> PlatformAdapter:
     return MattermostAdapter(read_config(settings))
 
 
-PLATFORM = PlatformSpec(name="mattermost", configured=_configured, create=_create)
+PLATFORM = PlatformSpec(
+    name="mattermost", configured=needs("mattermost", "url", "token"), create=_create
+)

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
@@ -34,10 +33,10 @@ from hermes.gateway.base import (
     Inbound,
     InboundHandler,
     PlatformAdapter,
-    comma_list,
+    PlatformConfig,
     read_platform_config,
 )
-from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 from hermes.gateway.state import gateway_dir, read_json
 
@@ -48,19 +47,11 @@ GROUP = "group."  # chat ids of groups: `group.<base64 id>`; people are their nu
 CALL_TIMEOUT = 30.0
 
 
-class SignalConfig(BaseModel):
+class SignalConfig(PlatformConfig):
     """`gateway.signal.*` (SIGNAL_API_BASE, SIGNAL_NUMBER, SIGNAL_ALLOWED_USERS)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     api_base: str | None = None
     number: str | None = None
-    allowed_users: list[str] = Field(default_factory=list)
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _split(cls, value: Any) -> Any:
-        return comma_list(value)
 
 
 def read_config(settings: Settings) -> SignalConfig:
@@ -266,13 +257,10 @@ class SignalAdapter(PlatformAdapter):
         return self._http
 
 
-def _configured(settings: Settings) -> bool:
-    section = settings.gateway.platform("signal")
-    return bool(section.get("api_base") and section.get("number"))
-
-
 def _create(settings: Settings) -> PlatformAdapter:
     return SignalAdapter(read_config(settings), gateway_dir(settings.home) / "signal_cursor.json")
 
 
-PLATFORM = PlatformSpec(name="signal", configured=_configured, create=_create)
+PLATFORM = PlatformSpec(
+    name="signal", configured=needs("signal", "api_base", "number"), create=_create
+)

@@ -29,18 +29,21 @@ import logging
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr
 
+from hermes.config.fields import CommaList
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
     Inbound,
     InboundHandler,
     PlatformAdapter,
-    comma_list,
+    PlatformConfig,
     read_platform_config,
+    require_library,
 )
-from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.commands import NAMES as COMMAND_NAMES
+from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 
 log = logging.getLogger(__name__)
@@ -48,36 +51,21 @@ log = logging.getLogger(__name__)
 LIMIT = 4000
 WORKING = "eyes"
 DOWN_FOR = 60.0  # seconds the socket may stay down before the supervisor restarts the adapter
-GATEWAY_COMMANDS = {"stop", "new", "queue", "steer", "status", "sethome", "help", "approve", "deny"}
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 FALLBACK_ERRORS = {"invalid_blocks", "invalid_arguments", "msg_too_long", "invalid_attachments"}
 
 
 def _import_slack() -> Any:
-    try:
-        import slack_sdk
-    except ImportError:
-        raise AdapterError(
-            "Slack needs slack_sdk: pip install 'hermes-agent-server[slack]'", retryable=False
-        ) from None
-    return slack_sdk
+    return require_library("slack_sdk", platform="Slack", library="slack_sdk", extra="slack")
 
 
-class SlackConfig(BaseModel):
+class SlackConfig(PlatformConfig):
     """`gateway.slack.*` (SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_ALLOWED_USERS)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     bot_token: SecretStr | None = None
     app_token: SecretStr | None = None
-    allowed_users: list[str] = Field(default_factory=list)
-    allowed_teams: list[str] = Field(default_factory=list)
+    allowed_teams: CommaList = Field(default_factory=list)
     api_base: str = "https://slack.com"
-
-    @field_validator("allowed_users", "allowed_teams", mode="before")
-    @classmethod
-    def _lists(cls, value: Any) -> Any:
-        return comma_list(value)
 
 
 def read_config(settings: Settings) -> SlackConfig:
@@ -125,10 +113,10 @@ def command_text(command: str, text: str) -> str:
     """A slash command as the gateway's command text: `/new` → `/new`, `/hermes new x` →
     `/new x`, `/hermes what's up` → `what's up`."""
     name = command.lstrip("/").lower()
-    if name in GATEWAY_COMMANDS:
+    if name in COMMAND_NAMES:
         return f"/{name} {text}".strip()
     first, _, rest = text.strip().partition(" ")
-    if first.lstrip("/").lower() in GATEWAY_COMMANDS:
+    if first.lstrip("/").lower() in COMMAND_NAMES:
         return f"/{first.lstrip('/').lower()} {rest}".strip()
     return text.strip()
 
@@ -388,13 +376,10 @@ def _send_error(exc: Any) -> AdapterError:
     )
 
 
-def _configured(settings: Settings) -> bool:
-    section = settings.gateway.platform("slack")
-    return bool(section.get("bot_token") and section.get("app_token"))
-
-
 def _create(settings: Settings) -> PlatformAdapter:
     return SlackAdapter(read_config(settings))
 
 
-PLATFORM = PlatformSpec(name="slack", configured=_configured, create=_create)
+PLATFORM = PlatformSpec(
+    name="slack", configured=needs("slack", "bot_token", "app_token"), create=_create
+)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -35,10 +35,11 @@ from hermes.gateway.base import (
     AdapterError,
     Inbound,
     PlatformAdapter,
-    comma_list,
+    PlatformConfig,
     read_platform_config,
+    require_library,
 )
-from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 from hermes.gateway.webhooks import WebhookAdapter, forbidden
 
@@ -55,32 +56,17 @@ EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>'
 
 
 def _import_twilio() -> Any:
-    try:
-        import twilio.rest
-    except ImportError:
-        raise AdapterError(
-            "SMS needs the twilio library: pip install 'hermes-agent-server[sms]'",
-            retryable=False,
-        ) from None
-    return twilio
+    return require_library("twilio.rest", platform="SMS", library="the twilio library", extra="sms")
 
 
-class SmsConfig(BaseModel):
+class SmsConfig(PlatformConfig):
     """`gateway.sms.*` (TWILIO_* and SMS_ALLOWED_USERS in the environment or .env)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     account_sid: str | None = None
     auth_token: SecretStr | None = None
     phone_number: str | None = None
-    allowed_users: list[str] = Field(default_factory=list)
     api_base: str = "https://api.twilio.com"
     webhook_url: str | None = None
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _lists(cls, value: Any) -> Any:
-        return comma_list(value)
 
 
 def read_config(settings: Settings) -> SmsConfig:
@@ -142,10 +128,10 @@ class SmsAdapter(WebhookAdapter):
 
     def _twilio(self) -> Any:
         if self._client is None:
-            tw = _import_twilio()
+            rest = _import_twilio()
             assert self.cfg.auth_token is not None
             self._http = _httpx_client()
-            client = tw.rest.Client(
+            client = rest.Client(
                 self.sid, self.cfg.auth_token.get_secret_value(), http_client=self._http
             )
             client.api.base_url = self.cfg.api_base.rstrip("/")
@@ -327,17 +313,13 @@ def _httpx_client() -> Any:
     return HttpxTwilioClient()
 
 
-def _configured(settings: Settings) -> bool:
-    section = settings.gateway.platform("sms")
-    return bool(
-        section.get("account_sid") and section.get("auth_token") and section.get("phone_number")
-    )
-
-
 def _create(settings: Settings) -> PlatformAdapter:
     return SmsAdapter(read_config(settings), settings.home)
 
 
 PLATFORM = PlatformSpec(
-    name="sms", configured=_configured, create=_create, normalize_sender=normalize_number
+    name="sms",
+    configured=needs("sms", "account_sid", "auth_token", "phone_number"),
+    create=_create,
+    normalize_sender=normalize_number,
 )

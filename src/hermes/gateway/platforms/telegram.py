@@ -19,9 +19,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from hermes.config.settings import Settings
-from hermes.gateway.base import AdapterError, Attachment, Inbound, InboundHandler, PlatformAdapter
-from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.base import (
+    AdapterError,
+    Attachment,
+    Inbound,
+    InboundHandler,
+    PlatformAdapter,
+    PlatformConfig,
+    read_platform_config,
+    require_library,
+)
+from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import LIMIT, split_text, to_html
 
 log = logging.getLogger(__name__)
@@ -39,14 +50,20 @@ def _import_telegram() -> Any:
     # PTB 22 warns on every duration attribute (e.g. RetryAfter) unless the process opts in
     # to the timedelta form it will switch to; `retry_seconds` reads both forms.
     os.environ.setdefault("PTB_TIMEDELTA", "1")
-    try:
-        import telegram
-    except ImportError:
-        raise AdapterError(
-            "Telegram needs python-telegram-bot: pip install 'hermes-agent-server[telegram]'",
-            retryable=False,
-        ) from None
-    return telegram
+    return require_library(
+        "telegram", platform="Telegram", library="python-telegram-bot", extra="telegram"
+    )
+
+
+class TelegramConfig(PlatformConfig):
+    """`gateway.telegram.*` (TELEGRAM_BOT_TOKEN, TELEGRAM_API_BASE, TELEGRAM_ALLOWED_USERS)."""
+
+    token: SecretStr | None = None
+    api_base: str = "https://api.telegram.org"
+
+
+def read_config(settings: Settings) -> TelegramConfig:
+    return read_platform_config(settings, "telegram", TelegramConfig)
 
 
 def retry_seconds(exc: Any) -> float:
@@ -321,12 +338,8 @@ async def _quiet_shutdown(bot: Any) -> None:
             log.debug("telegram request shutdown: %s", exc)
 
 
-def _configured(settings: Settings) -> bool:
-    return settings.gateway.telegram.token is not None
-
-
 def _create(settings: Settings) -> PlatformAdapter:
-    cfg = settings.gateway.telegram
+    cfg = read_config(settings)
     assert cfg.token is not None
     return TelegramAdapter(
         cfg.token.get_secret_value(),
@@ -335,4 +348,4 @@ def _create(settings: Settings) -> PlatformAdapter:
     )
 
 
-PLATFORM = PlatformSpec(name="telegram", configured=_configured, create=_create)
+PLATFORM = PlatformSpec(name="telegram", configured=needs("telegram", "token"), create=_create)

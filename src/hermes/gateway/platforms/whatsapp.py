@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -39,10 +39,10 @@ from hermes.gateway.base import (
     Attachment,
     Inbound,
     PlatformAdapter,
-    comma_list,
+    PlatformConfig,
     read_platform_config,
 )
-from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 from hermes.gateway.webhooks import WebhookAdapter, forbidden
 
@@ -58,23 +58,15 @@ MEDIA_KINDS = {"image": "photo", "audio": "audio", "video": "video", "document":
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
-class WhatsAppConfig(BaseModel):
+class WhatsAppConfig(PlatformConfig):
     """`gateway.whatsapp.*` (WHATSAPP_* in the environment or .env)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     token: SecretStr | None = None
     phone_number_id: str | None = None
     app_secret: SecretStr | None = None
     verify_token: SecretStr | None = None
-    allowed_users: list[str] = Field(default_factory=list)
     api_base: str = "https://graph.facebook.com"
     api_version: str = "v21.0"
-
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _lists(cls, value: Any) -> Any:
-        return comma_list(value)
 
 
 def read_config(settings: Settings) -> WhatsAppConfig:
@@ -383,11 +375,6 @@ def _graph_error(reply: httpx.Response, doing: str) -> AdapterError:
     )
 
 
-def _configured(settings: Settings) -> bool:
-    section = settings.gateway.platform("whatsapp")
-    return bool(section.get("token") and section.get("phone_number_id"))
-
-
 def _create(settings: Settings) -> PlatformAdapter:
     return WhatsAppAdapter(read_config(settings), settings.home / "gateway" / "files" / "whatsapp")
 
@@ -399,7 +386,7 @@ def _normalize_number(sender: str) -> str:
 
 PLATFORM = PlatformSpec(
     name="whatsapp",
-    configured=_configured,
+    configured=needs("whatsapp", "token", "phone_number_id"),
     create=_create,
     normalize_sender=_normalize_number,
 )

@@ -1,7 +1,9 @@
 """SQL conditions on `messages` rows that the schema, search and vectors all use: one leaf
 module they import, so none of them imports another for a string."""
 
-CONVERSATIONAL = "role IN ('user', 'assistant') AND coalesce(content, '') <> ''"
+from hermes.store.vector_sql import PG_ONLY_ASKS, conversational
+
+CONVERSATIONAL = conversational("")
 """A message that is part of the conversation (not tool traffic, not empty)."""
-ONLY_ASKS = "(m.content ~ '[?？][[:space:]]*$' AND m.content !~ '[.!。！]')"
+ONLY_ASKS = PG_ONLY_ASKS
 """`store.base.only_asks` in SQL: a question and nothing else (ends with "?", no "." or "!")."""
