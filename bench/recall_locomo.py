@@ -189,8 +189,8 @@ def ablations(workdir: Path, questions: list[Question]) -> str:
     os.environ["HERMES_HOME"] = str(workdir / "ablations")
     os.environ["HERMES_EMBEDDINGS"] = "on"
     from hermes.config.settings import load_settings
-    from hermes.memory.ranking import DEFAULT_CONFIG, rank_messages
-    from hermes.memory.search import semantic_for
+    from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
+    from hermes.recall.search import semantic_for
     from hermes.runtime import open_store
 
     settings = load_settings()
@@ -215,7 +215,12 @@ def ablations(workdir: Path, questions: list[Question]) -> str:
         result = Run(label)
         for i, q in enumerate(questions):
             ranked = rank_messages(
-                store, f"user:{q.conversation}", q.text, limit=20, config=config, semantic=index
+                store.search,
+                f"user:{q.conversation}",
+                q.text,
+                limit=20,
+                config=config,
+                semantic=index,
             )
             result.hits[i] = [(r.session_id, r.index) for r in ranked]
         per = [recall(result, [q for q in questions], 10, None, conversation=n) for n in names]

@@ -94,7 +94,7 @@ async def test_threshold_triggers_and_keeps_head_tail_and_originals(
     assert all(policy.estimate_request(r) < 2000 for r in main_requests(fake))
     # nothing deleted: all 24 originals stored and searchable
     assert len(small.store.get_messages("default", "long")) == 24
-    assert small.store.match_messages("default", ["fact", "5"])[0].session_id == "long"
+    assert small.store.search.match_messages("default", ["fact", "5"])[0].session_id == "long"
 
 
 async def test_usage_reflects_compressed_prompt(small: Runtime, fake: FakeModel) -> None:

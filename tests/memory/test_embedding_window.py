@@ -15,7 +15,7 @@ import pytest
 
 from hermes.config.settings import load_settings
 from hermes.memory.indexer import SemanticIndexer
-from hermes.memory.semantic import SemanticIndex
+from hermes.recall.semantic import SemanticIndex
 from hermes.store.sqlite import SQLiteStore
 from tests.conftest import run_cli
 from tests.memory.conftest import WINDOW, Digests

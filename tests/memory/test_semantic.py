@@ -17,8 +17,8 @@ import pytest
 from hermes.config.settings import load_settings
 from hermes.memory import embeddings
 from hermes.memory.indexer import SemanticIndexer
-from hermes.memory.search import session_search
-from hermes.memory.semantic import SemanticIndex
+from hermes.recall.search import session_search
+from hermes.recall.semantic import SemanticIndex
 from hermes.services import Services
 from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore
@@ -85,7 +85,7 @@ def _ranked_with_near_copies(query: str) -> list[tuple[str, int]]:
     real conversations a turn near another is more often more evidence than a copy)."""
     from dataclasses import replace
 
-    from hermes.memory.ranking import DEFAULT_CONFIG, rank_messages
+    from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
 
     store, index = _index()
     try:
@@ -98,7 +98,9 @@ def _ranked_with_near_copies(query: str) -> list[tuple[str, int]]:
             said_when=1.0,
             per_session=2,
         )
-        ranked = rank_messages(store, "default", query, limit=10, config=config, semantic=index)
+        ranked = rank_messages(
+            store.search, "default", query, limit=10, config=config, semantic=index
+        )
         return [(r.session_id, r.index) for r in ranked]
     finally:
         store.close()
@@ -179,7 +181,7 @@ def test_a_loaded_index_never_finds_a_message_deleted_or_edited_since(history, m
         assert (found[0].session_id, found[0].index) == ("planted", 2)
         assert found[0].role == "user" and not found[0].asks
         ids = [m.message_id for m in found]
-        described = {m.message_id: m for m in store.describe_messages("default", ids)}
+        described = {m.message_id: m for m in store.search.describe_messages("default", ids)}
         assert [(m.session_id, m.index, m.timestamp, m.source, m.text_key) for m in found] == [
             (m.session_id, m.index, m.timestamp, m.source, m.text_key)
             for m in (described[i] for i in ids)
@@ -524,7 +526,7 @@ def test_reindex_gives_older_long_messages_their_sentence_vectors(tmp_path, monk
 
 
 def test_a_message_is_split_into_the_sentences_that_say_something() -> None:
-    from hermes.memory.semantic import parts
+    from hermes.recall.semantic import parts
 
     assert parts("I finally signed up for a pottery course at the centre.") == []
     assert parts("Haha, yes! Totally.") == []
@@ -546,7 +548,7 @@ def test_search_by_meaning_needs_no_pytorch(tmp_path):
         "import sys\n"
         "from pathlib import Path\n"
         "from hermes.memory.embedding_onnx import OnnxMiniLM\n"
-        "import hermes.memory.semantic, hermes.memory.indexer, hermes.cli.sessions\n"
+        "import hermes.recall.semantic, hermes.memory.indexer, hermes.cli.sessions\n"
         f"model = OnnxMiniLM('all-MiniLM-L6-v2', Path({str(tmp_path)!r}))\n"
         "assert model.encode(['my pet']).shape == (1, 384)\n"
         "assert model.encode_query('a greyhound').shape == (384,)\n"

@@ -56,7 +56,7 @@ def test_pending_put_load_and_scope(store: Store) -> None:
     # who said it: unnamed, the role (a user and an assistant are never one speaker)
     assert [r.speaker for r in vectors.load(MODEL, "alice")] == ["role:user", "role:assistant"]
     assert vectors.count(MODEL, "bob") == 1 and vectors.count(MODEL, "carol") == 0
-    described = store.describe_messages("alice", [mid for mid, _, _ in pending])
+    described = store.search.describe_messages("alice", [mid for mid, _, _ in pending])
     assert [(m.session_id, m.index, m.role) for m in described] == [
         ("a1", 0, "user"),
         ("a1", 1, "assistant"),
@@ -83,7 +83,7 @@ def test_a_loaded_vector_describes_its_message_as_the_search_index_does(store: S
     pending = vectors.pending(MODEL)
     vectors.put(MODEL, [(mid, scope, b"v") for mid, scope, _ in pending])
     loaded = vectors.load(MODEL, "alice")
-    described = store.describe_messages("alice", [r.message_id for r in loaded])
+    described = store.search.describe_messages("alice", [r.message_id for r in loaded])
     assert [
         (r.message_id, r.session_id, r.message_index, r.role, r.timestamp, r.source)
         + (r.name, r.text_key, r.asks)

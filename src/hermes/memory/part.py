@@ -52,7 +52,7 @@ def register(hermes: Registry) -> None:
     from hermes.memory import providers
     from hermes.memory.health import notes_health
     from hermes.memory.provider import NotesProvider
-    from hermes.memory.search import session_search
+    from hermes.recall.search import session_search
 
     hermes.memory_provider(NotesProvider)
     providers.register(hermes)  # Honcho, Mem0, Supermemory: registered as a plugin would

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from hermes.store.base import SearchIndexHealth, SearchView, StoreError, TextMatch, text_key
+from hermes.recall.contract import SearchIndexHealth, SearchView, TextMatch, text_key
+from hermes.store.base import StoreError
 from hermes.store.postgres.schema import CONVERSATIONAL
 
 if TYPE_CHECKING:
@@ -98,10 +99,12 @@ _VIEW_PLANS: dict[str, tuple[str, str, str]] = {
 }
 
 
-class PgSearchMixin:
-    """Mixed into PostgresStore: `match_messages`, snippets, index check and rebuild."""
+class PgSearch:
+    """PostgreSQL's `Searcher`, served as `PostgresStore.search`: `match_messages`,
+    snippets, index check and rebuild."""
 
-    _db: Database
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     def match_messages(
         self,

@@ -37,7 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from hermes.memory.query import (
+from hermes.recall.contract import Searcher, SearchView, TextMatch
+from hermes.recall.query import (
     all_terms,
     asks_about_now,
     asks_when,
@@ -47,7 +48,6 @@ from hermes.memory.query import (
     query_words,
     says_when,
 )
-from hermes.store.base import Searcher, SearchView, TextMatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ class NearestLists(Protocol):
 
 
 class SemanticSearch(Protocol):
-    """Nearest messages by meaning (hermes.memory.semantic.SemanticIndex)."""
+    """Nearest messages by meaning (hermes.recall.semantic.SemanticIndex)."""
 
     def search(
         self,
@@ -173,7 +173,7 @@ def _fuse(
 
 
 def rank_messages(
-    store: Searcher,
+    searcher: Searcher,
     scope: str,
     query: str,
     *,
@@ -187,11 +187,11 @@ def rank_messages(
     if not terms or limit <= 0:
         return []
     size = max(config.candidates, limit * 4)
-    cands = store.match_messages(
+    cands = searcher.match_messages(
         scope, terms, view=config.view, limit=size, exclude_sessions=exclude_sessions
     )
     if config.fuse:
-        cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
+        cands = _reciprocal_rank(searcher, scope, terms, cands, config, exclude_sessions)
     period = named_period(query) if config.period else None
     near: NearestLists | None = None
     if semantic is not None and config.semantic > 0:
@@ -218,20 +218,20 @@ def rank_messages(
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period, now)
     tense = asks_when(query) if config.said_when else None
     if tense is not None:
-        ranked = _saying_when(store, scope, ranked, tense, config)
+        ranked = _saying_when(searcher, scope, ranked, tense, config)
     if config.replies:
-        ranked = _with_replies(store, scope, ranked, config.replies)
+        ranked = _with_replies(searcher, scope, ranked, config.replies)
     return _diversify(ranked, config)[:limit]
 
 
 def _saying_when(
-    store: Searcher, scope: str, ranked: list[Ranked], tense: str, config: RankConfig
+    searcher: Searcher, scope: str, ranked: list[Ranked], tense: str, config: RankConfig
 ) -> list[Ranked]:
     """A "When did…" question is answered by a turn that says when ("We saw Adele live
     last Saturday"), not by one that only talks about the event ("A friend invited me to a
     concert next month"): among the best candidates, such turns count `said_when` more."""
     best = ranked[: config.said_when_top]
-    texts = store.message_texts(scope, [r.message_id for r in best])
+    texts = searcher.message_texts(scope, [r.message_id for r in best])
     for r in best:
         if says_when(texts.get(r.message_id, ""), tense):
             r.score *= 1.0 + config.said_when
@@ -239,14 +239,14 @@ def _saying_when(
     return ranked
 
 
-def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -> list[Ranked]:
+def _with_replies(searcher: Searcher, scope: str, ranked: list[Ranked], top: int) -> list[Ranked]:
     """A hit among the `top` best that the other speaker answered with only a question
     ("I stayed up all night because of a novel." / "Which one?") is followed by its
     speaker's reply ("'Circe'."): the answer the question asks for is often there. The
     reply ranks just below the hit, unless it already ranks higher."""
     best = ranked[:top]
     places = [(r.session_id, r.index + k) for r in best for k in (0, 1, 2)]
-    turns = {(m.session_id, m.index): m for m in store.messages_at(scope, places)}
+    turns = {(m.session_id, m.index): m for m in searcher.messages_at(scope, places)}
     have = {r.message_id: r for r in ranked}
     changed = False
     for r in best:
@@ -323,7 +323,7 @@ _NAME = re.compile(r"\b(\w+)('s|’s)?\b")
 
 
 def _reciprocal_rank(
-    store: Searcher,
+    searcher: Searcher,
     scope: str,
     terms: list[str],
     first: list[TextMatch],
@@ -333,7 +333,7 @@ def _reciprocal_rank(
     """Views fused by rank (weight / (k + rank)), never by raw scores: BM25 scales differ."""
     lists = [(first, 1.0)]
     for view, weight in config.fuse:
-        found = store.match_messages(
+        found = searcher.match_messages(
             scope, terms, view=view, limit=len(first) or config.candidates, exclude_sessions=exclude
         )
         lists.append((found, weight))

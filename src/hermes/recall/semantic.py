@@ -28,7 +28,8 @@ import numpy as np
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
-from hermes.store.base import Store, StoredVector, TextMatch, VectorStore
+from hermes.recall.contract import StoredVector, TextMatch, VectorStore
+from hermes.store.base import Store
 
 log = logging.getLogger(__name__)
 

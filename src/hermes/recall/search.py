@@ -22,9 +22,9 @@ from zoneinfo import ZoneInfo
 
 from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore, open_notes
-from hermes.memory.query import query_terms
-from hermes.memory.ranking import SemanticSearch, rank_messages
 from hermes.observability import timings, tracing
+from hermes.recall.query import query_terms
+from hermes.recall.ranking import SemanticSearch, rank_messages
 from hermes.store.base import MessageRecord, SessionRecord, Store
 from hermes.text import clip
 from hermes.tools.registry import ToolContext, ToolError, tool
@@ -61,9 +61,11 @@ def search_hits(
 ) -> list[SearchHit]:
     """Ranked message hits with highlighted snippets."""
     ranked = rank_messages(
-        store, scope, query, limit=limit, exclude_sessions=exclude, semantic=semantic
+        store.search, scope, query, limit=limit, exclude_sessions=exclude, semantic=semantic
     )
-    snippets = store.message_snippets(scope, query_terms(query), [r.message_id for r in ranked])
+    snippets = store.search.message_snippets(
+        scope, query_terms(query), [r.message_id for r in ranked]
+    )
     return [
         SearchHit(
             session_id=r.session_id,
@@ -85,7 +87,7 @@ def warm_up(store: Store, scope: str, semantic: SemanticSearch | None) -> None:
     """One search whose result is dropped. A process's first search loads the scope's
     vectors, runs the model once and fills per-process caches (~0.7 s at 50,000 vectors,
     then ~20 ms more than later searches); a command about to search times what follows."""
-    rank_messages(store, scope, WARM_UP_QUESTION, semantic=semantic)
+    rank_messages(store.search, scope, WARM_UP_QUESTION, semantic=semantic)
 
 
 def timed_search(
@@ -321,7 +323,7 @@ def semantic_for(settings: Settings, store: Store, *, wait: bool) -> SemanticSea
 
     if store.vectors is None or not embeddings.enabled(settings):
         return None
-    from hermes.memory.semantic import semantic_index
+    from hermes.recall.semantic import semantic_index
 
     return semantic_index(settings, store, wait=wait)
 
