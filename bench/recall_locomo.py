@@ -51,7 +51,8 @@ class Run:
     import_s: float = 0.0
 
 
-def conversation_files(data: Path = DATA) -> list[Path]:
+def conversation_files(data: Path | None = None) -> list[Path]:
+    data = DATA if data is None else data
     files = sorted(data.glob("conv-*.json"))
     if not files:
         raise SystemExit(f"no LoCoMo conversations in {data} (see its README)")
@@ -253,11 +254,15 @@ ABLATIONS: list[tuple[str, object]] = [
 
 
 def main() -> int:
+    global DATA
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embeddings", choices=["on", "off", "both"], default="both")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--data", type=Path, default=None, help="the conversations' folder")
     parser.add_argument("--ablations", action="store_true", help="ranking ideas one at a time")
     args = parser.parse_args()
+    if args.data is not None:
+        DATA = args.data
     questions = [
         q
         for path in conversation_files()

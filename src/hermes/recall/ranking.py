@@ -48,6 +48,7 @@ from hermes.recall.query import (
     query_words,
     says_when,
 )
+from hermes.recall.scripts import trigram_terms, unsegmented
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,9 @@ class RankConfig:
     # turns that say when about something else above the event asked about
     said_when: float = 0.0
     said_when_top: int = 30  # ... among this many best candidates (their texts are read)
+    # a question in a script without spaces ("京都旅行") also asks the trigram view: the word
+    # views keep a whole run of such script as one token ("来月は京都旅行に行きます")
+    trigrams: bool = True
 
 
 class NearestLists(Protocol):
@@ -192,6 +196,8 @@ def rank_messages(
     )
     if config.fuse:
         cands = _reciprocal_rank(searcher, scope, terms, cands, config, exclude_sessions)
+    if config.trigrams and unsegmented(query):
+        cands = _with_trigrams(searcher, scope, query, cands, config, exclude_sessions)
     period = named_period(query) if config.period else None
     near: NearestLists | None = None
     if semantic is not None and config.semantic > 0:
@@ -342,6 +348,33 @@ def _reciprocal_rank(
     for found, weight in lists:
         for rank, m in enumerate(found):
             fused[m.message_id] += weight / (config.rrf_k + rank + 1)
+            match.setdefault(m.message_id, m)
+    return [match[i].with_score(score) for i, score in fused.items()]
+
+
+def _with_trigrams(
+    searcher: Searcher,
+    scope: str,
+    query: str,
+    words: list[TextMatch],
+    config: RankConfig,
+    exclude: Sequence[str],
+) -> list[TextMatch]:
+    """The word views' candidates fused by rank with the trigram view's, asked for the
+    query's unsegmented runs as three-character pieces (`scripts.trigram_terms`)."""
+    pieces = trigram_terms(query)
+    if not pieces:
+        return words
+    found = searcher.match_messages(
+        scope, pieces, view="trigram", limit=config.candidates, exclude_sessions=exclude
+    )
+    if not found:
+        return words
+    fused: dict[int, float] = defaultdict(float)
+    match: dict[int, TextMatch] = {}
+    for ranked in (sorted(words, key=lambda m: -m.score), found):
+        for rank, m in enumerate(ranked):
+            fused[m.message_id] += 1.0 / (config.rrf_k + rank + 1)
             match.setdefault(m.message_id, m)
     return [match[i].with_score(score) for i, score in fused.items()]
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hermes.recall.contract import SearchIndexHealth, SearchView, TextMatch, only_asks, text_key
+from hermes.recall.scripts import unsegmented
 from hermes.store.base import NewSession, StoreError
 from hermes.store.row_scores import Weights, bm25_rows
 from hermes.store.search_schema import (
@@ -35,8 +36,6 @@ DOMINANT_SHARE = 0.5  # a scope with this share of all messages is searched with
 SHARE_TTL_S = 60.0
 COMMON_TTL_S = 300.0  # how long a word found in more than COMMON_ROWS rows counts as common
 COMMON_KEPT = 10_000  # common words remembered per store, at most
-# the characters the trigram view's GLOB selects (search_schema._UNSEGMENTED), for Python
-UNSEGMENTED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 SNIPPET_TOKENS = 24
 
 
@@ -171,7 +170,7 @@ def index_new_sessions(
             body = text[:BODY_CHARS]
             windows.append((mid, before, body, after, speaker, tag))
             exact.append((mid, body, tag))
-            if UNSEGMENTED.search(text):
+            if unsegmented(text):
                 trigram.append((mid, body, tag))
     conn.executemany(
         "INSERT INTO message_windows_fts (rowid, before, body, after, speaker, tag) "
