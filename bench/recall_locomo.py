@@ -190,13 +190,13 @@ def ablations(workdir: Path, questions: list[Question]) -> str:
     os.environ["HERMES_HOME"] = str(workdir / "ablations")
     os.environ["HERMES_EMBEDDINGS"] = "on"
     from hermes.config.settings import load_settings
+    from hermes.recall.component import Recall
     from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
-    from hermes.recall.search import semantic_for
     from hermes.runtime import open_store
 
     settings = load_settings()
     store = open_store(settings)
-    semantic = semantic_for(settings, store, wait=True)
+    semantic = Recall(settings, store).semantic(wait=True)
     rows = [
         ("default", DEFAULT_CONFIG, semantic),
         ("words only", DEFAULT_CONFIG, None),

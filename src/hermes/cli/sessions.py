@@ -237,10 +237,10 @@ def search_cmd(
 ) -> None:
     """Search past messages (ranked, best first)."""
     from hermes.memory.embeddings import vector_name
+    from hermes.recall.component import Recall
     from hermes.recall.search import (
         BatchFormatError,
         parse_batch,
-        semantic_for,
         timed_search,
         warm_up,
     )
@@ -260,7 +260,7 @@ def search_cmd(
         # no vectors in this scope (yet): no model to load (seconds) for nothing
         vectors = store.vectors
         has_vectors = vectors is not None and vectors.count(vector_name(settings), scope) > 0
-        semantic = semantic_for(settings, store, wait=True) if has_vectors else None
+        semantic = Recall(settings, store).semantic(wait=True) if has_vectors else None
         warm_up(store, scope, semantic)  # like loading the model: no one search's time
         for text, k in queries:
             result = timed_search(store, scope, text, k, semantic)

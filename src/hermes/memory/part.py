@@ -52,6 +52,7 @@ def register(hermes: Registry) -> None:
     from hermes.memory import providers
     from hermes.memory.health import notes_health
     from hermes.memory.provider import NotesProvider
+    from hermes.recall.component import Recall
     from hermes.recall.search import session_search
 
     hermes.memory_provider(NotesProvider)
@@ -60,3 +61,4 @@ def register(hermes: Registry) -> None:
     hermes.health("notes", notes_health)
     hermes.health("semantic_search", _semantic_health)
     hermes.service(_indexer)
+    hermes.component(Recall.of)

@@ -20,9 +20,9 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore, open_notes
 from hermes.observability import timings, tracing
+from hermes.recall.component import Recall
 from hermes.recall.query import query_terms
 from hermes.recall.ranking import SemanticSearch, rank_messages
 from hermes.store.base import MessageRecord, SessionRecord, Store
@@ -299,6 +299,13 @@ def _browse(view: _View, limit: int) -> dict[str, Any]:
     return {"shape": "browse", "sessions": items}
 
 
+def _recall(ctx: ToolContext) -> Recall:
+    """The runtime's recall component; a context made without a runtime gets one of its own,
+    kept in its services so later calls share its semantic index."""
+    found = ctx.services.find(Recall)
+    return found if found is not None else ctx.services.provide(Recall(ctx.settings, ctx.store))
+
+
 def _view(ctx: ToolContext) -> _View:
     tz_name = ctx.settings.timezone
     try:
@@ -312,20 +319,8 @@ def _view(ctx: ToolContext) -> _View:
         live=ctx.session_id,
         tz=tz,
         notes=notes,
-        semantic=semantic_for(ctx.settings, ctx.store, wait=False),
+        semantic=_recall(ctx).semantic(wait=False),
     )
-
-
-def semantic_for(settings: Settings, store: Store, *, wait: bool) -> SemanticSearch | None:
-    """The semantic index when the embeddings extra is on (imported only then: it needs
-    numpy); `wait` False never stalls a turn on loading the model."""
-    from hermes.memory import embeddings
-
-    if store.vectors is None or not embeddings.enabled(settings):
-        return None
-    from hermes.recall.semantic import semantic_index
-
-    return semantic_index(settings, store, wait=wait)
 
 
 @tool(name="session_search")
