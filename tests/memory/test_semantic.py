@@ -24,6 +24,7 @@ from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore
 from hermes.tools.registry import ToolContext, Toolset
 from tests.conftest import run_cli
+from tests.recall_helpers import described as describe
 
 pytestmark = pytest.mark.semantic
 
@@ -181,7 +182,7 @@ def test_a_loaded_index_never_finds_a_message_deleted_or_edited_since(history, m
         assert (found[0].session_id, found[0].index) == ("planted", 2)
         assert found[0].role == "user" and not found[0].asks
         ids = [m.message_id for m in found]
-        described = {m.message_id: m for m in store.search.describe_messages("default", ids)}
+        described = {m.message_id: m for m in describe(store, "default", ids)}
         assert [(m.session_id, m.index, m.timestamp, m.source, m.text_key) for m in found] == [
             (m.session_id, m.index, m.timestamp, m.source, m.text_key)
             for m in (described[i] for i in ids)

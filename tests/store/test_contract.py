@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from hermes.store import Lease, NewMessage, Store, StoreError, open_store
+from tests.recall_helpers import described as describe
 
 
 @pytest.fixture
@@ -177,7 +178,7 @@ def test_matches_say_which_messages_repeat_a_text(store: Store) -> None:
         keys = {h.session_id + str(h.index): h.text_key for h in hits}
         assert len(keys) == 4 and all(keys.values()), view
         assert keys["mon0"] == keys["tue0"] != keys["mon1"] != keys["tue1"], view
-    described = store.search.describe_messages("default", [h.message_id for h in hits])
+    described = describe(store, "default", [h.message_id for h in hits])
     assert {d.text_key for d in described} == set(keys.values())
 
 
@@ -294,7 +295,7 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
     found = store.search.match_messages("default", ["concert"], view="message", limit=10)
     asks = {0: True, 1: False, 2: False, 3: True, 4: True, 5: False}
     assert {m.index: m.asks for m in found} == asks
-    described = store.search.describe_messages("default", [m.message_id for m in found])
+    described = describe(store, "default", [m.message_id for m in found])
     assert [m.asks for m in described] == list(asks.values())
 
 

@@ -115,12 +115,6 @@ class Searcher(Protocol):
         ids that are not in `scope` are left out."""
         ...
 
-    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
-        """The conversational messages of `scope` among `message_ids` (score 0, id order);
-        others are left out. Lets a ranking that found ids elsewhere (vectors) see where
-        they are and who said them."""
-        ...
-
     def message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
         """The text of each of `message_ids` that is a message of `scope` (the first
         BODY_CHARS characters); others are left out. Lets a ranking read what its best
@@ -144,7 +138,7 @@ class Searcher(Protocol):
 
 class StoredVector(NamedTuple):
     """One message's vector bytes as `VectorStore.load` gives them, with where the message
-    is and who said it (what `Searcher.describe_messages` would say), so a search by
+    is and who said it (what `Searcher.messages_at` says of it), so a search by
     meaning needs no further read of its hits but an existence check."""
 
     message_id: int

@@ -395,14 +395,6 @@ class SQLiteSearch:
             if mid in meta
         ]
 
-    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
-        """Where the given messages of `scope` are and who said them (score 0)."""
-        ids = sorted(set(int(i) for i in message_ids))
-        if not ids:
-            return []
-        with self._lock:
-            return self._with_meta([(i, 0.0) for i in ids], scope)
-
     def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
         """The conversational messages at (session id, index) places of `scope`."""
         wanted = list(dict.fromkeys((str(s), int(i)) for s, i in places))

@@ -160,19 +160,6 @@ class PgSearch:
         rows = self._db.fetch(sql, (*patterns, scope, patterns, excluded, limit))
         return [self._match(r) for r in rows]
 
-    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
-        """Where the given messages of `scope` are and who said them (score 0)."""
-        ids = sorted({int(i) for i in message_ids})
-        if not ids:
-            return []
-        rows = self._db.fetch(
-            _DESCRIBED
-            + "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
-            "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
-            (scope, ids),
-        )
-        return [self._match(r) for r in rows]
-
     def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
         """The conversational messages at (session id, index) places of `scope`."""
         wanted = list(dict.fromkeys((str(s), int(i)) for s, i in places))
