@@ -206,6 +206,7 @@ def _discover(view: _View, query: str, limit: int) -> dict[str, Any]:
                 "title": record.title,
                 "source": record.source,
                 "when": view.when(best.timestamp),
+                "session_started": view.when(record.started_at),
                 "score": best.score,
                 "match_index": best.message_index,
                 "snippet": best.snippet,
