@@ -303,9 +303,6 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  near copies set aside", replace(DEFAULT_CONFIG, near_copies=True)),
     ("  sentences not scored on their own", replace(DEFAULT_CONFIG, sentences=0.0)),
     ("  near copies by whole texts only", replace(DEFAULT_CONFIG, sentence_copies=False)),
-    ("  'When did': boost for saying when", replace(DEFAULT_CONFIG, said_when=1.0)),
-    ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
-    ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),
     ("  questions about now: no newest-first", replace(DEFAULT_CONFIG, present=0.0)),
 ]

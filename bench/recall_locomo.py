@@ -242,7 +242,6 @@ ABLATIONS: list[tuple[str, object]] = [
     ("semantic", 0.5),
     ("context_weight", 0.0),
     ("speaker_meaning", 0.0),
-    ("said_when", 0.0),
     ("sentences", 0.0),
     ("replies", 0),
     ("speaker", 0.0),

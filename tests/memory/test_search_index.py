@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.recall.ranking import DEFAULT_CONFIG, RankConfig, query_terms, rank_messages
+from hermes.recall.ranking import DEFAULT_CONFIG, query_terms, rank_messages
 from hermes.recall.search import search_hits
 from hermes.store.base import NewMessage
 from hermes.store.migrations import MIGRATIONS
@@ -422,62 +422,6 @@ def test_row_scores_score_each_row_as_scoring_it_alone_would(rows, terms) -> Non
             score += count * (K1 + 1) / (count + norm)
         alone.append(score)
     assert bm25_rows(rows, terms, weights) == alone
-
-
-def test_a_question_asking_when_favours_the_turn_that_says_when(store: SQLiteStore) -> None:
-    """With `said_when` (off by default: on real conversations it lifted other events said
-    with a time), a question asking when ("When did I go to the concert?") is answered by
-    the turn that says when it happened; by words alone the newer plan ("next month… I
-    might go") ranks first. "When will…" asks the other way round; a question not asking
-    when is ranked as before."""
-    went = "We got to go to the concert last Saturday with my sister and her kids, so loud."
-    add(store, "default", "went", ("user", went))
-    add(
-        store,
-        "default",
-        "plan",
-        ("user", "A friend invited me to a concert next month, I might go."),
-    )
-    add(store, "default", "chat", ("user", "The concert hall downtown is being renovated."))
-
-    on = replace(DEFAULT_CONFIG, said_when=1.0)
-
-    def first(query: str, config: RankConfig = on) -> str:
-        return rank_messages(store.search, "default", query, limit=3, config=config)[0].session_id
-
-    assert first("When did I go to the concert?") == "went"
-    assert first("When did I go to the concert?", DEFAULT_CONFIG) == "plan"
-    assert first("When will I go to the concert?") == "plan"
-    assert first("Did I go to the concert?") == "plan"
-
-
-def test_which_questions_ask_when_and_which_turns_say_when() -> None:
-    from hermes.recall.query import asks_when, says_when
-
-    asked = {
-        "When did Jon go to the concert?": "past",
-        "  when was the party": "past",
-        "How long ago was Caroline's birthday?": "past",
-        "In which month did she move?": "past",
-        "What year did they marry?": "past",
-        "When will she move?": "ahead",
-        "When is he going to start the course?": "ahead",
-        "When is her birthday?": None,
-        "What did Jon paint?": None,
-        "Did she go to the concert last week?": None,
-    }
-    assert {q: asks_when(q) for q in asked} == asked
-    said = {
-        "We saw Adele live last Saturday!": (True, False),
-        "I twisted my knee two days ago, resting now.": (True, False),
-        "Yesterday I cleaned the kitchen.": (True, False),
-        "A friend invited me to a concert next month.": (False, True),
-        "In two weeks we move to Lisbon.": (False, True),
-        "On Friday we met up.": (True, True),
-        "I ran a 10k recently.": (False, False),
-        "The lastest news: a yesterdays paper.": (False, False),
-    }
-    assert {t: (says_when(t, "past"), says_when(t, "ahead")) for t in said} == said
 
 
 def test_a_question_about_now_favours_the_newer_statement(store: SQLiteStore) -> None:

@@ -82,7 +82,7 @@ def _hits(query: str, *args: str) -> list[tuple[str, int]]:
 
 def _ranked_with_near_copies(query: str) -> list[tuple[str, int]]:
     """The ranking with near copies set aside and meaning weighted high, as it was tuned on
-    generated chat (`near_copies`, `said_when` and these weights are not the defaults: on
+    generated chat (`near_copies` and these weights are not the defaults: on
     real conversations a turn near another is more often more evidence than a copy)."""
     from dataclasses import replace
 
@@ -96,7 +96,6 @@ def _ranked_with_near_copies(query: str) -> list[tuple[str, int]]:
             semantic=3.0,
             context_weight=2.0,
             speaker_meaning=2.0,
-            said_when=1.0,
             per_session=2,
         )
         ranked = rank_messages(

@@ -115,12 +115,6 @@ class Searcher(Protocol):
         ids that are not in `scope` are left out."""
         ...
 
-    def message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
-        """The text of each of `message_ids` that is a message of `scope` (the first
-        BODY_CHARS characters); others are left out. Lets a ranking read what its best
-        candidates say (does a turn say when something happened?)."""
-        ...
-
     def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
         """The conversational messages of `scope` at the given (session id, message index)
         places (score 0, id order); places holding nothing, or a tool turn, are left out.

@@ -14,9 +14,6 @@ bench/recall.py (its ablation table removes one at a time):
 - date awareness: a turn from the day, month or year the question names counts double,
   and only such turns count in the semantic lists (by meaning, "what was she up to in
   May?" is near small talk from every month);
-- a question asking when ("When did Jon go to the concert?") may favour turns that say when
-  in its tense ("yesterday", "two days ago"; "tomorrow", "next month" for "when will"); off by
-  default (`said_when`): on real conversations it lifted other events said with a time;
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - at most `per_session` hits per session before other sessions get their turn, and a text
   said again (the same message in several sessions) once before the others: a repeat
@@ -41,12 +38,10 @@ from hermes.recall.contract import Searcher, SearchView, TextMatch
 from hermes.recall.query import (
     all_terms,
     asks_about_now,
-    asks_when,
     likely_role,
     named_period,
     query_terms,
     query_words,
-    says_when,
 )
 from hermes.recall.scripts import trigram_terms, unsegmented
 
@@ -57,8 +52,7 @@ class RankConfig:
     slice measured best (bench/recall_locomo.py --ablations), each conversation apart."""
 
     view: SearchView = "window"
-    fuse: tuple[tuple[SearchView, float], ...] = ()  # more views, fused by reciprocal rank
-    rrf_k: float = 20.0
+    rrf_k: float = 20.0  # reciprocal-rank constant of the word and trigram views' fusion
     candidates: int = 200
     role: float = 1.0
     recency: float = 0.01
@@ -85,10 +79,6 @@ class RankConfig:
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
     sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
     sentence_copies: bool = True  # near copies compared by what scored (a sentence or all)
-    # "When did…": boost for a turn that says when ("yesterday"); off: on real talk it lifted
-    # turns that say when about something else above the event asked about
-    said_when: float = 0.0
-    said_when_top: int = 30  # ... among this many best candidates (their texts are read)
     # a question in a script without spaces ("京都旅行") also asks the trigram view: the word
     # views keep a whole run of such script as one token ("来月は京都旅行に行きます")
     trigrams: bool = True
@@ -194,8 +184,6 @@ def rank_messages(
     cands = searcher.match_messages(
         scope, terms, view=config.view, limit=size, exclude_sessions=exclude_sessions
     )
-    if config.fuse:
-        cands = _reciprocal_rank(searcher, scope, terms, cands, config, exclude_sessions)
     if config.trigrams and unsegmented(query):
         cands = _with_trigrams(searcher, scope, query, cands, config, exclude_sessions)
     period = named_period(query) if config.period else None
@@ -222,27 +210,9 @@ def rank_messages(
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period, now)
-    tense = asks_when(query) if config.said_when else None
-    if tense is not None:
-        ranked = _saying_when(searcher, scope, ranked, tense, config)
     if config.replies:
         ranked = _with_replies(searcher, scope, ranked, config.replies)
     return _diversify(ranked, config)[:limit]
-
-
-def _saying_when(
-    searcher: Searcher, scope: str, ranked: list[Ranked], tense: str, config: RankConfig
-) -> list[Ranked]:
-    """A "When did…" question is answered by a turn that says when ("We saw Adele live
-    last Saturday"), not by one that only talks about the event ("A friend invited me to a
-    concert next month"): among the best candidates, such turns count `said_when` more."""
-    best = ranked[: config.said_when_top]
-    texts = searcher.message_texts(scope, [r.message_id for r in best])
-    for r in best:
-        if says_when(texts.get(r.message_id, ""), tense):
-            r.score *= 1.0 + config.said_when
-    ranked.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
-    return ranked
 
 
 def _with_replies(searcher: Searcher, scope: str, ranked: list[Ranked], top: int) -> list[Ranked]:
@@ -326,30 +296,6 @@ def without_names(query: str, speakers: set[str]) -> str:
 
 
 _NAME = re.compile(r"\b(\w+)('s|’s)?\b")
-
-
-def _reciprocal_rank(
-    searcher: Searcher,
-    scope: str,
-    terms: list[str],
-    first: list[TextMatch],
-    config: RankConfig,
-    exclude: Sequence[str],
-) -> list[TextMatch]:
-    """Views fused by rank (weight / (k + rank)), never by raw scores: BM25 scales differ."""
-    lists = [(first, 1.0)]
-    for view, weight in config.fuse:
-        found = searcher.match_messages(
-            scope, terms, view=view, limit=len(first) or config.candidates, exclude_sessions=exclude
-        )
-        lists.append((found, weight))
-    fused: dict[int, float] = defaultdict(float)
-    match: dict[int, TextMatch] = {}
-    for found, weight in lists:
-        for rank, m in enumerate(found):
-            fused[m.message_id] += weight / (config.rrf_k + rank + 1)
-            match.setdefault(m.message_id, m)
-    return [match[i].with_score(score) for i, score in fused.items()]
 
 
 def _with_trigrams(
