@@ -66,16 +66,18 @@ class RankConfig:
     question: float = 0.5  # score factor for a turn that only asks ("Ooh, which one?")
     speaker: float = 2.0  # boost for a turn by the person the question names
     stopwords: bool = True
-    semantic: float = 0.5  # weight of the semantic list in the fusion (0: words only)
-    semantic_k: float = 60.0  # reciprocal-rank constant of that fusion
+    # the fusion of words and meaning: weights and constant chosen by leaving one LoCoMo dev
+    # conversation out at a time (bench/recall_locomo.py); three of five folds chose these
+    semantic: float = 0.35  # weight of the semantic list in the fusion (0: words only)
+    semantic_k: float = 20.0  # reciprocal-rank constant of that fusion
     semantic_candidates: int = 100  # from each semantic list (ranks past it add ~nothing)
     semantic_floor: float = 0.1  # less similar than this (cosine): unrelated, not evidence
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
-    context_weight: float = 0.5  # ... and the weight of that ranking in the fusion
+    context_weight: float = 0.35  # ... and the weight of that ranking in the fusion
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
     period_only: bool = True  # ... and the semantic lists keep only turns from then
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
-    speaker_meaning: float = 0.5  # weight of the semantic list of the named speaker's turns
+    speaker_meaning: float = 0.35  # weight of the semantic list of the named speaker's turns
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
     sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
     sentence_copies: bool = True  # near copies compared by what scored (a sentence or all)
