@@ -186,7 +186,8 @@ def ablations(workdir: Path, questions: list[Question]) -> str:
     index as the CLI run: the default row equals `meaning on` above)."""
     from dataclasses import replace
 
-    run("ablations", "on", workdir, questions)  # imports the five conversations
+    if not (workdir / "ablations" / "state.db").exists():  # a kept --workdir is reused
+        run("ablations", "on", workdir, questions)  # imports the five conversations
     os.environ["HERMES_HOME"] = str(workdir / "ablations")
     os.environ["HERMES_EMBEDDINGS"] = "on"
     from hermes.config.settings import load_settings
