@@ -57,7 +57,7 @@ from recall_dialogue import write_dialogues  # noqa: E402
 
 from hermes.config.settings import load_settings  # noqa: E402
 from hermes.memory import embeddings  # noqa: E402
-from hermes.memory.ranking import (  # noqa: E402
+from hermes.recall.ranking import (  # noqa: E402
     DEFAULT_CONFIG,
     RankConfig,
     SemanticSearch,
@@ -214,7 +214,7 @@ def build(
 
 def embed_all(home: Path) -> str:
     """Give every message its vector, in-process; one line saying how fast."""
-    from hermes.memory.semantic import embed_pending
+    from hermes.recall.semantic import embed_pending
 
     settings = load_settings(home, env={"HERMES_HOME": str(home)})
     embedder = embeddings.load(settings)
@@ -230,7 +230,7 @@ def embed_all(home: Path) -> str:
 
 
 def semantic_search(home: Path, store: SQLiteStore) -> SemanticSearch | None:
-    from hermes.memory.semantic import SemanticIndex
+    from hermes.recall.semantic import SemanticIndex
 
     settings = load_settings(home, env={"HERMES_HOME": str(home)})
     embedder = embeddings.load(settings)
@@ -262,7 +262,7 @@ def ranked(
     store: SQLiteStore, config: RankConfig, semantic: SemanticSearch | None
 ) -> Callable[[str, str], Hits]:
     def search(scope: str, query: str) -> Hits:
-        hits = rank_messages(store, scope, query, limit=10, config=config, semantic=semantic)
+        hits = rank_messages(store.search, scope, query, limit=10, config=config, semantic=semantic)
         return [(h.session_id, h.index) for h in hits]
 
     return search
@@ -273,7 +273,7 @@ def plain_search(store: SQLiteStore) -> Callable[[str, str], Hits]:
 
     def search(scope: str, query: str) -> Hits:
         words = list(dict.fromkeys(_WORD.findall(query.lower())))
-        hits = store.match_messages(scope, words, view="exact", limit=10)
+        hits = store.search.match_messages(scope, words, view="exact", limit=10)
         return [(h.session_id, h.index) for h in hits]
 
     return search
@@ -303,9 +303,6 @@ ABLATIONS: list[tuple[str, RankConfig | None]] = [
     ("  near copies set aside", replace(DEFAULT_CONFIG, near_copies=True)),
     ("  sentences not scored on their own", replace(DEFAULT_CONFIG, sentences=0.0)),
     ("  near copies by whole texts only", replace(DEFAULT_CONFIG, sentence_copies=False)),
-    ("  'When did': boost for saying when", replace(DEFAULT_CONFIG, said_when=1.0)),
-    ("  + exact-forms view fused by rank", replace(DEFAULT_CONFIG, fuse=(("exact", 0.5),))),
-    ("  + message-only view fused by rank", replace(DEFAULT_CONFIG, fuse=(("message", 0.5),))),
     ("  without recency", replace(DEFAULT_CONFIG, recency=0.0)),
     ("  questions about now: no newest-first", replace(DEFAULT_CONFIG, present=0.0)),
 ]
@@ -338,7 +335,7 @@ def semantic_latency(home: Path, questions: list[dict]) -> str:
     """Search latency with search.max_vectors (its default) real vectors in the dialogue
     scope: its newest messages, embedded here as `hermes sessions import` would (a few
     minutes). Timing only: recall at 1M is measured by words."""
-    from hermes.memory.semantic import SemanticIndex, embed_pending
+    from hermes.recall.semantic import SemanticIndex, embed_pending
 
     settings = load_settings(home, env={"HERMES_HOME": str(home)})
     vectors = settings.search.max_vectors
@@ -354,11 +351,11 @@ def semantic_latency(home: Path, questions: list[dict]) -> str:
         embed_s = time.perf_counter() - started
         gc.collect()  # the burst's garbage: a serving process collected it long ago
         index = SemanticIndex(store, embedder, max_vectors=vectors)
-        rank_messages(store, scope, "warm up", limit=10, semantic=index)  # loads the matrix
+        rank_messages(store.search, scope, "warm up", limit=10, semantic=index)  # loads the matrix
         took = []
         for q in questions:
             started = time.perf_counter()
-            rank_messages(store, scope, q["query"], limit=10, semantic=index)
+            rank_messages(store.search, scope, q["query"], limit=10, semantic=index)
             took.append((time.perf_counter() - started) * 1000)
         count = store.connection.execute(
             "SELECT count(*) FROM message_vectors WHERE scope = ?", (scope,)

@@ -51,7 +51,8 @@ class Run:
     import_s: float = 0.0
 
 
-def conversation_files(data: Path = DATA) -> list[Path]:
+def conversation_files(data: Path | None = None) -> list[Path]:
+    data = DATA if data is None else data
     files = sorted(data.glob("conv-*.json"))
     if not files:
         raise SystemExit(f"no LoCoMo conversations in {data} (see its README)")
@@ -185,17 +186,18 @@ def ablations(workdir: Path, questions: list[Question]) -> str:
     index as the CLI run: the default row equals `meaning on` above)."""
     from dataclasses import replace
 
-    run("ablations", "on", workdir, questions)  # imports the five conversations
+    if not (workdir / "ablations" / "state.db").exists():  # a kept --workdir is reused
+        run("ablations", "on", workdir, questions)  # imports the five conversations
     os.environ["HERMES_HOME"] = str(workdir / "ablations")
     os.environ["HERMES_EMBEDDINGS"] = "on"
     from hermes.config.settings import load_settings
-    from hermes.memory.ranking import DEFAULT_CONFIG, rank_messages
-    from hermes.memory.search import semantic_for
+    from hermes.recall.component import Recall
+    from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
     from hermes.runtime import open_store
 
     settings = load_settings()
     store = open_store(settings)
-    semantic = semantic_for(settings, store, wait=True)
+    semantic = Recall(settings, store).semantic(wait=True)
     rows = [
         ("default", DEFAULT_CONFIG, semantic),
         ("words only", DEFAULT_CONFIG, None),
@@ -215,7 +217,12 @@ def ablations(workdir: Path, questions: list[Question]) -> str:
         result = Run(label)
         for i, q in enumerate(questions):
             ranked = rank_messages(
-                store, f"user:{q.conversation}", q.text, limit=20, config=config, semantic=index
+                store.search,
+                f"user:{q.conversation}",
+                q.text,
+                limit=20,
+                config=config,
+                semantic=index,
             )
             result.hits[i] = [(r.session_id, r.index) for r in ranked]
         per = [recall(result, [q for q in questions], 10, None, conversation=n) for n in names]
@@ -233,10 +240,10 @@ ABLATIONS: list[tuple[str, object]] = [
     ("per_session", 2),
     ("per_session", 10),
     ("semantic", 3.0),
-    ("semantic", 0.5),
+    ("semantic_k", 60.0),
+    ("trigrams", False),
     ("context_weight", 0.0),
     ("speaker_meaning", 0.0),
-    ("said_when", 0.0),
     ("sentences", 0.0),
     ("replies", 0),
     ("speaker", 0.0),
@@ -248,11 +255,15 @@ ABLATIONS: list[tuple[str, object]] = [
 
 
 def main() -> int:
+    global DATA
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embeddings", choices=["on", "off", "both"], default="both")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--data", type=Path, default=None, help="the conversations' folder")
     parser.add_argument("--ablations", action="store_true", help="ranking ideas one at a time")
     args = parser.parse_args()
+    if args.data is not None:
+        DATA = args.data
     questions = [
         q
         for path in conversation_files()

@@ -167,7 +167,7 @@ def search(messages: int, queries: int) -> tuple[int, float, float, float]:
                 if q % 4 == 0:
                     terms.append(f"note{rng.randrange(messages)}")  # a rare word
                 started = time.perf_counter()
-                store.match_messages("default", terms, view="window", limit=50)
+                store.search.match_messages("default", terms, view="window", limit=50)
                 timings.append((time.perf_counter() - started) * 1000)
             timings.sort()
             return (

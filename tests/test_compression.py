@@ -97,7 +97,7 @@ async def test_threshold_triggers_and_keeps_head_tail_and_originals(
     )
     # nothing deleted: all 24 originals stored and searchable
     assert len(small.store.get_messages("default", "long")) == 24
-    assert small.store.match_messages("default", ["fact", "5"])[0].session_id == "long"
+    assert small.store.search.match_messages("default", ["fact", "5"])[0].session_id == "long"
 
 
 async def test_usage_reflects_compressed_prompt(small: Runtime, fake: FakeModel) -> None:

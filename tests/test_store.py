@@ -22,7 +22,7 @@ def store(tmp_path: Path):
 def _fts_ids(store: SQLiteStore, word: str) -> list[int]:
     """Messages holding `word` in every view that indexes it (each kept in sync alike)."""
     found = [
-        sorted(m.message_id for m in store.match_messages("default", [word], view=view))
+        sorted(m.message_id for m in store.search.match_messages("default", [word], view=view))
         for view in ("message", "exact", "window")
     ]
     assert found[0] == found[1], found
@@ -53,8 +53,8 @@ def test_migrates_an_old_schema_keeping_data(tmp_path: Path) -> None:
     session = new.get_session("default", "s1")
     assert session is not None and session.system_prompt is None
     assert [m.content for m in new.get_messages("default", "s1")] == ["remember the blue kettle"]
-    assert new.match_messages("default", ["kettle"])[0].session_id == "s1"
-    assert new.check_search_index().ok
+    assert new.search.match_messages("default", ["kettle"])[0].session_id == "s1"
+    assert new.search.check_search_index().ok
     new.close()
 
 
@@ -79,15 +79,15 @@ def test_search_is_confined_to_scope_and_stems(store: SQLiteStore) -> None:
             scope, "chat-1", [NewMessage("user", f"{scope} is running marathons")]
         )
     for view in ("message", "window"):
-        hits = store.match_messages("user:bob", ["run", "marathon"], view=view)
+        hits = store.search.match_messages("user:bob", ["run", "marathon"], view=view)
         assert [h.session_id for h in hits] == ["chat-1"]
         assert hits[0].source == "api" and hits[0].role == "user"
-    snippets = store.message_snippets("user:bob", ["marathon"], [hits[0].message_id])
+    snippets = store.search.message_snippets("user:bob", ["marathon"], [hits[0].message_id])
     assert "user:bob" in snippets[hits[0].message_id]
     assert "[marathons]" in snippets[hits[0].message_id]
-    assert store.match_messages("user:bob", ["run"], view="exact") == []  # word forms kept
-    assert store.match_messages("user:carol", ["marathon"]) == []
-    assert store.message_snippets("user:carol", ["marathon"], [hits[0].message_id]) == {}
+    assert store.search.match_messages("user:bob", ["run"], view="exact") == []  # word forms kept
+    assert store.search.match_messages("user:carol", ["marathon"]) == []
+    assert store.search.message_snippets("user:carol", ["marathon"], [hits[0].message_id]) == {}
 
 
 def test_append_requires_session_and_is_all_or_nothing(store: SQLiteStore) -> None:
@@ -216,11 +216,11 @@ def test_cjk_is_found_through_trigrams_and_stays_in_scope(store: SQLiteStore) ->
     for scope, text in (("default", "我们下周去京都旅行"), ("user:x", "京都旅行的计划")):
         store.ensure_session(scope, "s", source="cli")
         store.append_messages(scope, "s", [NewMessage("user", text), NewMessage("user", "ok")])
-    hits = store.match_messages("default", ["京都旅行"], view="trigram")
+    hits = store.search.match_messages("default", ["京都旅行"], view="trigram")
     assert [(h.session_id, h.index) for h in hits] == [("s", 0)]
-    assert store.match_messages("default", ["京都"], view="trigram") == []  # under 3 chars
-    assert len(store.match_messages("user:x", ["京都旅行"], view="trigram")) == 1
-    assert store.check_search_index().ok
+    assert store.search.match_messages("default", ["京都"], view="trigram") == []  # under 3 chars
+    assert len(store.search.match_messages("user:x", ["京都旅行"], view="trigram")) == 1
+    assert store.search.check_search_index().ok
 
 
 def test_damaged_search_index_is_reported_and_rebuilt(store: SQLiteStore) -> None:
@@ -229,15 +229,17 @@ def test_damaged_search_index_is_reported_and_rebuilt(store: SQLiteStore) -> Non
     store.connection.execute(
         "INSERT INTO message_exact_fts (rowid, content, tag) VALUES (999, 'ghost', 'x')"
     )
-    health = store.check_search_index()
+    health = store.search.check_search_index()
     assert not health.ok and "hermes sessions reindex" in health.detail
     assert store.health()["ok"] is False
     cheap = store.health(deep=False)  # row counts, not FTS5's check: the ghost shows too
     assert cheap["ok"] is False and "message_exact_fts holds 2 rows" in cheap["search_index"]
-    assert store.rebuild_search_index() == 1
-    assert store.check_search_index().ok and store.health()["search_index"] == "ok"
+    assert store.search.rebuild_search_index() == 1
+    assert store.search.check_search_index().ok and store.health()["search_index"] == "ok"
     assert store.health(deep=False)["search_index"] == "ok"
-    assert [m.index for m in store.match_messages("default", ["kettle"], view="exact")] == [0]
+    assert [m.index for m in store.search.match_messages("default", ["kettle"], view="exact")] == [
+        0
+    ]
 
 
 def _hello_in_nine_rows(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -256,9 +258,9 @@ def test_common_words_do_not_pick_candidates(
 ) -> None:
     """A word found in very many rows does not make BM25 score them all: rarer words pick."""
     _hello_in_nine_rows(store, monkeypatch)
-    hits = store.match_messages("default", ["hello", "zebra"], view="message")
+    hits = store.search.match_messages("default", ["hello", "zebra"], view="message")
     assert sorted(h.index for h in hits) == [8, 9]  # "hello"-only rows left out
-    assert len(store.match_messages("default", ["hello"], view="message")) == 9  # all common
+    assert len(store.search.match_messages("default", ["hello"], view="message")) == 9  # all common
 
 
 def test_a_word_found_common_is_not_counted_again_for_a_while(
@@ -274,14 +276,14 @@ def test_a_word_found_common_is_not_counted_again_for_a_while(
             counts.append(sql)
 
     store.connection.set_trace_callback(counted)
-    first = store.match_messages("default", ["hello", "zebra"], view="message")
+    first = store.search.match_messages("default", ["hello", "zebra"], view="message")
     assert len(counts) == 2  # both words counted
     counts.clear()
-    again = store.match_messages("default", ["hello", "zebra"], view="message")
+    again = store.search.match_messages("default", ["hello", "zebra"], view="message")
     assert [h.index for h in again] == [h.index for h in first]
     assert len(counts) == 1 and "zebra" in counts[0]  # "hello" known to be common
     counts.clear()
     monkeypatch.setattr(index, "COMMON_TTL_S", 0.0)
-    store.match_messages("default", ["hello", "zebra"], view="message")
+    store.search.match_messages("default", ["hello", "zebra"], view="message")
     store.connection.set_trace_callback(None)
     assert len(counts) == 2  # expired: counted again

@@ -45,6 +45,7 @@ ENTRY_POINT_GROUP = "hermes.plugins"
 BUILTIN_PARTS: tuple[str, ...] = (
     "hermes.models.part",
     "hermes.memory.part",
+    "hermes.recall.part",
     "hermes.cron.part",
     "hermes.gateway.part",
     "hermes.tools.part",

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hermes.config.settings import load_settings
-from hermes.memory.indexer import SemanticIndexer
-from hermes.memory.semantic import SemanticIndex
+from hermes.recall.indexer import SemanticIndexer
+from hermes.recall.semantic import SemanticIndex
 from hermes.store.sqlite import SQLiteStore
 from tests.conftest import run_cli
 from tests.memory.conftest import WINDOW, Digests
@@ -115,7 +115,7 @@ def test_an_idle_indexer_does_not_walk_the_older_messages_again(
     messages older than the window (or already embedded) are not walked every IDLE_S."""
     big = _history(tmp_path / "big.jsonl", sessions=11, per_session=100, tag="big")
     assert run_cli("sessions", "import", str(big)).returncode == 0  # embeds the newest
-    monkeypatch.setattr("hermes.memory.indexer.IDLE_S", 0.01)
+    monkeypatch.setattr("hermes.recall.indexer.IDLE_S", 0.01)
     store = SQLiteStore(home / "state.db")
     vectors = store.vectors
     assert vectors is not None

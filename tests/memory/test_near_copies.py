@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.memory import semantic
-from hermes.memory.semantic import NEAR_COPY, _best_rows, _first_saying, _Groups, _Scores
+from hermes.recall import semantic
+from hermes.recall.semantic import NEAR_COPY, _best_rows, _first_saying, _Groups, _Scores
 
 
 class _Rows:

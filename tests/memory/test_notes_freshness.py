@@ -10,9 +10,9 @@ import pytest
 
 from hermes.config.settings import MemorySettings, Settings
 from hermes.memory.notes import NotesStore, today_utc
-from hermes.memory.search import session_search
 from hermes.memory.snapshot import render_scope
 from hermes.memory.tool import memory_tool
+from hermes.recall.search import session_search
 from hermes.services import Services
 from hermes.store.base import Store
 from hermes.store.sqlite import SQLiteStore

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.memory.ranking import DEFAULT_CONFIG, RankConfig, query_terms, rank_messages
-from hermes.memory.search import search_hits
+from hermes.recall.ranking import DEFAULT_CONFIG, query_terms, rank_messages
+from hermes.recall.search import search_hits
 from hermes.store.base import NewMessage
 from hermes.store.migrations import MIGRATIONS
 from hermes.store.sqlite import SQLiteStore
@@ -26,7 +26,7 @@ def store(tmp_path: Path):
 
 def check(store: SQLiteStore) -> None:
     """FTS5 verifies its index against the content (raises if the triggers drifted)."""
-    health = store.check_search_index()
+    health = store.search.check_search_index()
     assert health.ok, health.detail
 
 
@@ -81,7 +81,7 @@ def test_windows_follow_inserts_updates_and_deletes(store: SQLiteStore) -> None:
     add(store, "user:x", "s", ("user", "x says hi"), ("assistant", "hello x"))
     store.delete_scope("user:x")
     check(store)
-    assert rank_messages(store, "user:x", "hello") == []
+    assert rank_messages(store.search, "user:x", "hello") == []
 
 
 def test_migration_indexes_existing_messages(tmp_path: Path) -> None:
@@ -103,7 +103,7 @@ def test_migration_indexes_existing_messages(tmp_path: Path) -> None:
     new = SQLiteStore(path)
     try:
         check(new)
-        hits = rank_messages(new, "default", "beagle")
+        hits = rank_messages(new.search, "default", "beagle")
         assert [(h.session_id, h.index) for h in hits][:1] == [("s", 0)]
     finally:
         new.close()
@@ -134,15 +134,15 @@ def test_stemming_and_neighbouring_turns_find_spread_evidence(store: SQLiteStore
             ("assistant", "Rinse it first and use less water than you think."),
         )
     add(store, "default", "noise", ("user", "My friend has a dog."), ("assistant", "Nice."))
-    hits = rank_messages(store, "default", "What was the dog called?", limit=5)
+    hits = rank_messages(store.search, "default", "What was the dog called?", limit=5)
     found = [(h.session_id, h.index) for h in hits]
     assert ("pets", 2) in found  # the answer holds no query word; its neighbour does
     plain = [
         (h.session_id, h.index)
-        for h in store.match_messages("default", ["dog", "called"], view="message", limit=10)
+        for h in store.search.match_messages("default", ["dog", "called"], view="message", limit=10)
     ]
     assert ("pets", 2) not in plain  # single-message search cannot see it
-    stemmed = rank_messages(store, "default", "decided calling dogs")
+    stemmed = rank_messages(store.search, "default", "decided calling dogs")
     assert (stemmed[0].session_id, stemmed[0].index) == ("pets", 1)
 
 
@@ -155,13 +155,13 @@ def test_role_prior_and_recency_tie_break(store: SQLiteStore) -> None:
         ("assistant", "Try the podcast Radiolab for your commute."),
         ts=1_000,
     )
-    hits = rank_messages(store, "default", "which podcast did you recommend for the commute")
+    hits = rank_messages(store.search, "default", "which podcast did you recommend for the commute")
     assert hits[0].role == "assistant"
-    hits = rank_messages(store, "default", "which podcast did I want for my commute")
+    hits = rank_messages(store.search, "default", "which podcast did I want for my commute")
     assert hits[0].role == "user"
     add(store, "default", "old", ("user", "I live in Denver now."), ts=2_000)
     add(store, "default", "new", ("user", "I live in Austin now."), ts=3_000)
-    assert rank_messages(store, "default", "live now")[0].session_id == "new"
+    assert rank_messages(store.search, "default", "live now")[0].session_id == "new"
 
 
 def test_search_is_confined_to_its_scope_and_skips_excluded_sessions(store: SQLiteStore) -> None:
@@ -180,7 +180,7 @@ def test_search_is_confined_to_its_scope_and_skips_excluded_sessions(store: SQLi
 @pytest.mark.parametrize("query", ['" OR tag : x', "NEAR(a b)", "col:thing*", "^start", "-x AND"])
 def test_fts_syntax_in_queries_is_harmless(store: SQLiteStore, query: str) -> None:
     add(store, "default", "s", ("user", "start col thing tag near"))
-    rank_messages(store, "default", query)  # no sqlite error
+    rank_messages(store.search, "default", query)  # no sqlite error
 
 
 def test_a_busy_live_session_does_not_hide_older_hits(store: SQLiteStore) -> None:
@@ -202,7 +202,7 @@ def test_a_question_naming_a_speaker_favours_that_speakers_turns(store: SQLiteSt
             NewMessage("assistant", "I tried a pottery course last year too.", name="Melanie"),
         ],
     )
-    hits = rank_messages(store, "default", "What course did Caroline start?", limit=3)
+    hits = rank_messages(store.search, "default", "What course did Caroline start?", limit=3)
     assert (hits[0].session_id, hits[0].index) == ("c1", 1)
     assert [m.name for m in store.get_messages("default", "c1")] == [
         "Melanie",
@@ -222,7 +222,7 @@ def test_import_and_export_keep_speaker_names(store: SQLiteStore) -> None:
     import_sessions(store, "default", parse_jsonl([line]))
     exported = next(export_sessions(store, "default"))
     assert '"name": "Jon"' in exported and '"name": "Gina"' in exported
-    hits = rank_messages(store, "default", "What did Jon open?")
+    hits = rank_messages(store.search, "default", "What did Jon open?")
     assert (hits[0].session_id, hits[0].index) == ("d1", 0)
 
 
@@ -244,7 +244,7 @@ def test_a_transcript_naming_speakers_inline_gets_its_names(store: SQLiteStore) 
     assert [m.name for m in store.get_messages("default", "t1")] == ["Jon", "Gina", "Jon"]
     assert store.get_messages("default", "t1")[0].content == "Jon: I opened a dance studio"
     assert [m.name for m in store.get_messages("default", "n1")] == [None] * 4
-    hits = rank_messages(store, "default", "What did Jon open?")
+    hits = rank_messages(store.search, "default", "What did Jon open?")
     assert (hits[0].session_id, hits[0].index) == ("t1", 0)
 
 
@@ -277,13 +277,13 @@ def test_a_repeated_message_is_shown_once_before_other_hits(store: SQLiteStore) 
     for day in range(6):  # the same request, sent every morning
         add(store, "default", f"day{day}", ("user", "Kiwi harvest report please"), ts=10.0 + day)
     add(store, "default", "talk", ("user", "The kiwi harvest went badly this year"), ts=1.0)
-    hits = rank_messages(store, "default", "kiwi harvest report", limit=3)
+    hits = rank_messages(store.search, "default", "kiwi harvest report", limit=3)
     assert [h.session_id for h in hits][1] == "talk"
-    assert len(rank_messages(store, "default", "kiwi harvest report", limit=10)) == 7
+    assert len(rank_messages(store.search, "default", "kiwi harvest report", limit=10)) == 7
     assert [
         h.session_id
         for h in rank_messages(
-            store,
+            store.search,
             "default",
             "kiwi harvest report",
             limit=3,
@@ -298,14 +298,14 @@ def test_cron_runs_rank_below_conversations(store: SQLiteStore) -> None:
         "default", "cron_daily", [NewMessage("assistant", "Daily digest: the kiwi harvest report")]
     )
     add(store, "default", "chat", ("user", "We talked about the kiwi harvest once, long ago"))
-    hits = rank_messages(store, "default", "kiwi harvest report")
+    hits = rank_messages(store.search, "default", "kiwi harvest report")
     assert [h.session_id for h in hits] == ["chat", "cron_daily"]
 
 
 def test_a_question_naming_a_time_favours_turns_from_then(store: SQLiteStore) -> None:
     from datetime import UTC, datetime
 
-    from hermes.memory.query import named_period
+    from hermes.recall.query import named_period
 
     for sid, when in (
         ("april", datetime(2023, 4, 20, tzinfo=UTC)),
@@ -322,9 +322,9 @@ def test_a_question_naming_a_time_favours_turns_from_then(store: SQLiteStore) ->
         ("Where did we go hiking on 20 April 2023?", "april"),
         ("hiking, April 20th, 2023", "april"),
     ):
-        assert rank_messages(store, "default", question, limit=2)[0].session_id == first
+        assert rank_messages(store.search, "default", question, limit=2)[0].session_id == first
     # the newer one wins a tie when no time is named
-    assert rank_messages(store, "default", "Where did we go hiking?")[0].session_id == "may"
+    assert rank_messages(store.search, "default", "Where did we go hiking?")[0].session_id == "may"
     assert named_period("in 2022") == (
         datetime(2022, 1, 1, tzinfo=UTC).timestamp(),
         datetime(2023, 1, 1, tzinfo=UTC).timestamp(),
@@ -334,7 +334,7 @@ def test_a_question_naming_a_time_favours_turns_from_then(store: SQLiteStore) ->
 
 
 def test_the_semantic_question_has_its_speakers_as_pronouns() -> None:
-    from hermes.memory.ranking import without_names
+    from hermes.recall.ranking import without_names
 
     speakers = {"audrey", "jon"}
     assert without_names("When did Audrey get hurt?", speakers) == "When did they get hurt?"
@@ -371,7 +371,7 @@ def test_a_question_of_common_words_ranks_the_rows_holding_all_of_them(
     store.import_sessions("default", sessions)
     statements: list[str] = []
     store.connection.set_trace_callback(statements.append)
-    hits = store.match_messages(
+    hits = store.search.match_messages(
         "default", ["sam", "concert"], view="window", limit=8, exclude_sessions=["live"]
     )
     store.connection.set_trace_callback(None)
@@ -425,84 +425,28 @@ def test_row_scores_score_each_row_as_scoring_it_alone_would(rows, terms) -> Non
     assert bm25_rows(rows, terms, weights) == alone
 
 
-def test_a_question_asking_when_favours_the_turn_that_says_when(store: SQLiteStore) -> None:
-    """With `said_when` (off by default: on real conversations it lifted other events said
-    with a time), a question asking when ("When did I go to the concert?") is answered by
-    the turn that says when it happened; by words alone the newer plan ("next month… I
-    might go") ranks first. "When will…" asks the other way round; a question not asking
-    when is ranked as before."""
-    went = "We got to go to the concert last Saturday with my sister and her kids, so loud."
-    add(store, "default", "went", ("user", went))
-    add(
-        store,
-        "default",
-        "plan",
-        ("user", "A friend invited me to a concert next month, I might go."),
-    )
-    add(store, "default", "chat", ("user", "The concert hall downtown is being renovated."))
-
-    on = replace(DEFAULT_CONFIG, said_when=1.0)
-
-    def first(query: str, config: RankConfig = on) -> str:
-        return rank_messages(store, "default", query, limit=3, config=config)[0].session_id
-
-    assert first("When did I go to the concert?") == "went"
-    assert first("When did I go to the concert?", DEFAULT_CONFIG) == "plan"
-    assert first("When will I go to the concert?") == "plan"
-    assert first("Did I go to the concert?") == "plan"
-
-
-def test_which_questions_ask_when_and_which_turns_say_when() -> None:
-    from hermes.memory.query import asks_when, says_when
-
-    asked = {
-        "When did Jon go to the concert?": "past",
-        "  when was the party": "past",
-        "How long ago was Caroline's birthday?": "past",
-        "In which month did she move?": "past",
-        "What year did they marry?": "past",
-        "When will she move?": "ahead",
-        "When is he going to start the course?": "ahead",
-        "When is her birthday?": None,
-        "What did Jon paint?": None,
-        "Did she go to the concert last week?": None,
-    }
-    assert {q: asks_when(q) for q in asked} == asked
-    said = {
-        "We saw Adele live last Saturday!": (True, False),
-        "I twisted my knee two days ago, resting now.": (True, False),
-        "Yesterday I cleaned the kitchen.": (True, False),
-        "A friend invited me to a concert next month.": (False, True),
-        "In two weeks we move to Lisbon.": (False, True),
-        "On Friday we met up.": (True, True),
-        "I ran a 10k recently.": (False, False),
-        "The lastest news: a yesterdays paper.": (False, False),
-    }
-    assert {t: (says_when(t, "past"), says_when(t, "ahead")) for t in said} == said
-
-
 def test_a_question_about_now_favours_the_newer_statement(store: SQLiteStore) -> None:
     add(store, "default", "old", ("user", "I work at the bakery downtown."), ts=1_000.0)
     add(store, "default", "mid", ("user", "Weather chat, nothing about jobs."), ts=2_000.0)
     newer = "Big change: these days I work at the city museum, a long commute but worth it."
     add(store, "default", "new", ("user", newer), ts=3_000.0)
-    assert [h.session_id for h in rank_messages(store, "default", "Where do I work?")] == [
+    assert [h.session_id for h in rank_messages(store.search, "default", "Where do I work?")] == [
         "old",
         "new",
     ]
     for asked in ("Where do I work now?", "Where do I currently work?", "Do I still work?"):
-        assert rank_messages(store, "default", asked)[0].session_id == "new", asked
+        assert rank_messages(store.search, "default", asked)[0].session_id == "new", asked
 
 
 def test_a_turn_that_only_asks_ranks_below_one_that_tells(store: SQLiteStore) -> None:
     add(store, "default", "asked", ("user", "Should I move to Denver or Austin?"), ts=2_000.0)
     add(store, "default", "told", ("user", "I moved to Denver in May, finally unpacked."), ts=1.0)
-    assert [h.session_id for h in rank_messages(store, "default", "Where did I move?")] == [
+    assert [h.session_id for h in rank_messages(store.search, "default", "Where did I move?")] == [
         "told",
         "asked",
     ]
     plain = replace(DEFAULT_CONFIG, question=1.0)
-    hits = rank_messages(store, "default", "Where did I move?", config=plain)
+    hits = rank_messages(store.search, "default", "Where did I move?", config=plain)
     assert hits[0].session_id == "asked"  # by words alone the question matches better
 
 
@@ -527,7 +471,8 @@ def test_the_reply_to_a_follow_up_question_comes_with_its_hit(store: SQLiteStore
         ("user", "The one by the station, open late on Fridays."),
     )
     hits = [
-        (h.session_id, h.index) for h in rank_messages(store, "default", "Which novel kept me up?")
+        (h.session_id, h.index)
+        for h in rank_messages(store.search, "default", "Which novel kept me up?")
     ]
     assert ("chat", 2) in hits[:3]
     assert hits.index(("chat", 2)) == hits.index(("chat", 0)) + 1  # just below its hit
@@ -535,6 +480,6 @@ def test_the_reply_to_a_follow_up_question_comes_with_its_hit(store: SQLiteStore
     off = replace(DEFAULT_CONFIG, replies=0)
     hits = [
         (h.session_id, h.index)
-        for h in rank_messages(store, "default", "Which novel kept me up?", config=off)
+        for h in rank_messages(store.search, "default", "Which novel kept me up?", config=off)
     ]
     assert ("chat", 2) not in hits

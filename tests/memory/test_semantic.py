@@ -16,14 +16,15 @@ import pytest
 
 from hermes.config.settings import load_settings
 from hermes.memory import embeddings
-from hermes.memory.indexer import SemanticIndexer
-from hermes.memory.search import session_search
-from hermes.memory.semantic import SemanticIndex
+from hermes.recall.indexer import SemanticIndexer
+from hermes.recall.search import session_search
+from hermes.recall.semantic import SemanticIndex
 from hermes.services import Services
 from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore
 from hermes.tools.registry import ToolContext, Toolset
 from tests.conftest import run_cli
+from tests.recall_helpers import described as describe
 from tests.store_edits import edit_message
 
 pytestmark = pytest.mark.semantic
@@ -82,11 +83,11 @@ def _hits(query: str, *args: str) -> list[tuple[str, int]]:
 
 def _ranked_with_near_copies(query: str) -> list[tuple[str, int]]:
     """The ranking with near copies set aside and meaning weighted high, as it was tuned on
-    generated chat (`near_copies`, `said_when` and these weights are not the defaults: on
+    generated chat (`near_copies` and these weights are not the defaults: on
     real conversations a turn near another is more often more evidence than a copy)."""
     from dataclasses import replace
 
-    from hermes.memory.ranking import DEFAULT_CONFIG, rank_messages
+    from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
 
     store, index = _index()
     try:
@@ -96,10 +97,11 @@ def _ranked_with_near_copies(query: str) -> list[tuple[str, int]]:
             semantic=3.0,
             context_weight=2.0,
             speaker_meaning=2.0,
-            said_when=1.0,
             per_session=2,
         )
-        ranked = rank_messages(store, "default", query, limit=10, config=config, semantic=index)
+        ranked = rank_messages(
+            store.search, "default", query, limit=10, config=config, semantic=index
+        )
         return [(r.session_id, r.index) for r in ranked]
     finally:
         store.close()
@@ -180,7 +182,7 @@ def test_a_loaded_index_never_finds_a_message_deleted_or_edited_since(history, m
         assert (found[0].session_id, found[0].index) == ("planted", 2)
         assert found[0].role == "user" and not found[0].asks
         ids = [m.message_id for m in found]
-        described = {m.message_id: m for m in store.describe_messages("default", ids)}
+        described = {m.message_id: m for m in describe(store, "default", ids)}
         assert [(m.session_id, m.index, m.timestamp, m.source, m.text_key) for m in found] == [
             (m.session_id, m.index, m.timestamp, m.source, m.text_key)
             for m in (described[i] for i in ids)
@@ -525,7 +527,7 @@ def test_reindex_gives_older_long_messages_their_sentence_vectors(tmp_path, monk
 
 
 def test_a_message_is_split_into_the_sentences_that_say_something() -> None:
-    from hermes.memory.semantic import parts
+    from hermes.recall.semantic import parts
 
     assert parts("I finally signed up for a pottery course at the centre.") == []
     assert parts("Haha, yes! Totally.") == []
@@ -547,7 +549,7 @@ def test_search_by_meaning_needs_no_pytorch(tmp_path):
         "import sys\n"
         "from pathlib import Path\n"
         "from hermes.memory.embedding_onnx import OnnxMiniLM\n"
-        "import hermes.memory.semantic, hermes.memory.indexer, hermes.cli.sessions\n"
+        "import hermes.recall.semantic, hermes.recall.indexer, hermes.cli.sessions\n"
         f"model = OnnxMiniLM('all-MiniLM-L6-v2', Path({str(tmp_path)!r}))\n"
         "assert model.encode(['my pet']).shape == (1, 384)\n"
         "assert model.encode_query('a greyhound').shape == (384,)\n"

@@ -13,8 +13,8 @@ import pytest
 
 from hermes.config.settings import load_settings
 from hermes.memory import embeddings
-from hermes.memory.ranking import DEFAULT_CONFIG, rank_messages
-from hermes.memory.semantic import SemanticIndex, embed_pending
+from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
+from hermes.recall.semantic import SemanticIndex, embed_pending
 from hermes.store.base import NewMessage
 from hermes.store.sqlite import SQLiteStore
 
@@ -92,7 +92,7 @@ def test_the_named_persons_own_turns_are_searched_by_meaning(store: SQLiteStore)
     assert ("audrey", 0) in _places(near.by_speaker)[:3]
     assert {m.speaker for m in near.by_speaker} == {"Audrey"}
 
-    hits = rank_messages(store, "default", question, semantic=index)
+    hits = rank_messages(store.search, "default", question, semantic=index)
     assert _places(hits)[0] == ("audrey", 0)
 
 
@@ -129,9 +129,9 @@ def test_a_question_naming_a_month_is_answered_from_that_month(store: SQLiteStor
     question = "What was Dave up to in May 2023?"
     may = {"s12", "s13", "s14"}
     news = {("s12", 2), ("s14", 2)}
-    hits = rank_messages(store, "default", question, semantic=index)
+    hits = rank_messages(store.search, "default", question, semantic=index)
     assert {sid for sid, _ in _places(hits)[:7]} <= may  # the month's turns come first
     assert news & set(_places(hits)[:7])  # the news among them
     anytime = replace(DEFAULT_CONFIG, period_only=False)
-    hits = rank_messages(store, "default", question, config=anytime, semantic=index)
+    hits = rank_messages(store.search, "default", question, config=anytime, semantic=index)
     assert not {sid for sid, _ in _places(hits)[:7]} <= may

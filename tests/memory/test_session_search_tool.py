@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes.config.settings import Settings
-from hermes.memory.search import session_search
+from hermes.recall.search import session_search
 from hermes.services import Services
 from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore

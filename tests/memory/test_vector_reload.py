@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes.memory import semantic
-from hermes.memory.semantic import SemanticIndex, embed_pending
+from hermes.recall import semantic
+from hermes.recall.semantic import SemanticIndex, embed_pending
 from hermes.store.base import NewMessage
 from hermes.store.sqlite import SQLiteStore
 from tests.memory.conftest import Digests

@@ -79,12 +79,12 @@ async def test_health_stays_cheap_and_still_sees_an_index_out_of_step(
     PRAGMA quick_check reads the whole file): those are for `hermes doctor`. A probe of
     /health compares the index's rows with the messages, and reports the file's check as
     last run in the background."""
-    from hermes.store.search_index import SearchIndexMixin
+    from hermes.store.search_index import SQLiteSearch
 
     def deep_check(self: object) -> None:
         raise AssertionError("/health ran the deep index check")
 
-    monkeypatch.setattr(SearchIndexMixin, "check_search_index", deep_check)
+    monkeypatch.setattr(SQLiteSearch, "check_search_index", deep_check)
     monkeypatch.setattr("hermes.server.meta.HEALTH_CACHE_SECONDS", 0.0)
     async with open_api(settings) as api:
         r = await api.client.get("/health/detailed")

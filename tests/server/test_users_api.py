@@ -15,7 +15,7 @@ import pytest
 
 from hermes.config.settings import Settings
 from hermes.memory.notes import open_notes
-from hermes.memory.search import search_hits
+from hermes.recall.search import search_hits
 from hermes.scopes import scope_for_user
 from hermes.store.transfer import parse_jsonl
 

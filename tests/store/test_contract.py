@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from hermes.store import Lease, NewMessage, Store, StoreError, open_store
+from tests.recall_helpers import described as describe
 from tests.store_edits import take_lease
 
 
@@ -148,21 +149,21 @@ def test_search_views_stay_in_scope_stem_and_snippet(store: Store) -> None:
                 NewMessage("assistant", "Biscuit is a lovely name for a dog"),
             ],
         )
-    hits = store.match_messages("user:bob", ["run", "marathon"], view="message")
+    hits = store.search.match_messages("user:bob", ["run", "marathon"], view="message")
     assert [(h.session_id, h.role, h.source) for h in hits] == [("chat-1", "user", "api")]
-    assert store.match_messages("user:bob", ["run"], view="exact") == []  # forms as written
-    assert len(store.match_messages("user:bob", ["running"], view="exact")) == 1
+    assert store.search.match_messages("user:bob", ["run"], view="exact") == []  # forms as written
+    assert len(store.search.match_messages("user:bob", ["running"], view="exact")) == 1
     # the window finds the reply through its neighbour's words, ranked below the message
-    window = store.match_messages("user:bob", ["marathons"], view="window")
+    window = store.search.match_messages("user:bob", ["marathons"], view="window")
     assert [h.role for h in window] == ["user", "assistant"]
     assert window[0].score > window[1].score
-    snippets = store.message_snippets("user:bob", ["marathon"], [hits[0].message_id])
+    snippets = store.search.message_snippets("user:bob", ["marathon"], [hits[0].message_id])
     assert "[marathons]" in snippets[hits[0].message_id]
-    assert store.match_messages("user:carol", ["marathon"]) == []
-    assert store.message_snippets("user:carol", ["marathon"], [hits[0].message_id]) == {}
-    assert store.match_messages("user:bob", ["marathon"], exclude_sessions=["chat-1"]) == []
-    assert store.check_search_index().ok
-    assert store.rebuild_search_index() == 4
+    assert store.search.match_messages("user:carol", ["marathon"]) == []
+    assert store.search.message_snippets("user:carol", ["marathon"], [hits[0].message_id]) == {}
+    assert store.search.match_messages("user:bob", ["marathon"], exclude_sessions=["chat-1"]) == []
+    assert store.search.check_search_index().ok
+    assert store.search.rebuild_search_index() == 4
 
 
 def test_matches_say_which_messages_repeat_a_text(store: Store) -> None:
@@ -175,11 +176,11 @@ def test_matches_say_which_messages_repeat_a_text(store: Store) -> None:
             [NewMessage("user", "Summarise my kiwi orders"), NewMessage("user", f"kiwi {session}")],
         )
     for view in ("message", "exact", "window"):
-        hits = store.match_messages("default", ["kiwi"], view=view, limit=10)
+        hits = store.search.match_messages("default", ["kiwi"], view=view, limit=10)
         keys = {h.session_id + str(h.index): h.text_key for h in hits}
         assert len(keys) == 4 and all(keys.values()), view
         assert keys["mon0"] == keys["tue0"] != keys["mon1"] != keys["tue1"], view
-    described = store.describe_messages("default", [h.message_id for h in hits])
+    described = describe(store, "default", [h.message_id for h in hits])
     assert {d.text_key for d in described} == set(keys.values())
 
 
@@ -188,9 +189,9 @@ def test_cjk_is_found_through_trigrams_and_stays_in_scope(store: Store) -> None:
     store.ensure_session("user:b", "zh", source="cli")
     store.append_messages("default", "zh", [NewMessage("user", "我喜欢在周末去北京旅游")])
     store.append_messages("user:b", "zh", [NewMessage("user", "北京旅游")])
-    hits = store.match_messages("default", ["北京旅"], view="trigram")
+    hits = store.search.match_messages("default", ["北京旅"], view="trigram")
     assert [h.session_id for h in hits] == ["zh"] and len(hits) == 1
-    assert store.match_messages("default", ["北京"], view="trigram") == []  # < 3 characters
+    assert store.search.match_messages("default", ["北京"], view="trigram") == []  # < 3 characters
 
 
 def test_deleting_sessions_and_scopes_takes_their_messages(store: Store) -> None:
@@ -199,7 +200,7 @@ def test_deleting_sessions_and_scopes_takes_their_messages(store: Store) -> None
         store.append_messages("user:z", sid, [NewMessage("user", "zebra crossing")])
     store.add_compaction("user:z", "a", head_end=0, upto_idx=1, summary="s", kind="k")
     assert store.delete_session("user:z", "a") and not store.delete_session("user:z", "a")
-    assert [h.session_id for h in store.match_messages("user:z", ["zebra"])] == ["b"]
+    assert [h.session_id for h in store.search.match_messages("user:z", ["zebra"])] == ["b"]
     assert store.delete_scope("user:z") == 1
     assert store.count_messages() == 0
 
@@ -239,12 +240,12 @@ def test_bulk_import_skips_known_ids_and_indexes_everything(store: Store) -> Non
         10.0,
     )
     assert [m.index for m in store.get_messages("default", "a")] == [0, 1]
-    hits = store.match_messages("default", ["puppy"], view="window")
+    hits = store.search.match_messages("default", ["puppy"], view="window")
     assert [h.index for h in hits] == [0, 1]  # the reply is found through its neighbour
-    assert [h.session_id for h in store.match_messages("default", ["北京旅"], view="trigram")] == [
-        "b"
-    ]
-    assert store.check_search_index().ok
+    assert [
+        h.session_id for h in store.search.match_messages("default", ["北京旅"], view="trigram")
+    ] == ["b"]
+    assert store.search.check_search_index().ok
 
 
 def test_hidden_ranges_leave_the_prompt_but_not_the_store(store: Store) -> None:
@@ -293,10 +294,10 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
     ]
     store.ensure_session("default", "s", source="api")
     store.append_messages("default", "s", [NewMessage(r, c) for r, c in said])
-    found = store.match_messages("default", ["concert"], view="message", limit=10)
+    found = store.search.match_messages("default", ["concert"], view="message", limit=10)
     asks = {0: True, 1: False, 2: False, 3: True, 4: True, 5: False}
     assert {m.index: m.asks for m in found} == asks
-    described = store.describe_messages("default", [m.message_id for m in found])
+    described = describe(store, "default", [m.message_id for m in found])
     assert [m.asks for m in described] == list(asks.values())
 
 
@@ -315,7 +316,7 @@ def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store
     )
     store.ensure_session("other", "s", source="api")
     store.append_messages("other", "s", [NewMessage("user", "not yours")])
-    found = store.messages_at(
+    found = store.search.messages_at(
         "default", [("s", 4), ("s", 0), ("s", 1), ("s", 2), ("s", 3), ("s", 9), ("x", 0)]
     )
     assert [(m.index, m.role, m.speaker, m.asks) for m in found] == [
@@ -323,12 +324,12 @@ def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store
         (1, "assistant", None, True),
         (4, "user", None, False),
     ]
-    assert store.messages_at("default", []) == []
-    assert [m.index for m in store.messages_at("other", [("s", 0), ("s", 1)])] == [0]
+    assert store.search.messages_at("default", []) == []
+    assert [m.index for m in store.search.messages_at("other", [("s", 0), ("s", 1)])] == [0]
     # what the ranking reads of its best candidates: the text, only of this scope
     ids = [m.message_id for m in found]
-    (theirs,) = store.messages_at("other", [("s", 0)])
-    texts = store.message_texts("default", [*ids, theirs.message_id, 10**9])
+    (theirs,) = store.search.messages_at("other", [("s", 0)])
+    texts = store.search.message_texts("default", [*ids, theirs.message_id, 10**9])
     said = ["I read a novel all night.", "Which one?", "Circe."]
     assert texts == dict(zip(ids, said, strict=True))
-    assert store.message_texts("default", []) == {}
+    assert store.search.message_texts("default", []) == {}

@@ -83,7 +83,7 @@ def test_copy_a_home_to_postgresql_and_back(
     try:
         assert verify(pg, token) is None  # the revocation was carried over too
         assert pg.count_messages("user:ann") == 6
-        assert pg.match_messages("default", ["kettle"], view="message")
+        assert pg.search.match_messages("default", ["kettle"], view="message")
         assert pg.latest_compaction("default", "chat-0") is not None
         assert open_notes(settings, "default", pg).read("user").entries == [
             "Likes green tea",

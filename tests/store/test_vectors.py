@@ -7,6 +7,7 @@ import pytest
 
 from hermes.runtime import open_store
 from hermes.store.base import NewMessage, NewSession, Store
+from tests.recall_helpers import described as describe
 
 MODEL = "test-model"
 
@@ -56,7 +57,7 @@ def test_pending_put_load_and_scope(store: Store) -> None:
     # who said it: unnamed, the role (a user and an assistant are never one speaker)
     assert [r.speaker for r in vectors.load(MODEL, "alice")] == ["role:user", "role:assistant"]
     assert vectors.count(MODEL, "bob") == 1 and vectors.count(MODEL, "carol") == 0
-    described = store.describe_messages("alice", [mid for mid, _, _ in pending])
+    described = describe(store, "alice", [mid for mid, _, _ in pending])
     assert [(m.session_id, m.index, m.role) for m in described] == [
         ("a1", 0, "user"),
         ("a1", 1, "assistant"),
@@ -66,7 +67,7 @@ def test_pending_put_load_and_scope(store: Store) -> None:
 def test_a_loaded_vector_describes_its_message_as_the_search_index_does(store: Store) -> None:
     """A search by meaning ranks its hits beside the words' matches without reading them
     back: where each message is, who said it, its text key and whether it only asks must
-    be what `describe_messages` says (the key is how a repeated text is shown once)."""
+    be what the index says of it (`messages_at`) (the key is how a repeated text is shown once)."""
     vectors = store.vectors
     assert vectors is not None
     store.ensure_session("alice", "a1", source="telegram")
@@ -83,7 +84,7 @@ def test_a_loaded_vector_describes_its_message_as_the_search_index_does(store: S
     pending = vectors.pending(MODEL)
     vectors.put(MODEL, [(mid, scope, b"v") for mid, scope, _ in pending])
     loaded = vectors.load(MODEL, "alice")
-    described = store.describe_messages("alice", [r.message_id for r in loaded])
+    described = describe(store, "alice", [r.message_id for r in loaded])
     assert [
         (r.message_id, r.session_id, r.message_index, r.role, r.timestamp, r.source)
         + (r.name, r.text_key, r.asks)

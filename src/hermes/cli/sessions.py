@@ -91,7 +91,7 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
     embedder = _embedder(settings, store, worth_it)
     if embedder is None:
         return 0
-    from hermes.memory.semantic import embed_pending  # numpy: only once there is work
+    from hermes.recall.semantic import embed_pending  # numpy: only once there is work
 
     try:
         with progress("embedding messages for semantic search", pending) as advance:
@@ -107,7 +107,7 @@ def _embed_sentences(settings: Settings, store: Store) -> int:
     embedder = _embedder(settings, store)
     if embedder is None or store.vectors is None:
         return 0
-    from hermes.memory.semantic import embed_sentences
+    from hermes.recall.semantic import embed_sentences
 
     starts = store.vectors.newest_starts(settings.search.max_vectors)
     with progress("looking for long messages embedded as one vector") as advance:
@@ -237,10 +237,10 @@ def search_cmd(
 ) -> None:
     """Search past messages (ranked, best first)."""
     from hermes.memory.embeddings import vector_name
-    from hermes.memory.search import (
+    from hermes.recall.component import Recall
+    from hermes.recall.search import (
         BatchFormatError,
         parse_batch,
-        semantic_for,
         timed_search,
         warm_up,
     )
@@ -260,7 +260,7 @@ def search_cmd(
         # no vectors in this scope (yet): no model to load (seconds) for nothing
         vectors = store.vectors
         has_vectors = vectors is not None and vectors.count(vector_name(settings), scope) > 0
-        semantic = semantic_for(settings, store, wait=True) if has_vectors else None
+        semantic = Recall(settings, store).semantic(wait=True) if has_vectors else None
         warm_up(store, scope, semantic)  # like loading the model: no one search's time
         for text, k in queries:
             result = timed_search(store, scope, text, k, semantic)
@@ -361,15 +361,15 @@ def reindex_cmd(
     settings = settings_or_exit()
     store = open_store(settings)
     try:
-        health = store.check_search_index()
+        health = store.search.check_search_index()
         if check:
             if not health.ok:
                 fail(health.detail, 1)
             typer.echo(f"search index ok ({health.rows:,} messages indexed)")
             return
         with progress("rebuilding the search index"):
-            rows = store.rebuild_search_index()
-        after = store.check_search_index()
+            rows = store.search.rebuild_search_index()
+        after = store.search.check_search_index()
         embedded = _embed(settings, store, None) if after.ok else 0
         sentences = _embed_sentences(settings, store) if after.ok else 0
     finally:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes.memory.search import search_hits
+from hermes.recall.search import search_hits
 from hermes.store.base import SessionRecord, Store
 
 TITLE_SCAN_MAX = 5_000  # newest sessions whose titles a search reads

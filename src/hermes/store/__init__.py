@@ -8,13 +8,9 @@ from hermes.store.base import (
     MessageRecord,
     NewMessage,
     NewSession,
-    Searcher,
-    SearchIndexHealth,
-    SearchView,
     SessionRecord,
     Store,
     StoreError,
-    TextMatch,
 )
 from hermes.store.opener import open_store
 from hermes.store.sqlite import SQLiteStore
@@ -28,12 +24,8 @@ __all__ = [
     "NewMessage",
     "NewSession",
     "SQLiteStore",
-    "SearchIndexHealth",
-    "SearchView",
-    "Searcher",
     "SessionRecord",
     "Store",
     "StoreError",
-    "TextMatch",
     "open_store",
 ]

@@ -1,16 +1,17 @@
-"""The storage contract: sessions, messages, compactions, leases, learned context windows and
-search. SQLite (`sqlite:///…`, the embedded default) and PostgreSQL (`postgresql://…`, shared
+"""The storage contract: sessions, messages, compactions, leases and learned context windows;
+search and vectors are recall's contracts (`hermes.store.search_contract`), served as sub-objects. SQLite (`sqlite:///…`, the embedded default) and PostgreSQL (`postgresql://…`, shared
 by several replicas) implement it; no SQL leaks past `hermes.store`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
 from hermes.errors import HermesError
 from hermes.scopes import DEFAULT_SCOPE
+from hermes.store.search_contract import Searcher, VectorStore
 
 
 class StoreError(HermesError):
@@ -161,254 +162,6 @@ class Lease:
 
     name: str
     holder: str
-
-
-SearchView = Literal["message", "exact", "window", "trigram"]
-"""How a message is indexed for `Searcher.match_messages`; each view ranks on its own:
-
-- `message`: the message's own text, stemmed (\"dogs\" finds \"dog\");
-- `exact`: the message's own text, word forms as written (names, numbers, rare forms);
-- `window`: the message with its neighbouring conversational turns (weighted lower) and its
-  session's date and speaker name, so evidence split over two turns is found as one;
-- `trigram`: character trigrams of the message, for scripts written without spaces (CJK)
-  and for substrings.
-"""
-
-SEARCH_VIEWS: tuple[SearchView, ...] = ("message", "exact", "window", "trigram")
-
-
-@dataclass(slots=True)
-class TextMatch:
-    """One conversational message that matched a query in one view.
-
-    `score` is higher-is-better and only comparable within one `match_messages` call (the
-    caller fuses views by rank, never by raw score, so backends need not agree on scales).
-    Treat it as a value (`with_score` makes a changed copy). Not frozen: a frozen
-    dataclass's constructor costs ~5x more, and one search builds a thousand or more.
-    """
-
-    message_id: int
-    session_id: str
-    index: int
-    role: str
-    timestamp: float
-    score: float
-    source: str = ""
-    speaker: str | None = None  # the message's `name`, when people are named
-    text_key: int = 0  # equal for the same text by the same speaker (`text_key()`); 0: unknown
-    asks: bool = False  # the message only asks a question (`only_asks()`): it holds no answer
-
-    def with_score(self, score: float) -> TextMatch:
-        """This match with another score (dataclasses.replace costs several times more, and
-        a ranking rescores hundreds of matches per query)."""
-        return TextMatch(
-            self.message_id,
-            self.session_id,
-            self.index,
-            self.role,
-            self.timestamp,
-            score,
-            self.source,
-            self.speaker,
-            self.text_key,
-            self.asks,
-        )
-
-
-QUESTION_MARKS = "?？"
-SENTENCE_ENDS = ".!。！"
-"""The characters of `only_asks`, which `vector_sql.PG_ONLY_ASKS` writes in SQL."""
-
-
-def only_asks(content: str | None) -> bool:
-    """Whether a message is a question and nothing else ("Ooh, which one?"): it ends with a
-    question mark and holds no sentence ending in "." or "!" ("I'm back from Iceland! Have
-    you been?" tells something); the full-width forms (？ 。 ！) count too. Same rule as
-    vector_sql.PG_ONLY_ASKS."""
-    text = (content or "").strip()
-    return text.endswith(tuple(QUESTION_MARKS)) and not any(c in text for c in SENTENCE_ENDS)
-
-
-def text_key(content: str | None, speaker: str | None) -> int:
-    """A key equal for one speaker's equal texts, so a ranking can show a message said again
-    once (the same words from another person are another fact: keyed apart)."""
-    return hash((content or "", speaker)) or 1
-
-
-@dataclass(frozen=True, slots=True)
-class SearchIndexHealth:
-    """What `check_search_index` found: ok, and a sentence saying what is wrong if not."""
-
-    ok: bool
-    detail: str
-    rows: int = 0
-
-
-class Searcher(Protocol):
-    """Full-text search over one scope's user/assistant messages.
-
-    The ranking policy (which views, how they are fused, priors) lives above the store in
-    `hermes.memory.ranking`; a backend only answers "which messages match these words in
-    this view, best first". Every call is confined to `scope`.
-    """
-
-    def match_messages(
-        self,
-        scope: str,
-        terms: Sequence[str],
-        *,
-        view: SearchView = "window",
-        limit: int = 50,
-        exclude_sessions: Sequence[str] = (),
-    ) -> list[TextMatch]:
-        """The best `limit` messages containing any of `terms` (lowercased words), best
-        first, skipping the sessions in `exclude_sessions`. Empty `terms` → []."""
-        ...
-
-    def message_snippets(
-        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
-    ) -> dict[int, str]:
-        """A short excerpt of each message around its matches, matches marked `[like this]`;
-        ids that are not in `scope` are left out."""
-        ...
-
-    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
-        """The conversational messages of `scope` among `message_ids` (score 0, id order);
-        others are left out. Lets a ranking that found ids elsewhere (vectors) see where
-        they are and who said them."""
-        ...
-
-    def message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
-        """The text of each of `message_ids` that is a message of `scope` (the first
-        BODY_CHARS characters); others are left out. Lets a ranking read what its best
-        candidates say (does a turn say when something happened?)."""
-        ...
-
-    def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
-        """The conversational messages of `scope` at the given (session id, message index)
-        places (score 0, id order); places holding nothing, or a tool turn, are left out.
-        Lets a ranking look at the turns after a hit (a follow-up question, its answer)."""
-        ...
-
-    def check_search_index(self) -> SearchIndexHealth:
-        """Verify the search index against the stored messages (may read the whole index)."""
-        ...
-
-    def rebuild_search_index(self) -> int:
-        """Rebuild the search index from the stored messages; returns messages indexed."""
-        ...
-
-
-class StoredVector(NamedTuple):
-    """One message's vector bytes as `VectorStore.load` gives them, with where the message
-    is and who said it (what `Searcher.describe_messages` would say), so a search by
-    meaning needs no further read of its hits but an existence check."""
-
-    message_id: int
-    session_id: str
-    vector: bytes
-    speaker: str  # `name:<name>`, or `role:<role>` unnamed: a user and assistant never one
-    message_index: int  # its place in its session
-    role: str
-    timestamp: float
-    source: str
-    name: str | None
-    text_key: int  # as the backend's matches key the text (`text_key()`)
-    asks: bool  # `only_asks()`
-
-    @classmethod
-    def read(cls, row: Sequence[Any], key: int, asks: bool) -> StoredVector:
-        """From a backend's row (id, session id, vector, speaker, index, role, timestamp,
-        source, name, ...), with the text key and asks flag it worked out."""
-        return cls(
-            int(row[0]),
-            row[1],
-            bytes(row[2]),
-            row[3],
-            int(row[4]),
-            row[5],
-            float(row[6]),
-            row[7],
-            row[8],
-            key,
-            asks,
-        )
-
-
-class VectorStore(Protocol):
-    """Embeddings of conversational messages, one per message and model (semantic search).
-
-    The store keeps bytes; what they mean (dimensions, dtype) is the embedder's business
-    (`hermes.memory.semantic`). Every read is confined to one scope.
-    """
-
-    def pending(
-        self,
-        model: str,
-        *,
-        scope: str | None = None,
-        after_id: int = 0,
-        limit: int = 256,
-        starts: Mapping[str, int] | None = None,
-    ) -> list[tuple[int, str, str]]:
-        """(message id, scope, text) of messages with no vector of `model`, by id, after
-        `after_id`; with `starts` (`newest_starts`), none older than its scope's start."""
-        ...
-
-    def count_pending(
-        self, model: str, *, scope: str | None = None, starts: Mapping[str, int] | None = None
-    ) -> int: ...
-
-    def newest_starts(self, count: int, *, scope: str | None = None) -> dict[str, int]:
-        """For each scope (or only `scope`) with more than `count` conversational
-        messages: the id of the oldest of its newest `count`. A search by meaning looks at
-        no more than a scope's newest `search.max_vectors` vectors, so older messages need
-        none: embedding a million of them would take hours for nothing."""
-        ...
-
-    def whole_only(
-        self,
-        model: str,
-        size: int,
-        *,
-        scope: str | None = None,
-        after_id: int = 0,
-        limit: int = 256,
-        starts: Mapping[str, int] | None = None,
-    ) -> list[tuple[int, str, str, bytes]]:
-        """(message id, scope, text, vector) of messages whose vector of `model` is `size`
-        bytes long (one vector: embedded before sentences got vectors of their own), by
-        id, after `after_id` (and `starts`, as in `pending`)."""
-        ...
-
-    def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
-        """Store (message id, scope, vector); ids of messages deleted meanwhile are skipped."""
-        ...
-
-    def load(
-        self, model: str, scope: str, *, after_id: int = 0, newest: int | None = None
-    ) -> list[StoredVector]:
-        """The vectors of `scope` with what a ranking needs to know of their messages, by
-        id, after `after_id`; only the `newest` of them (None: all)."""
-        ...
-
-    def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
-        """Those of `message_ids` (of `scope`) whose vector of `model` is still stored: a
-        message deleted or edited since it was loaded has lost it."""
-        ...
-
-    def removed(self, scope: str) -> int:
-        """How many vectors of `scope` were ever deleted (with their message, or by an edit
-        of it): while it stays the same, every vector a process loaded is still stored, and
-        a search need not ask which of its hits still exist."""
-        ...
-
-    def count(self, model: str, scope: str) -> int: ...
-
-    def newest_message_id(self) -> int:
-        """The highest id of a stored message (0: none): what a look for pending messages
-        has seen to, when it found none, so the next look starts past it."""
-        ...
 
 
 @dataclass(slots=True)
@@ -667,8 +420,9 @@ class NoteHistoryStore(Protocol):
         ...
 
 
-class Store(Searcher, CompactionStore, Protocol):
-    """Sessions, messages, compactions, leases and search, always addressed within a scope.
+class Store(CompactionStore, Protocol):
+    """Sessions, messages, compactions and leases, always addressed within a scope; recall
+    (`search`, `vectors`) and the rest are sub-objects with contracts of their own.
 
     Every method is blocking (call it from a worker thread in async code) and safe to call
     from several threads and processes at once.
@@ -684,6 +438,9 @@ class Store(Searcher, CompactionStore, Protocol):
     documents: DocumentStore | None
     """Notes, cron jobs and run outputs when they live in the database (PostgreSQL: shared
     by every replica); None when they are files under `$HERMES_HOME` (SQLite)."""
+
+    search: Searcher
+    """Full-text search over the scope's messages (`hermes.store.search_contract.Searcher`)."""
 
     vectors: VectorStore | None
     """Message embeddings for semantic search; None where the backend keeps none."""

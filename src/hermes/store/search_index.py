@@ -1,4 +1,4 @@
-"""SQLite side of the `Searcher` contract: the search views queried with FTS5.
+"""SQLite side of the `Searcher` contract (`store.search`): the search views queried with FTS5.
 
 Views (schema in search_schema.py): `window` and `message` share `message_windows_fts` (the
 message with its neighbouring turns; `message` matches and scores only the message's own
@@ -17,16 +17,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hermes.store.base import (
-    NewSession,
+from hermes.store.base import NewSession, StoreError
+from hermes.store.row_scores import Weights, bm25_rows
+from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
-    StoreError,
     TextMatch,
     only_asks,
     text_key,
 )
-from hermes.store.row_scores import Weights, bm25_rows
 from hermes.store.search_schema import (
     AFTER_CHARS,
     BEFORE_CHARS,
@@ -34,6 +33,7 @@ from hermes.store.search_schema import (
     SEARCH_TABLES,
     scope_tag,
 )
+from hermes.unsegmented import unsegmented
 
 MAX_CANDIDATES = 5000
 UNRANKED_ROWS = 1000  # rows holding every (common) word, up to this many, are ranked here
@@ -42,8 +42,6 @@ DOMINANT_SHARE = 0.5  # a scope with this share of all messages is searched with
 SHARE_TTL_S = 60.0
 COMMON_TTL_S = 300.0  # how long a word found in more than COMMON_ROWS rows counts as common
 COMMON_KEPT = 10_000  # common words remembered per store, at most
-# the characters the trigram view's GLOB selects (search_schema._UNSEGMENTED), for Python
-UNSEGMENTED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 SNIPPET_TOKENS = 24
 
 
@@ -152,11 +150,50 @@ def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
     )
 
 
-class SearchIndexMixin:
-    """Mixed into SQLiteStore: `match_messages`, snippets, index check and rebuild."""
+def index_new_sessions(
+    conn: sqlite3.Connection, scope: str, first_id: int, sessions: Sequence[NewSession]
+) -> None:
+    """Index freshly inserted sessions whose messages got ids first_id, first_id + 1, …
 
-    _conn: sqlite3.Connection
-    _lock: threading.RLock
+    The rows are computed here exactly as the views compute them (same neighbours, same
+    clipping), which FTS5's integrity check verifies, but without the views' per-row
+    neighbour lookups: a bulk load tokenises each message once per index.
+    """
+    tag = scope_tag(scope)
+    windows: list[tuple[object, ...]] = []
+    exact: list[tuple[object, ...]] = []
+    trigram: list[tuple[object, ...]] = []
+    next_id = first_id
+    for session in sessions:
+        conv: list[tuple[int, str, str]] = []
+        for m in session.messages:
+            if m.role in ("user", "assistant") and m.content:
+                conv.append((next_id, m.content, m.name or ""))
+            next_id += 1
+        for i, (mid, text, speaker) in enumerate(conv):
+            before = conv[i - 1][1][-BEFORE_CHARS:] if i else ""
+            after = conv[i + 1][1][:AFTER_CHARS] if i + 1 < len(conv) else ""
+            body = text[:BODY_CHARS]
+            windows.append((mid, before, body, after, speaker, tag))
+            exact.append((mid, body, tag))
+            if unsegmented(text):
+                trigram.append((mid, body, tag))
+    conn.executemany(
+        "INSERT INTO message_windows_fts (rowid, before, body, after, speaker, tag) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        windows,
+    )
+    for table, rows in (("message_exact_fts", exact), ("message_trigram_fts", trigram)):
+        conn.executemany(f"INSERT INTO {table} (rowid, content, tag) VALUES (?, ?, ?)", rows)
+
+
+class SQLiteSearch:
+    """SQLite's `Searcher`, served as `SQLiteStore.search`: `match_messages`, snippets, index
+    check and rebuild, on the store's connection under the store's lock."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn = conn
+        self._lock = lock
 
     def match_messages(
         self,
@@ -364,14 +401,6 @@ class SearchIndexMixin:
             if mid in meta
         ]
 
-    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
-        """Where the given messages of `scope` are and who said them (score 0)."""
-        ids = sorted(set(int(i) for i in message_ids))
-        if not ids:
-            return []
-        with self._lock:
-            return self._with_meta([(i, 0.0) for i in ids], scope)
-
     def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
         """The conversational messages at (session id, index) places of `scope`."""
         wanted = list(dict.fromkeys((str(s), int(i)) for s, i in places))
@@ -413,42 +442,6 @@ class SearchIndexMixin:
                 (scope, *ids),
             ).fetchall()
         return {int(r[0]): r[1] or "" for r in rows}
-
-    def _index_new(
-        self, conn: sqlite3.Connection, scope: str, first_id: int, sessions: Sequence[NewSession]
-    ) -> None:
-        """Index freshly inserted sessions whose messages got ids first_id, first_id + 1, …
-
-        The rows are computed here exactly as the views compute them (same neighbours, same
-        clipping), which FTS5's integrity check verifies, but without the views' per-row
-        neighbour lookups: a bulk load tokenises each message once per index.
-        """
-        tag = scope_tag(scope)
-        windows: list[tuple[object, ...]] = []
-        exact: list[tuple[object, ...]] = []
-        trigram: list[tuple[object, ...]] = []
-        next_id = first_id
-        for session in sessions:
-            conv: list[tuple[int, str, str]] = []
-            for m in session.messages:
-                if m.role in ("user", "assistant") and m.content:
-                    conv.append((next_id, m.content, m.name or ""))
-                next_id += 1
-            for i, (mid, text, speaker) in enumerate(conv):
-                before = conv[i - 1][1][-BEFORE_CHARS:] if i else ""
-                after = conv[i + 1][1][:AFTER_CHARS] if i + 1 < len(conv) else ""
-                body = text[:BODY_CHARS]
-                windows.append((mid, before, body, after, speaker, tag))
-                exact.append((mid, body, tag))
-                if UNSEGMENTED.search(text):
-                    trigram.append((mid, body, tag))
-        conn.executemany(
-            "INSERT INTO message_windows_fts (rowid, before, body, after, speaker, tag) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            windows,
-        )
-        for table, rows in (("message_exact_fts", exact), ("message_trigram_fts", trigram)):
-            conn.executemany(f"INSERT INTO {table} (rowid, content, tag) VALUES (?, ?, ?)", rows)
 
     def check_search_index(self) -> SearchIndexHealth:
         """FTS5's own integrity check of every search table against the messages."""

@@ -14,6 +14,8 @@ inside the index.
 
 from __future__ import annotations
 
+from hermes import unsegmented as scripts
+
 BEFORE_CHARS = 1000
 AFTER_CHARS = 1000
 BODY_CHARS = 20000
@@ -122,7 +124,7 @@ def scope_tag(scope: str) -> str:
 # `message_trigram_fts` indexes character trigrams of messages written in a script without
 # spaces between words (CJK, kana, hangul, thai), which unicode61 would keep as one token.
 # The trigram index only holds those messages, so it costs nothing for other text.
-_UNSEGMENTED = "'*[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]*'"
+_UNSEGMENTED = f"'*{scripts.CLASS}*'"
 _TAG = "'s' || lower(hex({t}.scope))"
 
 

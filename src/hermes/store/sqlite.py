@@ -27,7 +27,6 @@ from hermes.store.base import (
     SessionRecord,
     StoreError,
     UsageStore,
-    VectorStore,
 )
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.leases import holder_is_dead
@@ -41,7 +40,8 @@ from hermes.store.note_history import SQLiteNoteHistory
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
-from hermes.store.search_index import SearchIndexMixin
+from hermes.store.search_contract import Searcher, VectorStore
+from hermes.store.search_index import SQLiteSearch, index_new_sessions
 from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
 from hermes.store.urls import sqlite_url
@@ -64,7 +64,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
+class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
     """One connection guarded by a lock; writes in BEGIN IMMEDIATE transactions."""
 
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
@@ -81,6 +81,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
         if fresh:
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
+        self.search: Searcher = SQLiteSearch(self._conn, self._lock)
         self.vectors: VectorStore | None = SQLiteVectorStore(self._conn, self._lock)
         self.runs: RunStore | None = SQLiteRunStore(self._conn, self._lock)
         self.note_history: NoteHistoryStore | None = SQLiteNoteHistory(self._conn, self._lock)
@@ -435,7 +436,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
                 ),
             )
             conn.execute("DELETE FROM search_index_paused")
-            self._index_new(conn, scope, before + 1, fresh)
+            index_new_sessions(conn, scope, before + 1, fresh)
         return [s.id for s in fresh]
 
     @staticmethod

@@ -16,10 +16,10 @@ import time
 import urllib.parse
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hermes.store.base import SearchIndexHealth
 from hermes.store.migrations import current_version
+from hermes.store.search_contract import Searcher, SearchIndexHealth
 
 INTEGRITY_EVERY_S = 600.0  # how often a probe's health has the file checked again
 INTEGRITY_WAIT_S = 0.5  # how long a probe waits for a check it started (a small file: done)
@@ -34,9 +34,7 @@ class SQLiteHealthMixin:
     _conn: sqlite3.Connection
     _lock: threading.RLock
 
-    if TYPE_CHECKING:
-
-        def check_search_index(self) -> SearchIndexHealth: ...  # (SearchIndexMixin)
+    search: Searcher
 
     def health(self, *, deep: bool = True) -> dict[str, Any]:
         try:
@@ -47,7 +45,7 @@ class SQLiteHealthMixin:
         except sqlite3.DatabaseError as exc:
             return {"ok": False, "path": str(self.path), "error": str(exc)}
         if deep:
-            index = self.check_search_index()
+            index = self.search.check_search_index()
         else:
             index, quick = self.count_search_index(), self._last_integrity()
         return {

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from hermes.errors import HermesError
 from hermes.scopes import ID_PATTERN
 from hermes.store.base import NewMessage, NewSession, Store
+from hermes.store.session_dates import title_time
 
 
 class ImportFormatError(HermesError, ValueError):
@@ -171,17 +172,20 @@ def inline_speakers(messages: list[ImportedMessage]) -> list[str | None]:
 
 
 def _new_session(s: ImportedSession) -> NewSession:
+    """The session to store; with no start given, a title that is a date is its start, and a
+    message with no time of its own took place when its session did (not at the import)."""
     speakers = inline_speakers(s.messages)
+    started = s.started_at if s.started_at is not None else title_time(s.title)
     return NewSession(
         id=s.id,
         source=s.source,
         title=s.title,
-        started_at=s.started_at,
+        started_at=started,
         messages=[
             NewMessage(
                 role=m.role,
                 content=m.content,
-                timestamp=m.timestamp,
+                timestamp=m.timestamp if m.timestamp is not None else started,
                 tool_calls=m.tool_calls,
                 tool_call_id=m.tool_call_id,
                 tool_name=m.tool_name,

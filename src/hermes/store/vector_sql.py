@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hermes.store.base import QUESTION_MARKS, SENTENCE_ENDS
+from hermes.store.search_contract import QUESTION_MARKS, SENTENCE_ENDS
 
 # the text without a transcript's "Name: " opening when it names the message's speaker
 # (the name would dominate the embedding; who spoke is ranked from `name` itself)
@@ -24,7 +24,7 @@ def conversational(table: str = "m") -> str:
 
 
 CONVERSATIONAL = conversational("m")
-# `store.base.only_asks` in PostgreSQL: a question and nothing else (ends with "?", no "." or "!")
+# `store.search_contract.only_asks` in PostgreSQL: a question and nothing else (ends with "?", no "." or "!")
 PG_ONLY_ASKS = (
     f"(m.content ~ '[{QUESTION_MARKS}][[:space:]]*$' AND m.content !~ '[{SENTENCE_ENDS}]')"
 )

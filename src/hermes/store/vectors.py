@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 
-from hermes.store.base import StoredVector, only_asks, text_key
+from hermes.store.search_contract import StoredVector, only_asks, text_key
 from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts
 
 M010_MESSAGE_VECTORS = """

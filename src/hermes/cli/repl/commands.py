@@ -14,7 +14,7 @@ from hermes.cli.repl import skills
 from hermes.cli.repl.ids import new_session_id
 from hermes.cli.repl.session import ChatSession
 from hermes.cli.repl.usage import usage_report
-from hermes.memory.query import query_terms
+from hermes.recall.query import query_terms
 from hermes.store.base import MessageRecord, SessionRecord
 from hermes.text import clip
 
@@ -80,7 +80,7 @@ async def _candidates(chat: ChatSession, query: str) -> list[SessionRecord]:
     terms = query_terms(query)
     if terms:
         hits = await asyncio.to_thread(
-            chat.store.match_messages, chat.scope, terms, view="message", limit=50
+            chat.store.search.match_messages, chat.scope, terms, view="message", limit=50
         )
         by_id = {s.id: s for s in recent}
         for hit in hits:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hermes import unsegmented as scripts
 from hermes.store.postgres.api_keys import M005_API_KEYS
 from hermes.store.postgres.note_history import M007_NOTE_VERSIONS
 from hermes.store.postgres.predicates import CONVERSATIONAL
@@ -20,8 +21,8 @@ from hermes.store.postgres.runs import M008_RUNS
 from hermes.store.postgres.usage import M012_MODEL_USAGE
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
 
-# Scripts written without spaces between words (same ranges as the SQLite trigram view).
-UNSEGMENTED = "[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+# Scripts written without spaces between words (hermes.unsegmented, as in SQLite).
+UNSEGMENTED = scripts.CLASS
 
 
 @dataclass(frozen=True)

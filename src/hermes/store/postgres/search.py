@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from hermes.store.base import SearchIndexHealth, SearchView, StoreError, TextMatch, text_key
+from hermes.store.base import StoreError
 from hermes.store.postgres.predicates import CONVERSATIONAL, ONLY_ASKS
+from hermes.store.search_contract import SearchIndexHealth, SearchView, TextMatch, text_key
 
 if TYPE_CHECKING:
     from hermes.store.postgres.pool import Database
@@ -96,10 +97,12 @@ _VIEW_PLANS: dict[str, tuple[str, str, str]] = {
 }
 
 
-class PgSearchMixin:
-    """Mixed into PostgresStore: `match_messages`, snippets, index check and rebuild."""
+class PgSearch:
+    """PostgreSQL's `Searcher`, served as `PostgresStore.search`: `match_messages`,
+    snippets, index check and rebuild."""
 
-    _db: Database
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     def match_messages(
         self,
@@ -153,19 +156,6 @@ class PgSearchMixin:
             f"AND NOT (m.session_id = ANY(%s)) ORDER BY score DESC, m.id LIMIT %s"
         )
         rows = self._db.fetch(sql, (*patterns, scope, patterns, excluded, limit))
-        return [self._match(r) for r in rows]
-
-    def describe_messages(self, scope: str, message_ids: Sequence[int]) -> list[TextMatch]:
-        """Where the given messages of `scope` are and who said them (score 0)."""
-        ids = sorted({int(i) for i in message_ids})
-        if not ids:
-            return []
-        rows = self._db.fetch(
-            _DESCRIBED
-            + "FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
-            "WHERE m.scope = %s AND m.id = ANY(%s) ORDER BY m.id",
-            (scope, ids),
-        )
         return [self._match(r) for r in rows]
 
     def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:

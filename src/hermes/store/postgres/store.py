@@ -29,7 +29,6 @@ from hermes.store.base import (
     SessionRecord,
     StoreError,
     UsageStore,
-    VectorStore,
 )
 from hermes.store.leases import holder_is_dead
 from hermes.store.postgres.api_keys import PgApiKeysMixin
@@ -37,11 +36,12 @@ from hermes.store.postgres.idempotency import PgIdempotency
 from hermes.store.postgres.note_history import PgNoteHistory
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.runs import PgRunStore
-from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
+from hermes.store.postgres.search import PgSearch, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
 from hermes.store.postgres.usage import PgUsageStore
 from hermes.store.postgres.vectors import PgVectorStore
 from hermes.store.rows import message_row, session_row
+from hermes.store.search_contract import Searcher, VectorStore
 
 _SESSION_COLUMNS = (
     "scope, id, source, started_at, updated_at, title, parent_session_id, ended_at, "
@@ -85,7 +85,7 @@ def _message(row: tuple[Any, ...]) -> MessageRecord:
     )
 
 
-class PostgresStore(PgSearchMixin, PgApiKeysMixin):
+class PostgresStore(PgApiKeysMixin):
     """Sessions, messages, search, leases and shared state in one PostgreSQL database."""
 
     def __init__(self, url: str, *, pool_size: int = 10, migrate: bool = True) -> None:
@@ -94,6 +94,7 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
         self._presence = Presence(self._db)
         self.documents: DocumentStore | None = PgDocuments(self._db)
         self.idempotency: IdempotencyStore | None = PgIdempotency(self._db)
+        self.search: Searcher = PgSearch(self._db)
         self.vectors: VectorStore | None = PgVectorStore(self._db)
         self.runs: RunStore | None = PgRunStore(self._db)
         self.note_history: NoteHistoryStore | None = PgNoteHistory(self._db)

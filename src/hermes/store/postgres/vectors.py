@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from hermes.store.base import StoredVector, text_key
 from hermes.store.postgres.predicates import ONLY_ASKS
+from hermes.store.search_contract import StoredVector, text_key
 from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts
 
 if TYPE_CHECKING:  # pool.py imports the schema, which imports this module

@@ -14,9 +14,6 @@ bench/recall.py (its ablation table removes one at a time):
 - date awareness: a turn from the day, month or year the question names counts double,
   and only such turns count in the semantic lists (by meaning, "what was she up to in
   May?" is near small talk from every month);
-- a question asking when ("When did Jon go to the concert?") may favour turns that say when
-  in its tense ("yesterday", "two days ago"; "tomorrow", "next month" for "when will"); off by
-  default (`said_when`): on real conversations it lifted other events said with a time;
 - cron run sessions count half: what the agent produced alone ranks below conversations;
 - at most `per_session` hits per session before other sessions get their turn, and a text
   said again (the same message in several sessions) once before the others: a repeat
@@ -37,17 +34,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from hermes.memory.query import (
+from hermes.recall.query import (
     all_terms,
     asks_about_now,
-    asks_when,
     likely_role,
     named_period,
     query_terms,
     query_words,
-    says_when,
 )
-from hermes.store.base import Searcher, SearchView, TextMatch
+from hermes.store.search_contract import Searcher, SearchView, TextMatch
+from hermes.unsegmented import trigram_terms, unsegmented
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +52,7 @@ class RankConfig:
     slice measured best (bench/recall_locomo.py --ablations), each conversation apart."""
 
     view: SearchView = "window"
-    fuse: tuple[tuple[SearchView, float], ...] = ()  # more views, fused by reciprocal rank
-    rrf_k: float = 20.0
+    rrf_k: float = 20.0  # reciprocal-rank constant of the word and trigram views' fusion
     candidates: int = 200
     role: float = 1.0
     recency: float = 0.01
@@ -71,23 +66,24 @@ class RankConfig:
     question: float = 0.5  # score factor for a turn that only asks ("Ooh, which one?")
     speaker: float = 2.0  # boost for a turn by the person the question names
     stopwords: bool = True
-    semantic: float = 0.5  # weight of the semantic list in the fusion (0: words only)
-    semantic_k: float = 60.0  # reciprocal-rank constant of that fusion
+    # the fusion of words and meaning: weights and constant chosen by leaving one LoCoMo dev
+    # conversation out at a time (bench/recall_locomo.py); three of five folds chose these
+    semantic: float = 0.35  # weight of the semantic list in the fusion (0: words only)
+    semantic_k: float = 20.0  # reciprocal-rank constant of that fusion
     semantic_candidates: int = 100  # from each semantic list (ranks past it add ~nothing)
     semantic_floor: float = 0.1  # less similar than this (cosine): unrelated, not evidence
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
-    context_weight: float = 0.5  # ... and the weight of that ranking in the fusion
+    context_weight: float = 0.35  # ... and the weight of that ranking in the fusion
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
     period_only: bool = True  # ... and the semantic lists keep only turns from then
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
-    speaker_meaning: float = 0.5  # weight of the semantic list of the named speaker's turns
+    speaker_meaning: float = 0.35  # weight of the semantic list of the named speaker's turns
     replies: int = 3  # best hits whose reply to a follow-up question joins them (0: off)
     sentences: float = 0.9  # a message's best sentence's similarity counts this much (0: off)
     sentence_copies: bool = True  # near copies compared by what scored (a sentence or all)
-    # "When did…": boost for a turn that says when ("yesterday"); off: on real talk it lifted
-    # turns that say when about something else above the event asked about
-    said_when: float = 0.0
-    said_when_top: int = 30  # ... among this many best candidates (their texts are read)
+    # a question in a script without spaces ("京都旅行") also asks the trigram view: the word
+    # views keep a whole run of such script as one token ("来月は京都旅行に行きます")
+    trigrams: bool = True
 
 
 class NearestLists(Protocol):
@@ -101,7 +97,7 @@ class NearestLists(Protocol):
 
 
 class SemanticSearch(Protocol):
-    """Nearest messages by meaning (hermes.memory.semantic.SemanticIndex)."""
+    """Nearest messages by meaning (hermes.recall.semantic.SemanticIndex)."""
 
     def search(
         self,
@@ -173,7 +169,7 @@ def _fuse(
 
 
 def rank_messages(
-    store: Searcher,
+    searcher: Searcher,
     scope: str,
     query: str,
     *,
@@ -187,11 +183,11 @@ def rank_messages(
     if not terms or limit <= 0:
         return []
     size = max(config.candidates, limit * 4)
-    cands = store.match_messages(
+    cands = searcher.match_messages(
         scope, terms, view=config.view, limit=size, exclude_sessions=exclude_sessions
     )
-    if config.fuse:
-        cands = _reciprocal_rank(store, scope, terms, cands, config, exclude_sessions)
+    if config.trigrams and unsegmented(query):
+        cands = _with_trigrams(searcher, scope, query, cands, config, exclude_sessions)
     period = named_period(query) if config.period else None
     near: NearestLists | None = None
     if semantic is not None and config.semantic > 0:
@@ -216,37 +212,19 @@ def rank_messages(
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
     ranked = _fuse(cands, config, likely_role(query), query_words(query), period, now)
-    tense = asks_when(query) if config.said_when else None
-    if tense is not None:
-        ranked = _saying_when(store, scope, ranked, tense, config)
     if config.replies:
-        ranked = _with_replies(store, scope, ranked, config.replies)
+        ranked = _with_replies(searcher, scope, ranked, config.replies)
     return _diversify(ranked, config)[:limit]
 
 
-def _saying_when(
-    store: Searcher, scope: str, ranked: list[Ranked], tense: str, config: RankConfig
-) -> list[Ranked]:
-    """A "When did…" question is answered by a turn that says when ("We saw Adele live
-    last Saturday"), not by one that only talks about the event ("A friend invited me to a
-    concert next month"): among the best candidates, such turns count `said_when` more."""
-    best = ranked[: config.said_when_top]
-    texts = store.message_texts(scope, [r.message_id for r in best])
-    for r in best:
-        if says_when(texts.get(r.message_id, ""), tense):
-            r.score *= 1.0 + config.said_when
-    ranked.sort(key=lambda x: (-x.score, -x.timestamp, x.message_id))
-    return ranked
-
-
-def _with_replies(store: Searcher, scope: str, ranked: list[Ranked], top: int) -> list[Ranked]:
+def _with_replies(searcher: Searcher, scope: str, ranked: list[Ranked], top: int) -> list[Ranked]:
     """A hit among the `top` best that the other speaker answered with only a question
     ("I stayed up all night because of a novel." / "Which one?") is followed by its
     speaker's reply ("'Circe'."): the answer the question asks for is often there. The
     reply ranks just below the hit, unless it already ranks higher."""
     best = ranked[:top]
     places = [(r.session_id, r.index + k) for r in best for k in (0, 1, 2)]
-    turns = {(m.session_id, m.index): m for m in store.messages_at(scope, places)}
+    turns = {(m.session_id, m.index): m for m in searcher.messages_at(scope, places)}
     have = {r.message_id: r for r in ranked}
     changed = False
     for r in best:
@@ -322,26 +300,29 @@ def without_names(query: str, speakers: set[str]) -> str:
 _NAME = re.compile(r"\b(\w+)('s|’s)?\b")
 
 
-def _reciprocal_rank(
-    store: Searcher,
+def _with_trigrams(
+    searcher: Searcher,
     scope: str,
-    terms: list[str],
-    first: list[TextMatch],
+    query: str,
+    words: list[TextMatch],
     config: RankConfig,
     exclude: Sequence[str],
 ) -> list[TextMatch]:
-    """Views fused by rank (weight / (k + rank)), never by raw scores: BM25 scales differ."""
-    lists = [(first, 1.0)]
-    for view, weight in config.fuse:
-        found = store.match_messages(
-            scope, terms, view=view, limit=len(first) or config.candidates, exclude_sessions=exclude
-        )
-        lists.append((found, weight))
+    """The word views' candidates fused by rank with the trigram view's, asked for the
+    query's unsegmented runs as three-character pieces (`scripts.trigram_terms`)."""
+    pieces = trigram_terms(query)
+    if not pieces:
+        return words
+    found = searcher.match_messages(
+        scope, pieces, view="trigram", limit=config.candidates, exclude_sessions=exclude
+    )
+    if not found:
+        return words
     fused: dict[int, float] = defaultdict(float)
     match: dict[int, TextMatch] = {}
-    for found, weight in lists:
-        for rank, m in enumerate(found):
-            fused[m.message_id] += weight / (config.rrf_k + rank + 1)
+    for ranked in (sorted(words, key=lambda m: -m.score), found):
+        for rank, m in enumerate(ranked):
+            fused[m.message_id] += 1.0 / (config.rrf_k + rank + 1)
             match.setdefault(m.message_id, m)
     return [match[i].with_score(score) for i, score in fused.items()]
 

@@ -15,7 +15,7 @@ import time
 
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
-from hermes.memory.semantic import embed_pending
+from hermes.recall.semantic import embed_pending
 from hermes.store.base import Store
 
 log = logging.getLogger(__name__)

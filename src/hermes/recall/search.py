@@ -20,12 +20,12 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.memory.notes import NotesStore, open_notes
-from hermes.memory.query import query_terms
-from hermes.memory.ranking import SemanticSearch, rank_messages
 from hermes.observability import timings, tracing
+from hermes.recall.component import Recall
+from hermes.recall.query import query_terms
+from hermes.recall.ranking import SemanticSearch, rank_messages
 from hermes.store.base import MessageRecord, SessionRecord, Store
 from hermes.text import clip
 from hermes.tools.registry import ToolContext, ToolError, tool
@@ -62,9 +62,11 @@ def search_hits(
 ) -> list[SearchHit]:
     """Ranked message hits with highlighted snippets."""
     ranked = rank_messages(
-        store, scope, query, limit=limit, exclude_sessions=exclude, semantic=semantic
+        store.search, scope, query, limit=limit, exclude_sessions=exclude, semantic=semantic
     )
-    snippets = store.message_snippets(scope, query_terms(query), [r.message_id for r in ranked])
+    snippets = store.search.message_snippets(
+        scope, query_terms(query), [r.message_id for r in ranked]
+    )
     return [
         SearchHit(
             session_id=r.session_id,
@@ -86,7 +88,7 @@ def warm_up(store: Store, scope: str, semantic: SemanticSearch | None) -> None:
     """One search whose result is dropped. A process's first search loads the scope's
     vectors, runs the model once and fills per-process caches (~0.7 s at 50,000 vectors,
     then ~20 ms more than later searches); a command about to search times what follows."""
-    rank_messages(store, scope, WARM_UP_QUESTION, semantic=semantic)
+    rank_messages(store.search, scope, WARM_UP_QUESTION, semantic=semantic)
 
 
 def timed_search(
@@ -205,6 +207,7 @@ def _discover(view: _View, query: str, limit: int) -> dict[str, Any]:
                 "title": record.title,
                 "source": record.source,
                 "when": view.when(best.timestamp),
+                "session_started": view.when(record.started_at),
                 "score": best.score,
                 "match_index": best.message_index,
                 "snippet": best.snippet,
@@ -298,6 +301,13 @@ def _browse(view: _View, limit: int) -> dict[str, Any]:
     return {"shape": "browse", "sessions": items}
 
 
+def _recall(ctx: ToolContext) -> Recall:
+    """The runtime's recall component; a context made without a runtime gets one of its own,
+    kept in its services so later calls share its semantic index."""
+    found = ctx.services.find(Recall)
+    return found if found is not None else ctx.services.provide(Recall(ctx.settings, ctx.store))
+
+
 def _view(ctx: ToolContext) -> _View:
     tz_name = ctx.settings.timezone
     try:
@@ -311,20 +321,8 @@ def _view(ctx: ToolContext) -> _View:
         live=ctx.session_id,
         tz=tz,
         notes=notes,
-        semantic=semantic_for(ctx.settings, ctx.store, wait=False),
+        semantic=_recall(ctx).semantic(wait=False),
     )
-
-
-def semantic_for(settings: Settings, store: Store, *, wait: bool) -> SemanticSearch | None:
-    """The semantic index when the embeddings extra is on (imported only then: it needs
-    numpy); `wait` False never stalls a turn on loading the model."""
-    from hermes.memory import embeddings
-
-    if store.vectors is None or not embeddings.enabled(settings):
-        return None
-    from hermes.memory.semantic import semantic_index
-
-    return semantic_index(settings, store, wait=wait)
 
 
 @tool(name="session_search")

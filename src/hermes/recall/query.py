@@ -72,46 +72,6 @@ def asks_about_now(query: str) -> bool:
     return bool(_NOW.intersection(words)) or "these days" in " ".join(words)
 
 
-_WHEN_PAST = re.compile(
-    r"^\W*(?:when|how long ago|(?:in |on )?(?:what|which) (?:year|month|day|date|week))"
-    r"\s+(?:did|was|were|had|has|have)\b",
-    re.IGNORECASE,
-)
-_WHEN_AHEAD = re.compile(
-    r"^\W*when\s+(?:will\b|(?:is|are|am)\b.*\b(?:going to|planning|plan to)\b)", re.IGNORECASE
-)
-_DAY = "(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_SPAN = "(?:days?|weeks?|weekends?|months?|years?)"
-_SAYS_PAST = re.compile(
-    rf"\b(?:yesterday|last (?:night|week|weekend|month|year|{_DAY})|\w+ {_SPAN} ago"
-    rf"|this (?:morning|afternoon|past {_SPAN})|earlier (?:today|this {_SPAN})"
-    rf"|the other day|over the weekend|on {_DAY})\b",
-    re.IGNORECASE,
-)
-_SAYS_AHEAD = re.compile(
-    rf"\b(?:tomorrow|tonight|next (?:week|weekend|month|year|{_DAY})|in (?:a|an|\w+) {_SPAN}"
-    rf"|this coming {_SPAN}|later (?:today|this {_SPAN})|on {_DAY})\b",
-    re.IGNORECASE,
-)
-
-
-def asks_when(query: str) -> str | None:
-    """Whether a question asks when something happened ("When did Jon go to the concert?",
-    "How long ago was…", "What year did…": "past") or will happen ("When will she move?", "When is he going to…": "ahead")."""
-    head = query[:MAX_QUERY_CHARS]
-    if _WHEN_PAST.search(head):
-        return "past"
-    if _WHEN_AHEAD.search(head):
-        return "ahead"
-    return None
-
-
-def says_when(text: str, tense: str) -> bool:
-    """Whether a message says when, in the question's tense: "yesterday", "two days ago",
-    "last Saturday" for what happened; "tomorrow", "next month" for what will."""
-    return bool((_SAYS_PAST if tense == "past" else _SAYS_AHEAD).search(text))
-
-
 def query_words(text: str) -> frozenset[str]:
     """Every lowercased word of the query (names included), for matching speakers."""
     return frozenset(_WORD.findall(text[:MAX_QUERY_CHARS].lower()))

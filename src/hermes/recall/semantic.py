@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hermes.config.settings import Settings
 from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
-from hermes.store.base import Store, StoredVector, TextMatch, VectorStore
+from hermes.store.base import Store
+from hermes.store.search_contract import StoredVector, TextMatch, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -786,39 +786,3 @@ def embed_sentences(
         if progress is not None:
             progress(len(rows))
     return seen, upgraded
-
-
-_indexes: weakref.WeakKeyDictionary[Store, SemanticIndex] = weakref.WeakKeyDictionary()
-_indexes_lock = threading.Lock()
-
-
-def semantic_index(settings: Settings, store: Store, *, wait: bool) -> SemanticIndex | None:
-    """The semantic index over `store` for this process, or None (off, no extra, no vectors
-    in this backend, or — with `wait` False — the model not loaded yet: the caller searches
-    by words alone rather than stall a turn for seconds)."""
-    if store.vectors is None or not embeddings.enabled(settings):
-        return None
-    embedder = embeddings.load(settings) if wait else embeddings.loaded()
-    if embedder is None:
-        if not wait:
-            _load_in_background(settings)
-        return None
-    with _indexes_lock:
-        index = _indexes.get(store)
-        if index is None:
-            index = _indexes[store] = SemanticIndex(
-                store, embedder, max_vectors=settings.search.max_vectors
-            )
-        return index
-
-
-_loading = threading.Event()
-
-
-def _load_in_background(settings: Settings) -> None:
-    if _loading.is_set():
-        return
-    _loading.set()
-    threading.Thread(
-        target=lambda: embeddings.load(settings), name="hermes-embeddings-load", daemon=True
-    ).start()
