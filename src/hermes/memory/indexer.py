@@ -5,17 +5,23 @@ turn never waits for the model. It loads the model first (seconds), catches up o
 is missing, then follows new messages by id, with a full pass now and then for messages
 whose text changed (their vectors were dropped). Only each scope's newest
 `search.max_vectors` messages are embedded: no search by meaning looks further back.
+
+Embedding is the heaviest work of a busy server (a third of its CPU at 32 sessions), and it
+can always wait: the thread runs at a lower CPU priority (its model's threads inherit it),
+so turns come first and vectors catch up when the cores are free. `hermes serve` also starts
+it a moment late, so loading the model (numpy, onnxruntime: a second of CPU) does not delay
+the first /health.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
-from hermes.memory.semantic import embed_pending
 from hermes.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -23,6 +29,7 @@ log = logging.getLogger(__name__)
 IDLE_S = 2.0
 FULL_PASS_S = 600.0
 STEP = 512  # messages per step, so a stop request is honoured within a second or two
+NICENESS = 10  # added to the thread's nice value: turns first, vectors when the CPU is free
 
 
 class SemanticIndexer:
@@ -35,8 +42,11 @@ class SemanticIndexer:
         self._thread: threading.Thread | None = None
         self.embedded = 0
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="hermes-indexer", daemon=True)
+    def start(self, delay: float = 0.0) -> None:
+        """Start the thread; it waits `delay` seconds before loading the model."""
+        self._thread = threading.Thread(
+            target=self._run, args=(delay,), name="hermes-indexer", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -44,7 +54,12 @@ class SemanticIndexer:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self) -> None:
+    def _run(self, delay: float) -> None:
+        if self._stop.wait(delay):
+            return
+        _lower_priority()
+        from hermes.memory.semantic import embed_pending  # numpy: not before there is work
+
         try:
             embedder = embeddings.load(self.settings)
         except embeddings.EmbeddingsUnavailableError as exc:
@@ -84,3 +99,13 @@ class SemanticIndexer:
                 done = 0
             if done < STEP:
                 self._stop.wait(IDLE_S)
+
+
+def _lower_priority() -> None:
+    """Lower this thread's CPU priority (Linux: nice is per thread; threads it starts, such
+    as onnxruntime's pool, inherit it). Elsewhere, or when refused, nothing changes."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + NICENESS)
+    except (AttributeError, OSError):
+        pass
