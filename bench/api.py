@@ -20,9 +20,10 @@ subprocess whose model endpoint is `bench/instant_model.py` answering "ok" at on
 * throughput and p99 latency with 8 and 32 concurrent sessions (fresh sessions, 40 turns each
   or more), raw (nothing subtracted);
 * server RSS after the run (and its peak), cold start (spawn to first 200 from /health, median
-  of 3 fresh homes), and the size of the first upstream request (system prompt + tool schemas,
-  chars/4 tokens, the project's estimator, and by a real tokenizer: the bundled MiniLM
-  vocabulary, a proxy since tiktoken's encodings are not available offline).
+  of 3 fresh homes), and the size of the first upstream request (system prompt + tool schemas
+  as compact JSON, the way Hermes sends them; chars/4 tokens, the project's estimator, and by
+  a real tokenizer: the bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not
+  available offline).
 
 The server runs with its defaults, memory review included (a background model call every 10
 user turns of a session). The client (aiohttp) and the fake share one event loop in this
@@ -237,7 +238,7 @@ async def first_request_tokens(
     await one_turn(http, base, "probe", "first request probe")
     request = model.first_body or {}
     system = "".join(m["content"] for m in request.get("messages", []) if m["role"] == "system")
-    tools = json.dumps(request.get("tools") or [])
+    tools = json.dumps(request.get("tools") or [], separators=(",", ":"))  # as sent
     return (len(system) + len(tools) + 3) // 4, real_tokens(system + tools), len(system), len(tools)
 
 
