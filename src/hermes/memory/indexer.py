@@ -6,17 +6,18 @@ is missing, then follows new messages by id, with a full pass now and then for m
 whose text changed (their vectors were dropped). Only each scope's newest
 `search.max_vectors` messages are embedded: no search by meaning looks further back.
 
-Embedding is the heaviest work of a busy server (a third of its CPU at 32 sessions), and it
-can always wait: the thread runs at a lower CPU priority (its model's threads inherit it),
-so turns come first and vectors catch up when the cores are free. `hermes serve` also starts
-it a moment late, so loading the model (numpy, onnxruntime: a second of CPU) does not delay
-the first /health.
+Embedding is the heaviest work of a busy server (a third of its CPU at 32 sessions, profiled
+in docs/perf/), and it can wait: after each step the thread rests three times as long as the
+step took, so it keeps at most about a quarter of the time and turns keep the rest; under a
+sustained load vectors fall behind and catch up when it ends. (A lower thread priority was
+tried instead: the thread then holds the store's lock while descheduled, and turns stall
+behind it.) `hermes serve` also starts it a moment late, so loading the model (numpy,
+onnxruntime: a second of CPU) does not delay the first /health.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 IDLE_S = 2.0
 FULL_PASS_S = 600.0
 STEP = 512  # messages per step, so a stop request is honoured within a second or two
-NICENESS = 10  # added to the thread's nice value: turns first, vectors when the CPU is free
+DUTY = 0.25  # the share of wall time the indexer may spend embedding while there is work
 
 
 class SemanticIndexer:
@@ -57,7 +58,6 @@ class SemanticIndexer:
     def _run(self, delay: float) -> None:
         if self._stop.wait(delay):
             return
-        _lower_priority()
         from hermes.memory.semantic import embed_pending  # numpy: not before there is work
 
         try:
@@ -71,6 +71,7 @@ class SemanticIndexer:
         cursor, last_full = 0, time.monotonic()
         starts: dict[str, int] | None = None
         while not self._stop.is_set():
+            began = time.monotonic()
             try:
                 if time.monotonic() - last_full > FULL_PASS_S:
                     cursor, last_full, starts = 0, time.monotonic(), None
@@ -97,15 +98,5 @@ class SemanticIndexer:
             except Exception:  # the store may be briefly unavailable; try again later
                 log.exception("semantic indexer step failed")
                 done = 0
-            if done < STEP:
-                self._stop.wait(IDLE_S)
-
-
-def _lower_priority() -> None:
-    """Lower this thread's CPU priority (Linux: nice is per thread; threads it starts, such
-    as onnxruntime's pool, inherit it). Elsewhere, or when refused, nothing changes."""
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + NICENESS)
-    except (AttributeError, OSError):
-        pass
+            rest = (time.monotonic() - began) * (1 - DUTY) / DUTY if done else 0.0
+            self._stop.wait(max(rest, IDLE_S) if done < STEP else rest)
