@@ -2,6 +2,13 @@
 
     .venv/bin/python bench/api.py            # full run (about a minute)
     .venv/bin/python bench/api.py --quick    # smaller counts, for a smoke test
+    .venv/bin/python bench/api.py --ab e789245   # this build against another, side by side
+
+A/B mode (`--ab REV`, REV a git revision or a folder holding `src/hermes`): the machine is
+shared, so figures from two runs minutes apart say little; this runs both builds in one run,
+alternating rounds (A B, B A, A B …) on the same client and fake, and prints them side by side.
+A revision's `src/` is exported with `git archive` into /tmp; its server imports it through
+PYTHONPATH (the same virtualenv, so dependencies are this build's).
 
 What it measures (issue #3, item 8), all through real sockets against a real `hermes serve`
 subprocess whose model endpoint is `bench/instant_model.py` answering "ok" at once:
@@ -13,8 +20,10 @@ subprocess whose model endpoint is `bench/instant_model.py` answering "ok" at on
 * throughput and p99 latency with 8 and 32 concurrent sessions (fresh sessions, 40 turns each
   or more), raw (nothing subtracted);
 * server RSS after the run (and its peak), cold start (spawn to first 200 from /health, median
-  of 3 fresh homes), and the size of the first upstream request (system prompt + tool schemas,
-  chars/4 tokens, the project's estimator).
+  of 3 fresh homes), and the size of the first upstream request (system prompt + tool schemas
+  as compact JSON, the way Hermes sends them; chars/4 tokens, the project's estimator, and by
+  a real tokenizer: the bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not
+  available offline).
 
 The server runs with its defaults, memory review included (a background model call every 10
 user turns of a session). The client (aiohttp) and the fake share one event loop in this
@@ -38,6 +47,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -58,16 +68,17 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def hermes_serve(
-    home: Path, model_url: str, http: aiohttp.ClientSession
+    home: Path, model_url: str, http: aiohttp.ClientSession, src: Path = ROOT / "src"
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], str, float]]:
-    """Start `hermes serve`; yields (process, base URL, seconds from spawn to first healthy /health)."""
+    """Start `hermes serve` from the sources in `src` (this build unless told);
+    yields (process, base URL, seconds from spawn to first healthy /health)."""
     port = free_port()
     env = {
         **os.environ,
         "HERMES_HOME": str(home),
         "OPENAI_BASE_URL": model_url,
         "HERMES_MODEL": "fake-model",
-        "PYTHONPATH": str(ROOT / "src"),
+        "PYTHONPATH": str(src),
     }
     env.pop("HERMES_API_KEY", None)
     base = f"http://127.0.0.1:{port}"
@@ -178,8 +189,8 @@ async def sequential(
 
 async def concurrent(
     http: aiohttp.ClientSession, base: str, sessions: int, turns_each: int, tag: str
-) -> tuple[float, float, int]:
-    """(turns per second, p99 latency, turns) with `sessions` clients in parallel."""
+) -> tuple[float, list[float]]:
+    """(turns per second, latencies) with `sessions` clients in parallel."""
     latencies: list[float] = []
 
     async def worker(i: int) -> None:
@@ -191,7 +202,7 @@ async def concurrent(
     started = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(sessions)))
     wall = time.perf_counter() - started
-    return len(latencies) / wall, percentiles(latencies)[2], len(latencies)
+    return len(latencies) / wall, latencies
 
 
 def percentiles(samples: list[float]) -> tuple[float, float, float]:
@@ -203,51 +214,128 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
     return pick(0.50), pick(0.95), pick(0.99)
 
 
+def real_tokens(text: str) -> int | None:
+    """Tokens by a real tokenizer: the bundled MiniLM WordPiece vocabulary, a proxy (tiktoken's
+    encodings need the internet); None when `tokenizers` or the file is missing."""
+    path = ROOT / "src" / "hermes" / "memory" / "minilm" / "tokenizer.json"
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        return None
+    if not path.is_file():
+        return None
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_truncation()
+    return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
 async def first_request_tokens(
     http: aiohttp.ClientSession, base: str, model: InstantModel
-) -> tuple[int, int, int]:
-    """(tokens, system chars, tool-schema chars) of the first upstream request of the server."""
+) -> tuple[int, int | None, int, int]:
+    """(chars/4 tokens, tokenizer tokens, system chars, tool-schema chars) of the server's first
+    upstream request."""
+    model.first_body = None
     await one_turn(http, base, "probe", "first request probe")
     request = model.first_body or {}
     system = "".join(m["content"] for m in request.get("messages", []) if m["role"] == "system")
-    tools = json.dumps(request.get("tools") or [])
-    return (len(system) + len(tools) + 3) // 4, len(system), len(tools)
+    tools = json.dumps(request.get("tools") or [], separators=(",", ":"))  # as sent
+    return (len(system) + len(tools) + 3) // 4, real_tokens(system + tools), len(system), len(tools)
 
 
-async def measure(args: argparse.Namespace) -> dict:
+# ---------------------------------------------------------------------- builds and rounds
+
+
+@dataclass
+class Build:
+    """One build under test: a label and the `src` folder its server imports."""
+
+    label: str
+    src: Path
+    colds: list[float] = field(default_factory=list)
+    tokens: tuple[int, int | None, int, int] | None = None
+    conc: dict[int, list[float]] = field(default_factory=dict)
+    """Turns per second of each round, per session count."""
+    conc_latencies: dict[int, list[float]] = field(default_factory=dict)
+    seq: dict[str, list[float]] = field(default_factory=dict)
+    rss: tuple[float, float] = (0.0, 0.0)
+
+
+def build_of(rev: str) -> Build:
+    """A build from a folder holding `src/hermes`, or from a git revision of this repository
+    (its `src/` exported by `git archive` into /tmp, kept for later runs)."""
+    folder = Path(rev)
+    if (folder / "src" / "hermes").is_dir():
+        return Build(str(folder), folder.resolve() / "src")
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if sha.returncode != 0:
+        raise SystemExit(f"--ab {rev!r}: neither a folder with src/hermes nor a git revision")
+    commit = sha.stdout.strip()
+    target = Path(tempfile.gettempdir()) / f"hermes-ab-{commit[:12]}"
+    if not (target / "src" / "hermes").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", commit, "src"], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return Build(f"{rev} ({commit[:7]})", target / "src")
+
+
+async def measure_round(
+    build: Build,
+    model: InstantModel,
+    http: aiohttp.ClientSession,
+    tmp: Path,
+    args: argparse.Namespace,
+    colds: int,
+) -> None:
+    """One round of every figure for one build, added to what earlier rounds found."""
     fresh, long_turns = (30, 300) if args.quick else (200, 1199)
     windows = [(100, 199), (250, 299)] if args.quick else [(100, 199), (1000, 1199)]
     conc_turns = {8: 20, 32: 6} if args.quick else {8: 100, 32: 40}
+    tag = f"{len(build.colds)}-{time.perf_counter_ns()}"
+    for i in range(colds):
+        async with hermes_serve(tmp / f"cold-{tag}-{i}", model.base_url, http, build.src) as (
+            _,
+            _,
+            cold,
+        ):
+            build.colds.append(cold)
+    async with hermes_serve(tmp / f"home-{tag}", model.base_url, http, build.src) as (
+        proc,
+        base,
+        _,
+    ):
+        tokens = await first_request_tokens(http, base, model)
+        build.tokens = build.tokens or tokens
+        for n, t in conc_turns.items():
+            tps, latencies = await concurrent(http, base, n, t, f"c{n}")
+            build.conc.setdefault(n, []).append(tps)
+            build.conc_latencies.setdefault(n, []).extend(latencies)
+        seq = await sequential(http, base, model, fresh, long_turns, windows)
+        for name, samples in seq.items():
+            build.seq.setdefault(name, []).extend(samples)
+        build.rss = rss_mb(proc.pid)
+
+
+async def measure(args: argparse.Namespace, builds: list[Build]) -> None:
+    """Rounds of every build, alternating which goes first, on one fake model and one client."""
     model = await InstantModel().start()
+    colds = max(1, 3 // args.rounds)
     connector = aiohttp.TCPConnector(limit=64)
     async with aiohttp.ClientSession(
         connector=connector, timeout=aiohttp.ClientTimeout(total=60)
     ) as http:
         with tempfile.TemporaryDirectory() as tmp:
-            colds = []
-            for i in range(3):
-                async with hermes_serve(Path(tmp) / f"cold-{i}", model.base_url, http) as (
-                    _,
-                    _,
-                    cold,
-                ):
-                    colds.append(cold)
-            async with hermes_serve(Path(tmp) / "home", model.base_url, http) as (proc, base, _):
-                tokens = await first_request_tokens(http, base, model)
-                conc = {
-                    n: await concurrent(http, base, n, t, f"c{n}") for n, t in conc_turns.items()
-                }
-                seq = await sequential(http, base, model, fresh, long_turns, windows)
-                rss = rss_mb(proc.pid)
+            for r in range(args.rounds):
+                order = builds if r % 2 == 0 else builds[::-1]
+                for build in order:
+                    print(f"round {r + 1}/{args.rounds}: {build.label}", file=sys.stderr)
+                    await measure_round(build, model, http, Path(tmp), args, colds)
     await model.stop()
-    return {
-        "colds": colds,
-        "tokens": tokens,
-        "conc": conc,
-        "seq": seq,
-        "rss": rss,
-        "last_window": windows[-1][0],
-    }
 
 
 # ---------------------------------------------------------------------- report
@@ -257,10 +345,97 @@ def ms(x: float) -> str:
     return f"{x * 1000:.2f}"
 
 
+def figures(build: Build) -> list[tuple[str, str, float]]:
+    """(figure, text, number to compare) for one build."""
+    out: list[tuple[str, str, float]] = []
+    for name, samples in build.seq.items():
+        p50, p95, p99 = percentiles(samples)
+        out.append((f"overhead {name} (ms p50/p95/p99)", f"{ms(p50)} / {ms(p95)} / {ms(p99)}", p50))
+    for n, rounds in build.conc.items():
+        p99 = percentiles(build.conc_latencies[n])[2]
+        spread = f" ({min(rounds):.0f}–{max(rounds):.0f})" if len(rounds) > 1 else ""
+        out.append(
+            (
+                f"{n} concurrent sessions (turns/s, p99 ms)",
+                f"{statistics.median(rounds):.0f}{spread}, p99 {ms(p99)}",
+                statistics.median(rounds),
+            )
+        )
+    rss, peak = build.rss
+    out.append(("server RSS after the run (MB, peak)", f"{rss:.0f} (peak {peak:.0f})", rss))
+    cold = statistics.median(build.colds)
+    out.append(
+        (
+            f"cold start to first /health (s, median of {len(build.colds)})",
+            f"{cold:.2f} ({', '.join(f'{c:.2f}' for c in build.colds)})",
+            cold,
+        )
+    )
+    assert build.tokens is not None
+    tokens, real, sys_chars, tool_chars = build.tokens
+    real_text = f"{real} MiniLM, " if real is not None else ""
+    out.append(
+        (
+            "first upstream request (tokens; system + tool chars)",
+            f"{real_text}{tokens} chars/4 ({sys_chars} + {tool_chars})",
+            float(real if real is not None else tokens),
+        )
+    )
+    return out
+
+
+TARGETS = {
+    "overhead turn 1000": "p50 ≤ 1, p99 ≤ 5",
+    "32 concurrent": "≥ 1,000 turns/s, p99 ≤ 60",
+    "cold start": "≤ 0.5",
+    "first upstream": "≤ 3,000",
+}
+
+
+def target_of(figure: str) -> str:
+    return next((t for k, t in TARGETS.items() if figure.startswith(k)), "—")
+
+
+def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("-|-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+def report(builds: list[Build]) -> None:
+    if len(builds) == 1:
+        table(
+            ("figure", "Hermes", "target"),
+            [(name, text, target_of(name)) for name, text, _ in figures(builds[0])],
+        )
+        return
+    a, b = (figures(build) for build in builds)
+    rows = []
+    for (name, a_text, a_num), (_, b_text, b_num) in zip(a, b, strict=True):
+        change = f"{(a_num - b_num) / b_num * 100:+.0f}%" if b_num else "—"
+        rows.append((name, a_text, b_text, change, target_of(name)))
+    table(("figure", f"A: {builds[0].label}", f"B: {builds[1].label}", "A vs B", "target"), rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts (smoke test)")
+    parser.add_argument(
+        "--ab",
+        metavar="REV",
+        help="also measure another build (a git revision or a folder holding src/hermes), "
+        "alternating rounds with this one, and print them side by side",
+    )
+    parser.add_argument("--rounds", type=int, help="rounds per build (default 1, or 3 with --ab)")
     args = parser.parse_args()
+    builds = [Build("this build", ROOT / "src")]
+    if args.ab:
+        builds.append(build_of(args.ab))
+    args.rounds = args.rounds or (3 if args.ab else 1)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     # The fake parses every request body (200 kB at turn 1,000); collections of the garbage
     # that leaves in this process would land in the measured latencies, so collect less often.
     gc.freeze()
@@ -268,66 +443,10 @@ def main() -> None:
     try:
         import uvloop  # the harness's own cost matters less on a faster loop
     except ImportError:
-        result = asyncio.run(measure(args))
+        asyncio.run(measure(args, builds))
     else:
-        result = uvloop.run(measure(args))
-
-    rows: list[tuple[str, str, str, str]] = []
-    original = {"turn 1": "≈180", "turn 100": "≈180", "turn 1000": "≈180"}
-    for name, samples in result["seq"].items():
-        p50, p95, p99 = percentiles(samples)
-        target = "p50 ≤ 3, p99 ≤ 15" if name == f"turn {result['last_window']}" else "—"
-        rows.append(
-            (
-                f"overhead {name} (ms p50/p95/p99, n={len(samples)})",
-                f"{ms(p50)} / {ms(p95)} / {ms(p99)}",
-                target,
-                original.get(name, "≈180 p50"),
-            )
-        )
-    for n, (tps, p99, count) in result["conc"].items():
-        target = "≥ 300 turns/s" if n == 32 else "—"
-        rows.append(
-            (
-                f"{n} concurrent sessions (turns/s, p99 ms, n={count})",
-                f"{tps:.0f} turns/s, p99 {ms(p99)}",
-                target,
-                "≈9.5 turns/s",
-            )
-        )
-    rss, peak = result["rss"]
-    rows.append(
-        ("server RSS after the run (MB, peak)", f"{rss:.0f} (peak {peak:.0f})", "≤ 150", "≈200")
-    )
-    colds = result["colds"]
-    rows.append(
-        (
-            "cold start to first /health (s, median of 3)",
-            f"{statistics.median(colds):.2f} ({', '.join(f'{c:.2f}' for c in colds)})",
-            "≤ 1.5",
-            "—",
-        )
-    )
-    tokens, sys_chars, tool_chars = result["tokens"]
-    rows.append(
-        (
-            "first upstream request (tokens; system + tool chars)",
-            f"{tokens} ({sys_chars} + {tool_chars})",
-            "≤ 4,000",
-            "≈12,900 (45,700 tool chars)",
-        )
-    )
-    widths = [
-        max(len(r[i]) for r in [("figure", "Hermes", "target", "original"), *rows])
-        for i in range(4)
-    ]
-    line = " | ".join(
-        h.ljust(w) for h, w in zip(("figure", "Hermes", "target", "original"), widths, strict=True)
-    )
-    print(line)
-    print("-|-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+        uvloop.run(measure(args, builds))
+    report(builds)
 
 
 if __name__ == "__main__":

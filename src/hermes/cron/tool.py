@@ -103,15 +103,17 @@ async def cronjob(
     Each run starts a fresh conversation, so the prompt must say everything needed.
 
     Args:
-        action: create | list | update | pause | resume | run (now) | remove.
-        job_id: The job's id (or its exact name) for update, pause, resume, run, remove.
-        schedule: For create/update: '0 9 * * 1-5', 'every 30m', 'in 2h', 'daily at 7am',
-            'weekdays at 9am', 'every monday 9am', or an ISO time such as '2030-06-01T09:00'.
+        action: run = run it now.
+        job_id: The job's id or exact name.
+        schedule: For create/update: cron ('0 9 * * 1-5'), 'every 30m', 'in 2h', 'daily at 7am',
+            'weekdays at 9am', 'every monday 9am' or ISO time ('2030-06-01T09:00').
         prompt: For create/update: the complete instruction each run carries out.
         name: A short label for the job.
-        deliver: Where answers go: 'origin' (this chat; the default in a chat), 'local' (saved files; the default elsewhere), 'home' (the owner's home chat), a webhook URL, 'telegram[:<chat id>]' or 'email:<address>'.
-        repeat: How many runs before the job retires (default: once for one-shot schedules,
-            forever otherwise); 'forever' also works.
+        deliver: Where answers go: 'origin' (this chat; default in a chat), 'local' (saved
+            files; default elsewhere), 'home' (owner's home chat), a webhook URL,
+            'telegram[:<chat id>]' or 'email:<address>'.
+        repeat: Runs before the job retires (default: 1 for one-shot schedules, else
+            forever); 'forever' works too.
         skills: Names of installed skills to load into every run.
         attach_session: On create: let every run see this conversation's recent turns.
     """

@@ -5,6 +5,14 @@ turn never waits for the model. It loads the model first (seconds), catches up o
 is missing, then follows new messages by id, with a full pass now and then for messages
 whose text changed (their vectors were dropped). Only each scope's newest
 `search.max_vectors` messages are embedded: no search by meaning looks further back.
+
+Embedding is the heaviest work of a busy server (a third of its CPU at 32 sessions, profiled
+in docs/perf/), and it can wait: after each step the thread rests three times as long as the
+step took, so it keeps at most about a quarter of the time and turns keep the rest; under a
+sustained load vectors fall behind and catch up when it ends. (A lower thread priority was
+tried instead: the thread then holds the store's lock while descheduled, and turns stall
+behind it.) `hermes serve` also starts it a moment late, so loading the model (numpy,
+onnxruntime: a second of CPU) does not delay the first /health.
 """
 
 from __future__ import annotations
@@ -15,7 +23,6 @@ import time
 
 from hermes.config.settings import Settings
 from hermes.memory import embeddings
-from hermes.recall.semantic import embed_pending
 from hermes.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -23,6 +30,7 @@ log = logging.getLogger(__name__)
 IDLE_S = 2.0
 FULL_PASS_S = 600.0
 STEP = 512  # messages per step, so a stop request is honoured within a second or two
+DUTY = 0.25  # the share of wall time the indexer may spend embedding while there is work
 
 
 class SemanticIndexer:
@@ -35,8 +43,11 @@ class SemanticIndexer:
         self._thread: threading.Thread | None = None
         self.embedded = 0
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="hermes-indexer", daemon=True)
+    def start(self, delay: float = 0.0) -> None:
+        """Start the thread; it waits `delay` seconds before loading the model."""
+        self._thread = threading.Thread(
+            target=self._run, args=(delay,), name="hermes-indexer", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -44,7 +55,11 @@ class SemanticIndexer:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self) -> None:
+    def _run(self, delay: float) -> None:
+        if self._stop.wait(delay):
+            return
+        from hermes.recall.semantic import embed_pending  # numpy: not before there is work
+
         try:
             embedder = embeddings.load(self.settings)
         except embeddings.EmbeddingsUnavailableError as exc:
@@ -56,6 +71,7 @@ class SemanticIndexer:
         cursor, last_full = 0, time.monotonic()
         starts: dict[str, int] | None = None
         while not self._stop.is_set():
+            began = time.monotonic()
             try:
                 if time.monotonic() - last_full > FULL_PASS_S:
                     cursor, last_full, starts = 0, time.monotonic(), None
@@ -82,5 +98,5 @@ class SemanticIndexer:
             except Exception:  # the store may be briefly unavailable; try again later
                 log.exception("semantic indexer step failed")
                 done = 0
-            if done < STEP:
-                self._stop.wait(IDLE_S)
+            rest = (time.monotonic() - began) * (1 - DUTY) / DUTY if done else 0.0
+            self._stop.wait(max(rest, IDLE_S) if done < STEP else rest)

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+INDEXER_DELAY_S = 1.0
+"""How long `hermes serve` lets its own start-up and first requests go before the indexer
+loads the embedding model (numpy, onnxruntime) in the background."""
+
 
 def _indexer(runtime: Runtime) -> Daemon | None:
     from hermes.memory import embeddings
@@ -30,7 +34,7 @@ def _indexer(runtime: Runtime) -> Daemon | None:
     indexer = SemanticIndexer(runtime.settings, runtime.store)
 
     async def start() -> None:
-        indexer.start()
+        indexer.start(delay=INDEXER_DELAY_S)
 
     async def stop() -> None:
         await asyncio.to_thread(indexer.stop)

@@ -334,7 +334,7 @@ def session_search(
     window: int = 5,
     limit: int | None = None,
 ) -> dict[str, Any]:
-    """Search and read your past conversations with this user. Use it when the user refers to something discussed before, or before asking them to repeat themselves. Shapes: `query` finds the best-matching sessions (keywords work best: names, places, distinctive words; try synonyms if nothing fits) with the matching message, its neighbours and the session's first and last turns; `session_id` with `around` shows the messages around one message (to scroll, re-anchor on the first or last index shown); `session_id` alone reads a session; no arguments lists recent sessions.
+    """Search and read your past conversations with this user: when they refer to something discussed before, or before asking them to repeat themselves. `query` (keywords: names, places, distinctive words; try synonyms if nothing fits) finds the best-matching sessions with the matching message, its neighbours and the session's first and last turns; `session_id` + `around` shows the messages around one message (to scroll, re-anchor on the first or last index shown); `session_id` alone reads a session; no arguments lists recent sessions.
 
     Args:
         query: keywords to search for.

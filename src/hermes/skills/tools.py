@@ -20,10 +20,10 @@ def _library(ctx: ToolContext) -> SkillLibrary:
 
 @tool(name="skills_list")
 def skills_list(ctx: ToolContext, category: str | None = None) -> dict[str, Any]:
-    """List the installed skills (name, description, category). The system prompt already shows an index; use this for the full list or one category.
+    """List installed skills (name, description, category): all, or one category; the system prompt shows only an index.
 
     Args:
-        category: only the skills of this category.
+        category: only this category.
     """
     scan = _library(ctx).scan()
     skills = [
@@ -86,13 +86,13 @@ def skill_manage(
     file_path: str | None = None,
     file_content: str | None = None,
 ) -> dict[str, Any]:
-    """Create or improve a skill: a reusable procedure saved as SKILL.md (YAML frontmatter with name and a one-line description, then Markdown sections When to Use, Procedure, Pitfalls, Verification). Save one after a task that needed many steps or a fix found after errors; patch a skill that proved wrong. Prefer patch over edit.
+    """Create or improve a skill: a reusable procedure saved as SKILL.md (YAML frontmatter with name and a one-line description, then Markdown sections When to Use, Procedure, Pitfalls, Verification). Save one after a many-step task or a fix found after errors; patch one that proved wrong (patch over edit).
 
     Args:
-        action: create (content = whole SKILL.md), patch (old_string -> new_string), edit (content replaces SKILL.md), delete, write_file / remove_file (file_path under references/, templates/, scripts/ or assets/).
+        action: patch: old_string -> new_string; edit: content replaces SKILL.md; write_file / remove_file: file_path under references/, templates/, scripts/ or assets/.
         name: the skill's name, a lowercase slug such as deploy-staging.
         content: the whole SKILL.md for create and edit.
-        category: optional category folder for create, e.g. devops.
+        category: category folder for create, e.g. devops.
         old_string: exact text to replace (patch); must occur once.
         new_string: the replacement text (patch).
         file_path: a supporting file for write_file, remove_file or patch.

@@ -144,7 +144,7 @@ async def process(
 
     Args:
         action: list, poll (status + recent output), log (all output), wait, kill, or write (stdin).
-        session_id: The process id (proc_…).
+        session_id: The process id (proc_...).
         data: Text to write to its stdin (include a trailing newline).
         timeout: Seconds to wait (action wait).
     """

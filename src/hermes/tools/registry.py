@@ -20,6 +20,7 @@ from hermes.redact import Redactor, redact
 from hermes.services import ServiceMissingError, Services
 from hermes.store.base import Store
 from hermes.tools.approval import Approver
+from hermes.tools.schema import tool_parameters
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +99,6 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return description, args
 
 
-def _strip_titles(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip_titles(v) for k, v in node.items() if k != "title"}
-    if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
-    return node
-
-
 class Tool:
     """A callable the model can request, with its validated argument model."""
 
@@ -128,9 +121,7 @@ class Tool:
         self.args_model = create_model(
             f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
         )
-        schema = _strip_titles(self.args_model.model_json_schema())
-        schema.setdefault("properties", {})
-        self.parameters: dict[str, Any] = schema
+        self.parameters: dict[str, Any] = tool_parameters(self.args_model.model_json_schema())
         self._schema: FrozenMessage | None = None
 
     def schema(self) -> dict[str, Any]:

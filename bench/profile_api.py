@@ -1,0 +1,82 @@
+"""Profile `hermes serve` under 32 concurrent sessions with py-spy: a flame graph (SVG) and the
+collapsed stacks (text), for docs/perf/.
+
+    pip install py-spy            # or put its binary on PATH
+    .venv/bin/python bench/profile_api.py docs/perf/serve-32 [--seconds 20] [--src OTHER/src]
+
+The server and its instant fake model are the ones `bench/api.py` uses; the client keeps 32
+sessions busy for as long as py-spy samples (non-blocking, 250 Hz, idle threads left out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from api import ROOT, hermes_serve, one_turn  # noqa: E402
+from instant_model import InstantModel  # noqa: E402
+
+
+async def profile(out: Path, seconds: float, src: Path, py_spy: str) -> int:
+    model = await InstantModel().start()
+    turns = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as http:
+        with tempfile.TemporaryDirectory() as tmp:
+            async with hermes_serve(Path(tmp) / "home", model.base_url, http, src) as (
+                proc,
+                base,
+                _,
+            ):
+                for i in range(32):  # warm-up: every session exists before sampling starts
+                    await one_turn(http, base, f"s-{i}", "hello")
+                common = [py_spy, "record", "--pid", str(proc.pid), "--nonblocking"]
+                common += ["--rate", "250", "--duration", str(int(seconds))]
+                samplers = [
+                    subprocess.Popen(  # noqa: ASYNC220
+                        [*common, "--format", fmt, "--output", str(out.with_suffix(suffix))],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    for fmt, suffix in (("flamegraph", ".svg"), ("raw", ".txt"))
+                ]
+                stop = asyncio.Event()
+
+                async def worker(i: int) -> None:
+                    nonlocal turns
+                    n = 0
+                    while not stop.is_set():
+                        await one_turn(http, base, f"s-{i}", f"s {i} turn {n}")
+                        n, turns = n + 1, turns + 1
+
+                tasks = [asyncio.create_task(worker(i)) for i in range(32)]
+                await asyncio.gather(*(asyncio.to_thread(s.wait) for s in samplers))
+                stop.set()
+                await asyncio.gather(*tasks)
+    await model.stop()
+    return turns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="output path without suffix")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--src", type=Path, default=ROOT / "src")
+    args = parser.parse_args()
+    py_spy = shutil.which("py-spy")
+    if py_spy is None:
+        raise SystemExit("py-spy is not on PATH: pip install py-spy")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    turns = asyncio.run(profile(args.out, args.seconds, args.src, py_spy))
+    print(f"{turns} turns while sampling; wrote {args.out}.svg and {args.out}.txt")
+
+
+if __name__ == "__main__":
+    main()
