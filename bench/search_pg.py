@@ -39,7 +39,9 @@ SCOPE = "default"
 
 def exists(name: str) -> bool:
     with psycopg.connect(ADMIN, autocommit=True) as conn:
-        return bool(conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone())
+        return bool(
+            conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        )
 
 
 def load(url: str, total: int) -> float:
@@ -66,7 +68,9 @@ def load(url: str, total: int) -> float:
             ) as copy:
                 for n in range(sessions):
                     at = 1.7e9 + n * 60
-                    copy.write_row((SCOPE, f"s{n}", "import", at, at + PER_SESSION, PER_SESSION, 25))
+                    copy.write_row(
+                        (SCOPE, f"s{n}", "import", at, at + PER_SESSION, PER_SESSION, 25)
+                    )
             with cur.copy(
                 "COPY messages (scope, session_id, idx, role, content, timestamp) FROM STDIN"
             ) as copy:
@@ -75,7 +79,9 @@ def load(url: str, total: int) -> float:
                         text = " ".join(rng.choices(WORDS, k=12)) + f" note{rng.randrange(total)}"
                         role = "user" if i % 2 == 0 else "assistant"
                         copy.write_row((SCOPE, f"s{n}", i, role, text, 1.7e9 + n * 60 + i))
-        print(f"  copied {sessions * PER_SESSION:,} messages in {time.perf_counter() - started:.0f} s")
+        print(
+            f"  copied {sessions * PER_SESSION:,} messages in {time.perf_counter() - started:.0f} s"
+        )
         ids = [f"s{n}" for n in range(sessions)]
         for i in range(0, len(ids), 2000):
             index_sessions(conn, SCOPE, ids[i : i + 2000])

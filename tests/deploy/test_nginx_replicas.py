@@ -68,8 +68,8 @@ class Replica:
         )
         log.close()
 
-    async def ready(self, timeout: float = 40.0) -> None:
-        deadline = time.monotonic() + timeout
+    async def ready(self) -> None:
+        deadline = time.monotonic() + 40
         async with httpx.AsyncClient(timeout=2) as http:
             while time.monotonic() < deadline:
                 assert self.proc is not None and self.proc.poll() is None, self.log()
