@@ -14,6 +14,7 @@ query filters on `scope`, which the GIN indexes hold next to the vectors (btree_
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ AFTER_CHARS = 1000
 BODY_CHARS = 20000
 SNIPPET_WORDS = 24
 WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighbours, speaker, body
-MAX_CANDIDATES = 5000
+RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 # store.base.only_asks in SQL: a question and nothing else (ends with "?", no "." or "!")
 ONLY_ASKS = "(m.content ~ '[?？][[:space:]]*$' AND m.content !~ '[.!。！]')"
 # where messages found by other means are and who said them (score 0)
@@ -86,16 +87,66 @@ def _lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsquery_text(terms: Sequence[str]) -> str:
-    return " | ".join(_lexeme(t) for t in terms)
+def tsquery_text(terms: Sequence[str], joiner: str = " | ") -> str:
+    """Any of the terms (`|`), or every one of them (`&`)."""
+    return joiner.join(_lexeme(t) for t in terms)
 
 
 _VIEW_PLANS: dict[str, tuple[str, str, str]] = {
-    # view: (column, text search configuration, rank expression over `v` and `q`)
-    "message": ("body_vec", "english", "ts_rank(m.body_vec, q, 1)"),
-    "exact": ("exact_vec", "simple", "ts_rank(m.exact_vec, q, 1)"),
-    "window": ("window_vec", "english", f"ts_rank('{WINDOW_WEIGHTS}', m.window_vec, q, 1)"),
+    # view: (column, text search configuration, rank expression over `c.v` and `q`)
+    "message": ("body_vec", "english", "ts_rank(c.v, q, 1)"),
+    "exact": ("exact_vec", "simple", "ts_rank(c.v, q, 1)"),
+    "window": ("window_vec", "english", f"ts_rank('{WINDOW_WEIGHTS}', c.v, q, 1)"),
 }
+
+
+# A word in more of the scope's rows than this does not pick candidates (the SQLite store's
+# COMMON_ROWS): ranking every row holding "work" or a speaker's name is the whole cost of a
+# query at 1M messages, for a word that barely ranks.
+COMMON_ROWS = 3000
+COMMON_TTL_S = 300.0  # how long a word found common stays so (counting it costs a GIN scan)
+COMMON_KEPT = 10_000
+
+# The best `limit` of at most RANKED_ROWS matching rows, the newest ones: ts_rank runs on the
+# candidates only, and the columns a hit carries (md5, the question test, the session's
+# source) only on the rows returned. With fewer matches than RANKED_ROWS (a small scope, a
+# query of rare words) the ranking is over every match. For words common in a big scope the
+# newest matches are the candidates: found by walking the primary key backwards (the planner
+# picks it when the words are frequent, the GIN index when they are rare), they cost what
+# RANKED_ROWS costs, not what the scope's size does (at 1M messages ranking every row with
+# a common word took 0.3-1 s).
+_RANKED = f"""
+SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
+    md5(m.content), {ONLY_ASKS}
+FROM (
+    SELECT c.id, {{rank}} AS score
+    FROM (
+        SELECT m.id, m.{{column}} AS v FROM messages m
+        WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
+            AND NOT (m.session_id = ANY(%(excluded)s))
+        ORDER BY m.id DESC LIMIT {RANKED_ROWS}
+    ) c, to_tsquery('{{config}}', %(q)s) q
+    ORDER BY score DESC, c.id LIMIT %(limit)s
+) top
+JOIN messages m ON m.id = top.id
+JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id
+ORDER BY top.score DESC, m.id
+"""
+
+# one count per word, each its own subquery so that it is planned for that word: a common one
+# stops after COMMON_ROWS + 1 rows of the primary key, a rare one reads its GIN entry (a
+# GIN bitmap for a word in a third of 1M rows costs ~0.35 s)
+_COUNT_ONE = (
+    "(SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.scope = %(scope)s "
+    "AND m.{column} @@ to_tsquery('{config}', %({name})s) LIMIT %(cap)s) x)"
+)
+
+
+def _fetch_planned(db: Database, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run a search statement never prepared: each is planned for its own words (a generic
+    plan, picked after a few runs of a prepared one, cannot tell a rare word from a common)."""
+    with db.connection() as conn:
+        return conn.execute(sql.encode(), params, prepare=False).fetchall()
 
 
 class PgSearchMixin:
@@ -122,19 +173,50 @@ class PgSearchMixin:
             raise StoreError(
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
             )
+        column, config, _ = _VIEW_PLANS[view]
+        rare = self._selective(scope, column, config, terms)
+        if rare and len(rare) < len(terms):  # the rare words pick, as on SQLite
+            return self._ranked(view, scope, tsquery_text(rare), limit, excluded)
+        if not rare and len(terms) > 1:  # all common: rows with every word first
+            found = self._ranked(view, scope, tsquery_text(terms, " & "), limit, excluded)
+            if len(found) >= limit:
+                return found
+        return self._ranked(view, scope, tsquery_text(terms), limit, excluded)
+
+    def _ranked(
+        self, view: str, scope: str, query: str, limit: int, excluded: list[str]
+    ) -> list[TextMatch]:
         column, config, rank = _VIEW_PLANS[view]
-        sql = (
-            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, r.score, m.name, "
-            f"md5(m.content), {ONLY_ASKS} FROM messages m, to_tsquery('{config}', %(q)s) q, "
-            f"LATERAL (SELECT {rank} AS score) r, "
-            f"sessions s "
-            f"WHERE m.scope = %(scope)s AND m.{column} @@ q "
-            f"AND NOT (m.session_id = ANY(%(excluded)s)) "
-            f"AND s.scope = m.scope AND s.id = m.session_id "
-            f"ORDER BY r.score DESC, m.id LIMIT %(limit)s"
+        sql = _RANKED.format(column=column, config=config, rank=rank)
+        params = {"q": query, "scope": scope, "excluded": excluded, "limit": limit}
+        return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
+
+    def _selective(self, scope: str, column: str, config: str, terms: list[str]) -> list[str]:
+        """The words found in 1..COMMON_ROWS rows of the scope; a word found common is
+        remembered for COMMON_TTL_S, a rare one is counted again (it may grow common)."""
+        common: dict[tuple[str, str, str], float] = self.__dict__.setdefault("_common_words", {})
+        now = time.monotonic()
+        fresh = [
+            t for t in terms if now - common.get((column, scope, t), -COMMON_TTL_S) >= COMMON_TTL_S
+        ]
+        if not fresh:
+            return []
+        counts_sql = ", ".join(
+            _COUNT_ONE.format(column=column, config=config, name=f"q{n}") for n in range(len(fresh))
         )
-        params = {"q": tsquery_text(terms), "scope": scope, "excluded": excluded, "limit": limit}
-        return [self._match(r) for r in self._db.fetch(sql, params)]
+        params: dict[str, Any] = {"scope": scope, "cap": COMMON_ROWS + 1}
+        params.update({f"q{n}": _lexeme(t) for n, t in enumerate(fresh)})
+        row = _fetch_planned(self._db, f"SELECT {counts_sql}", params)[0]
+        counts = {t: int(c) for t, c in zip(fresh, row, strict=True)}
+        rare = []
+        for term in fresh:
+            if counts.get(term, 0) > COMMON_ROWS:
+                if len(common) >= COMMON_KEPT:
+                    common.clear()
+                common[(column, scope, term)] = now
+            elif counts.get(term, 0) > 0:
+                rare.append(term)
+        return rare
 
     def _trigram(
         self, scope: str, terms: list[str], limit: int, excluded: list[str]
