@@ -124,7 +124,7 @@ FROM (
         SELECT m.id, m.{{column}} AS v FROM messages m
         WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
             AND NOT (m.session_id = ANY(%(excluded)s))
-        ORDER BY m.id DESC LIMIT {RANKED_ROWS}
+        ORDER BY m.id DESC LIMIT %(cap)s
     ) c, to_tsquery('{{config}}', %(q)s) q
     ORDER BY score DESC, c.id LIMIT %(limit)s
 ) top
@@ -174,33 +174,51 @@ class PgSearchMixin:
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
             )
         column, config, _ = _VIEW_PLANS[view]
-        rare = self._selective(scope, column, config, terms)
+        rare, absent = self._selective(scope, column, config, terms)
+        # a word in no row adds nothing to any-of and would empty every-word (after a walk
+        # of the whole scope looking for it)
+        terms = [t for t in terms if t not in absent]
+        if not terms:
+            return []
         if rare and len(rare) < len(terms):  # the rare words pick, as on SQLite
             return self._ranked(view, scope, tsquery_text(rare), limit, excluded)
         if not rare and len(terms) > 1:  # all common: rows with every word first
-            found = self._ranked(view, scope, tsquery_text(terms, " & "), limit, excluded)
+            # each candidate holds every word, so a few more than asked for rank well enough,
+            # and the backward walk to find them stays short when the words rarely meet
+            every = tsquery_text(terms, " & ")
+            found = self._ranked(view, scope, every, limit, excluded, cap=2 * limit)
             if len(found) >= limit:
                 return found
         return self._ranked(view, scope, tsquery_text(terms), limit, excluded)
 
     def _ranked(
-        self, view: str, scope: str, query: str, limit: int, excluded: list[str]
+        self,
+        view: str,
+        scope: str,
+        query: str,
+        limit: int,
+        excluded: list[str],
+        cap: int = RANKED_ROWS,
     ) -> list[TextMatch]:
+        """The best `limit` of the newest `cap` rows matching `query` (a tsquery text)."""
         column, config, rank = _VIEW_PLANS[view]
         sql = _RANKED.format(column=column, config=config, rank=rank)
         params = {"q": query, "scope": scope, "excluded": excluded, "limit": limit}
+        params["cap"] = max(cap, limit)
         return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
 
-    def _selective(self, scope: str, column: str, config: str, terms: list[str]) -> list[str]:
-        """The words found in 1..COMMON_ROWS rows of the scope; a word found common is
-        remembered for COMMON_TTL_S, a rare one is counted again (it may grow common)."""
+    def _selective(
+        self, scope: str, column: str, config: str, terms: list[str]
+    ) -> tuple[list[str], set[str]]:
+        """(words found in 1..COMMON_ROWS rows of the scope, words found in none); a word
+        found common is remembered for COMMON_TTL_S, others are counted again each time."""
         common: dict[tuple[str, str, str], float] = self.__dict__.setdefault("_common_words", {})
         now = time.monotonic()
         fresh = [
             t for t in terms if now - common.get((column, scope, t), -COMMON_TTL_S) >= COMMON_TTL_S
         ]
         if not fresh:
-            return []
+            return [], set()
         counts_sql = ", ".join(
             _COUNT_ONE.format(column=column, config=config, name=f"q{n}") for n in range(len(fresh))
         )
@@ -216,7 +234,7 @@ class PgSearchMixin:
                 common[(column, scope, term)] = now
             elif counts.get(term, 0) > 0:
                 rare.append(term)
-        return rare
+        return rare, {t for t in fresh if counts.get(t, 0) == 0}
 
     def _trigram(
         self, scope: str, terms: list[str], limit: int, excluded: list[str]
