@@ -198,13 +198,13 @@ class PgSearchMixin:
         query: str,
         limit: int,
         excluded: list[str],
-        cap: int = RANKED_ROWS,
+        cap: int | None = None,
     ) -> list[TextMatch]:
         """The best `limit` of the newest `cap` rows matching `query` (a tsquery text)."""
         column, config, rank = _VIEW_PLANS[view]
         sql = _RANKED.format(column=column, config=config, rank=rank)
         params = {"q": query, "scope": scope, "excluded": excluded, "limit": limit}
-        params["cap"] = max(cap, limit)
+        params["cap"] = max(cap or RANKED_ROWS, limit)
         return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
 
     def _selective(
