@@ -14,6 +14,7 @@ query filters on `scope`, which the GIN indexes hold next to the vectors (btree_
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -93,7 +94,7 @@ def tsquery_text(terms: Sequence[str], joiner: str = " | ") -> str:
 
 
 _VIEW_PLANS: dict[str, tuple[str, str, str]] = {
-    # view: (column, text search configuration, rank expression over `c.v` and `q`)
+    # view: (column, text search configuration, rank expression over `c.v` and one word's `q`)
     "message": ("body_vec", "english", "ts_rank(c.v, q, 1)"),
     "exact": ("exact_vec", "simple", "ts_rank(c.v, q, 1)"),
     "window": ("window_vec", "english", f"ts_rank('{WINDOW_WEIGHTS}', c.v, q, 1)"),
@@ -119,13 +120,17 @@ _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
     md5(m.content), {ONLY_ASKS}
 FROM (
-    SELECT c.id, {{rank}} AS score
+    SELECT c.id, (
+        SELECT sum(u.idf * {{rank}})
+        FROM unnest(%(words)s::text[], %(idf)s::float8[]) AS u(word, idf),
+            to_tsquery('{{config}}', u.word) q
+    ) AS score
     FROM (
         SELECT m.id, m.{{column}} AS v FROM messages m
         WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
             AND NOT (m.session_id = ANY(%(excluded)s))
         ORDER BY m.id DESC LIMIT %(cap)s
-    ) c, to_tsquery('{{config}}', %(q)s) q
+    ) c
     ORDER BY score DESC, c.id LIMIT %(limit)s
 ) top
 JOIN messages m ON m.id = top.id
@@ -140,6 +145,17 @@ _COUNT_ONE = (
     "(SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.scope = %(scope)s "
     "AND m.{column} @@ to_tsquery('{config}', %({name})s) LIMIT %(cap)s) x)"
 )
+
+
+# the scope's size for the inverse document frequency: its sessions' counts (one row per
+# session read, where counting its messages would read every message's index entry)
+_SCOPE_ROWS = "(SELECT coalesce(sum(message_count), 0) FROM sessions WHERE scope = %(scope)s)"
+
+
+def _idf(rows_with_word: int, rows: int) -> float:
+    """BM25's (and FTS5's) inverse document frequency, floored at a small positive value."""
+    rows = max(rows, rows_with_word)
+    return max(math.log((rows - rows_with_word + 0.5) / (rows_with_word + 0.5)), 1e-6)
 
 
 def _fetch_planned(db: Database, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -174,67 +190,80 @@ class PgSearchMixin:
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
             )
         column, config, _ = _VIEW_PLANS[view]
-        rare, absent = self._selective(scope, column, config, terms)
+        counts, rows = self._counts(scope, column, config, terms)
         # a word in no row adds nothing to any-of and would empty every-word (after a walk
         # of the whole scope looking for it)
-        terms = [t for t in terms if t not in absent]
+        terms = [t for t in terms if counts[t] > 0]
         if not terms:
             return []
+        idf = {t: _idf(counts[t], rows) for t in terms}
+        rare = [t for t in terms if counts[t] <= COMMON_ROWS]
         if rare and len(rare) < len(terms):  # the rare words pick, as on SQLite
-            return self._ranked(view, scope, tsquery_text(rare), limit, excluded)
+            return self._ranked(view, scope, rare, idf, limit, excluded)
         if not rare and len(terms) > 1:  # all common: rows with every word first
             # each candidate holds every word, so a few more than asked for rank well enough,
             # and the backward walk to find them stays short when the words rarely meet
-            every = tsquery_text(terms, " & ")
-            found = self._ranked(view, scope, every, limit, excluded, cap=2 * limit)
+            found = self._ranked(view, scope, terms, idf, limit, excluded, every=True)
             if len(found) >= limit:
                 return found
-        return self._ranked(view, scope, tsquery_text(terms), limit, excluded)
+        return self._ranked(view, scope, terms, idf, limit, excluded)
 
     def _ranked(
         self,
         view: str,
         scope: str,
-        query: str,
+        words: list[str],
+        idf: dict[str, float],
         limit: int,
         excluded: list[str],
-        cap: int | None = None,
+        every: bool = False,
     ) -> list[TextMatch]:
-        """The best `limit` of the newest `cap` rows matching `query` (a tsquery text)."""
+        """The best `limit` of the newest matches of any (or `every`) one of `words`, each
+        word's ts_rank weighted by its inverse document frequency (BM25's idea: a word in
+        few of the scope's rows says more; ts_rank alone weighs every word the same)."""
         column, config, rank = _VIEW_PLANS[view]
         sql = _RANKED.format(column=column, config=config, rank=rank)
-        params = {"q": query, "scope": scope, "excluded": excluded, "limit": limit}
-        params["cap"] = max(cap or RANKED_ROWS, limit)
+        params = {
+            "q": tsquery_text(words, " & " if every else " | "),
+            "words": [_lexeme(w) for w in words],
+            "idf": [idf[w] for w in words],
+            "scope": scope,
+            "excluded": excluded,
+            "limit": limit,
+            "cap": max(2 * limit if every else RANKED_ROWS, limit),
+        }
         return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
 
-    def _selective(
+    def _counts(
         self, scope: str, column: str, config: str, terms: list[str]
-    ) -> tuple[list[str], set[str]]:
-        """(words found in 1..COMMON_ROWS rows of the scope, words found in none); a word
-        found common is remembered for COMMON_TTL_S, others are counted again each time."""
+    ) -> tuple[dict[str, int], int]:
+        """(rows of the scope holding each word, up to COMMON_ROWS + 1; the scope's rows).
+        A word found common is remembered for COMMON_TTL_S (counting it walks COMMON_ROWS
+        rows), others are counted each time (a rare word's GIN entry is short)."""
         common: dict[tuple[str, str, str], float] = self.__dict__.setdefault("_common_words", {})
         now = time.monotonic()
-        fresh = [
-            t for t in terms if now - common.get((column, scope, t), -COMMON_TTL_S) >= COMMON_TTL_S
-        ]
-        if not fresh:
-            return [], set()
+        known = {
+            t for t in terms if now - common.get((column, scope, t), -COMMON_TTL_S) < COMMON_TTL_S
+        }
+        fresh = [t for t in terms if t not in known]
         counts_sql = ", ".join(
-            _COUNT_ONE.format(column=column, config=config, name=f"q{n}") for n in range(len(fresh))
+            [_SCOPE_ROWS]
+            + [
+                _COUNT_ONE.format(column=column, config=config, name=f"q{n}")
+                for n in range(len(fresh))
+            ]
         )
         params: dict[str, Any] = {"scope": scope, "cap": COMMON_ROWS + 1}
         params.update({f"q{n}": _lexeme(t) for n, t in enumerate(fresh)})
         row = _fetch_planned(self._db, f"SELECT {counts_sql}", params)[0]
-        counts = {t: int(c) for t, c in zip(fresh, row, strict=True)}
-        rare = []
+        counts = {t: COMMON_ROWS + 1 for t in known}
+        counts.update({t: int(c) for t, c in zip(fresh, row[1:], strict=True)})
         for term in fresh:
-            if counts.get(term, 0) > COMMON_ROWS:
+            if counts[term] > COMMON_ROWS:
                 if len(common) >= COMMON_KEPT:
                     common.clear()
                 common[(column, scope, term)] = now
-            elif counts.get(term, 0) > 0:
-                rare.append(term)
-        return rare, {t for t in fresh if counts.get(t, 0) == 0}
+        return counts, int(row[0])
 
     def _trigram(
         self, scope: str, terms: list[str], limit: int, excluded: list[str]
