@@ -94,10 +94,10 @@ def tsquery_text(terms: Sequence[str], joiner: str = " | ") -> str:
 
 
 _VIEW_PLANS: dict[str, tuple[str, str, str]] = {
-    # view: (column, text search configuration, rank expression over `c.v` and one word's `q`)
-    "message": ("body_vec", "english", "ts_rank(c.v, q, 1)"),
-    "exact": ("exact_vec", "simple", "ts_rank(c.v, q, 1)"),
-    "window": ("window_vec", "english", f"ts_rank('{WINDOW_WEIGHTS}', c.v, q, 1)"),
+    # view: (column, text search configuration, rank of `c.v` for one word's tsquery `$Q`)
+    "message": ("body_vec", "english", "ts_rank(c.v, $Q, 1)"),
+    "exact": ("exact_vec", "simple", "ts_rank(c.v, $Q, 1)"),
+    "window": ("window_vec", "english", f"ts_rank('{WINDOW_WEIGHTS}', c.v, $Q, 1)"),
 }
 
 
@@ -107,6 +107,7 @@ _VIEW_PLANS: dict[str, tuple[str, str, str]] = {
 COMMON_ROWS = 3000
 COMMON_TTL_S = 300.0  # how long a word found common stays so (counting it costs a GIN scan)
 COMMON_KEPT = 10_000
+SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document frequency) holds
 
 # The best `limit` of at most RANKED_ROWS matching rows, the newest ones: ts_rank runs on the
 # candidates only, and the columns a hit carries (md5, the question test, the session's
@@ -120,11 +121,7 @@ _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
     md5(m.content), {ONLY_ASKS}
 FROM (
-    SELECT c.id, (
-        SELECT sum(u.idf * {{rank}})
-        FROM unnest(%(words)s::text[], %(idf)s::float8[]) AS u(word, idf),
-            to_tsquery('{{config}}', u.word) q
-    ) AS score
+    SELECT c.id, {{score}} AS score
     FROM (
         SELECT m.id, m.{{column}} AS v FROM messages m
         WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
@@ -222,16 +219,21 @@ class PgSearchMixin:
         word's ts_rank weighted by its inverse document frequency (BM25's idea: a word in
         few of the scope's rows says more; ts_rank alone weighs every word the same)."""
         column, config, rank = _VIEW_PLANS[view]
-        sql = _RANKED.format(column=column, config=config, rank=rank)
-        params = {
+        # one term per word, its tsquery a constant the planner folds (not one per row)
+        score = " + ".join(
+            f"%(idf{n})s * " + rank.replace("$Q", f"to_tsquery('{config}', %(w{n})s)")
+            for n in range(len(words))
+        )
+        sql = _RANKED.format(column=column, config=config, score=score)
+        params: dict[str, Any] = {
             "q": tsquery_text(words, " & " if every else " | "),
-            "words": [_lexeme(w) for w in words],
-            "idf": [idf[w] for w in words],
             "scope": scope,
             "excluded": excluded,
             "limit": limit,
             "cap": max(2 * limit if every else RANKED_ROWS, limit),
         }
+        params.update({f"w{n}": _lexeme(w) for n, w in enumerate(words)})
+        params.update({f"idf{n}": idf[w] for n, w in enumerate(words)})
         return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
 
     def _counts(
@@ -246,24 +248,30 @@ class PgSearchMixin:
             t for t in terms if now - common.get((column, scope, t), -COMMON_TTL_S) < COMMON_TTL_S
         }
         fresh = [t for t in terms if t not in known]
-        counts_sql = ", ".join(
-            [_SCOPE_ROWS]
-            + [
-                _COUNT_ONE.format(column=column, config=config, name=f"q{n}")
-                for n in range(len(fresh))
-            ]
-        )
-        params: dict[str, Any] = {"scope": scope, "cap": COMMON_ROWS + 1}
-        params.update({f"q{n}": _lexeme(t) for n, t in enumerate(fresh)})
-        row = _fetch_planned(self._db, f"SELECT {counts_sql}", params)[0]
+        sizes: dict[str, tuple[float, int]] = self.__dict__.setdefault("_scope_rows", {})
+        size = sizes.get(scope)
+        columns = [] if size and now - size[0] < SCOPE_ROWS_TTL_S else [_SCOPE_ROWS]
+        columns += [
+            _COUNT_ONE.format(column=column, config=config, name=f"q{n}") for n in range(len(fresh))
+        ]
+        row: tuple[Any, ...] = ()
+        if columns:
+            params: dict[str, Any] = {"scope": scope, "cap": COMMON_ROWS + 1}
+            params.update({f"q{n}": _lexeme(t) for n, t in enumerate(fresh)})
+            row = _fetch_planned(self._db, "SELECT " + ", ".join(columns), params)[0]
+        if columns and columns[0] is _SCOPE_ROWS:
+            if len(sizes) >= COMMON_KEPT:
+                sizes.clear()
+            size = sizes[scope] = (now, int(row[0]))
+            row = row[1:]
         counts = {t: COMMON_ROWS + 1 for t in known}
-        counts.update({t: int(c) for t, c in zip(fresh, row[1:], strict=True)})
+        counts.update({t: int(c) for t, c in zip(fresh, row, strict=True)})
         for term in fresh:
             if counts[term] > COMMON_ROWS:
                 if len(common) >= COMMON_KEPT:
                     common.clear()
                 common[(column, scope, term)] = now
-        return counts, int(row[0])
+        return counts, size[1] if size else 0
 
     def _trigram(
         self, scope: str, terms: list[str], limit: int, excluded: list[str]
