@@ -33,11 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# ../shared next to the repository; LOCOMO_DIR names it from a worktree elsewhere
-DATA = Path(
-    os.environ.get("LOCOMO_DIR")
-    or Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev"
-)
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (1, 5, 10, 20)
 

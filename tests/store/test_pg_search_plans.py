@@ -5,6 +5,7 @@ try rows holding all of them first, and only the newest matches are ranked."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -39,10 +40,18 @@ def store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     opened.close()
 
 
+def _searcher(store: Store) -> Any:
+    """The store's Searcher (`store.search` once the recall package owns it)."""
+    return getattr(store, "search", store)
+
+
 def _texts(store: Store, terms: list[str], view: str = "message", limit: int = 10) -> list[str]:
-    hits = store.match_messages("default", terms, view=view, limit=limit)  # type: ignore[arg-type]
-    got = store.message_texts("default", [h.message_id for h in hits])
-    return [got[h.message_id] for h in hits]
+    hits = _searcher(store).match_messages("default", terms, view=view, limit=limit)
+    texts = {}
+    for session in {h.session_id for h in hits}:
+        for m in store.get_messages("default", session):
+            texts[(session, m.index)] = m.content
+    return [texts[(h.session_id, h.index)] for h in hits]
 
 
 def test_a_rare_word_picks_the_candidates(store: Store) -> None:
@@ -67,7 +76,7 @@ def test_only_the_newest_matches_are_ranked(store: Store) -> None:
     found = _texts(store, ["kettle"], limit=5)
     assert len(found) == 5 and "kettle kettle kettle kettle" not in found  # not a candidate
     assert _texts(store, ["kettle", "kettle"], limit=200)[0] == "kettle kettle kettle kettle"
-    hits = store.match_messages("default", ["kettle"], view="message", limit=10)
-    every = store.match_messages("default", ["talk"], view="message", limit=200)
+    hits = _searcher(store).match_messages("default", ["kettle"], view="message", limit=10)
+    every = _searcher(store).match_messages("default", ["talk"], view="message", limit=200)
     newest = sorted(h.message_id for h in every)[-30:]
     assert {h.message_id for h in hits} <= set(newest)
