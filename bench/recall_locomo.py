@@ -3,6 +3,7 @@
     .venv/bin/python bench/recall_locomo.py                 # meaning on (the default) and off
     .venv/bin/python bench/recall_locomo.py --embeddings on # one setting only
     .venv/bin/python bench/recall_locomo.py --ablations     # ranking ideas one at a time
+    .venv/bin/python bench/recall_locomo.py --store both    # SQLite and PostgreSQL side by side
 
 Reads the five conversations in ../shared/data/locomo-dev/ (never copied into the repo) and
 follows its README to the letter: each conversation imported into its own user scope with
@@ -29,6 +30,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo-dev"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -111,10 +114,19 @@ def hermes(*args: str, env: dict[str, str], stdin: str | None = None) -> str:
     return r.stdout
 
 
-def run(label: str, embeddings: str, workdir: Path, questions: list[Question]) -> Run:
-    home = workdir / label
+def run(
+    label: str,
+    embeddings: str,
+    workdir: Path,
+    questions: list[Question],
+    database_url: str | None = None,
+) -> Run:
+    """Import and ask in a fresh home; on `database_url` (PostgreSQL) when given."""
+    home = workdir / label.replace(" ", "-")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "OPENAI_"))}
     env |= {"HERMES_HOME": str(home), "HERMES_EMBEDDINGS": embeddings}
+    if database_url:
+        env["HERMES_DATABASE_URL"] = database_url
     result = Run(label)
     started = time.perf_counter()
     for path in conversation_files():
@@ -261,6 +273,12 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--data", type=Path, default=None, help="the conversations' folder")
     parser.add_argument("--ablations", action="store_true", help="ranking ideas one at a time")
+    parser.add_argument(
+        "--store",
+        choices=["sqlite", "postgresql", "both"],
+        default="sqlite",
+        help="PostgreSQL: a database made for each run on HERMES_BENCH_PG's server, dropped after",
+    )
     args = parser.parse_args()
     if args.data is not None:
         DATA = args.data
@@ -275,10 +293,23 @@ def main() -> int:
         if args.ablations:
             print(ablations(workdir, questions))
             return 0
-        runs = [
-            run(f"meaning {s}" if s == "on" else "words only", s, workdir, questions)
-            for s in settings
-        ]
+        stores = ["sqlite", "postgresql"] if args.store == "both" else [args.store]
+        runs = []
+        for store in stores:
+            for s in settings:
+                label = f"meaning {s}" if s == "on" else "words only"
+                if args.store != "sqlite":
+                    label = f"{store} {label}"
+                if store == "sqlite":
+                    runs.append(run(label, s, workdir, questions))
+                    continue
+                from scale import create_db, drop_db, url_of
+
+                db = create_db()
+                try:
+                    runs.append(run(label, s, workdir, questions, url_of(db)))
+                finally:
+                    drop_db(db)
     print(table(runs, questions))
     return 0
 

@@ -1,21 +1,19 @@
-"""Several replicas: turns/s and p99 with 1 vs 2 `hermes serve` replicas, on PostgreSQL and on
-SQLite, at 32 concurrent sessions; and `session_search` latency at 1M messages on PostgreSQL.
-One command, prints a table:
+"""Several replicas behind a load balancer: turns/s and p50/p99 through nginx with 1, 2 and 3
+`hermes serve` replicas on one PostgreSQL, at 32 concurrent sessions. Prints a table:
 
-    .venv/bin/python bench/scale.py                   # full run (a few minutes: 1M messages)
-    .venv/bin/python bench/scale.py --quick           # small counts, a smoke test
-    .venv/bin/python bench/scale.py --messages 200000 # a smaller search corpus
+    python bench/scale.py                  # 1, 2 and 3 replicas, 32 sessions x 12 turns
+    python bench/scale.py --quick          # 3 turns a session, a smoke test
+    python bench/scale.py --replicas 1,3   # only those counts
 
-Replicas are real `hermes serve` subprocesses with their own homes, sharing only the database
-(`HERMES_DATABASE_URL`); with SQLite the "second replica" is a second process on the same
-state.db file (one machine only). The model is `bench/instant_model.py` answering at once, so
-the figures are Hermes' own cost. Sessions are spread round-robin over the replicas. The
-search corpus is bulk-imported (`Store.import_sessions`) into a fresh database made for the
-run (dropped at the end), then `match_messages` in the `window` view (what `session_search`
-asks first) is timed for 200 queries of 1-3 words of varying frequency.
+The topology is the deployment test's (tests/deploy): the real nginx (`tests.standins.nginx`:
+its own process, sessions hashed to a replica by X-Hermes-Session-Id) in front of real
+`hermes serve` subprocesses with their own homes, sharing only a PostgreSQL database made
+for each row (dropped after). The model is `hermes.testing.fake_model` answering at once, so
+the figures are Hermes', nginx's and PostgreSQL's own cost. Words search at 1M messages on
+PostgreSQL is `bench/search_pg.py`.
 
-On 2 shared cores two replicas cannot double throughput: they compete with each other, the
-client and PostgreSQL for the same cores. See README "Running several replicas".
+On 2 shared cores more replicas cannot add throughput: they compete with each other, nginx,
+the client and PostgreSQL for the same cores. See docs/scale.md.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -37,12 +34,14 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from api import body, hermes_serve  # noqa: E402
-from instant_model import InstantModel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))  # tests/standins: the nginx helper the deployment test uses
 
-from hermes.store import NewMessage, NewSession, open_store  # noqa: E402
+from tests.standins.nginx import Nginx, find_nginx  # noqa: E402
+
+from hermes.testing.fake_model import FakeModel, Text  # noqa: E402
 
 ADMIN = os.environ.get("HERMES_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 WORDS = [
@@ -97,17 +96,15 @@ async def turns(
     return len(latencies) / wall, statistics.median(latencies) * 1000, p99 * 1000
 
 
-async def throughput(
-    backend: str, replicas: int, sessions: int, each: int
-) -> tuple[float, float, float]:
-    model = await InstantModel().start()
-    db = create_db() if backend == "postgresql" else None
+async def throughput(replicas: int, sessions: int, each: int) -> tuple[float, float, float]:
+    """nginx in front of `replicas` `hermes serve` processes on a fresh PostgreSQL database."""
+    db = create_db()
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            url = url_of(db) if db else "sqlite:///" + str(Path(tmp) / "state.db").lstrip("/")
-            os.environ["HERMES_DATABASE_URL"] = url
+        with FakeModel() as model, tempfile.TemporaryDirectory() as tmp:
+            model.default = lambda _body: Text("ok")
+            os.environ["HERMES_DATABASE_URL"] = url_of(db)
             async with aiohttp.ClientSession() as http, AsyncExitStack() as stack:
-                bases = []
+                upstreams = []
                 for n in range(replicas):
                     home = Path(tmp) / f"replica-{n}"
                     home.mkdir()
@@ -115,92 +112,30 @@ async def throughput(
                     _, base, _ = await stack.enter_async_context(
                         hermes_serve(home, model.base_url, http)
                     )
-                    bases.append(base)
-                await turns(http, bases, 4, 2)  # warm up
-                return await turns(http, bases, sessions, each)
+                    upstreams.append(base.removeprefix("http://"))
+                (Path(tmp) / "nginx").mkdir()
+                lb = stack.enter_context(Nginx(Path(tmp) / "nginx", upstreams))
+                await turns(http, [lb.base_url], 8, 2)  # warm up every replica
+                return await turns(http, [lb.base_url], sessions, each)
     finally:
         os.environ.pop("HERMES_DATABASE_URL", None)
-        await model.stop()
-        if db:
-            drop_db(db)
-
-
-def corpus(
-    total: int, scopes: int = 4, per_session: int = 50
-) -> list[tuple[str, list[NewSession]]]:
-    rng = random.Random(7)
-    out = []
-    sessions_per_scope = max(1, total // (scopes * per_session))
-    for s in range(scopes):
-        batch = []
-        for n in range(sessions_per_scope):
-            messages = [
-                NewMessage(
-                    "user" if i % 2 == 0 else "assistant",
-                    " ".join(rng.choices(WORDS, k=12)) + f" note{rng.randrange(total)}",
-                    timestamp=1.7e9 + n * 60 + i,
-                )
-                for i in range(per_session)
-            ]
-            batch.append(NewSession(f"s{n}", "import", messages))
-        out.append((f"user:{s}" if s else "default", batch))
-    return out
-
-
-def search(messages: int, queries: int) -> tuple[int, float, float, float]:
-    """(messages stored, seconds to load, p50 ms, p95 ms) of window-view searches."""
-    db = create_db()
-    try:
-        store = open_store(url_of(db))
-        try:
-            started = time.perf_counter()
-            for scope, sessions in corpus(messages):
-                for i in range(0, len(sessions), 100):
-                    store.import_sessions(scope, sessions[i : i + 100])
-            loaded = time.perf_counter() - started
-            with psycopg.connect(url_of(db), autocommit=True) as conn:
-                conn.execute("ANALYZE")
-            rng = random.Random(11)
-            timings = []
-            for q in range(queries):
-                terms = rng.sample(WORDS, k=1 + q % 3)
-                if q % 4 == 0:
-                    terms.append(f"note{rng.randrange(messages)}")  # a rare word
-                started = time.perf_counter()
-                store.search.match_messages("default", terms, view="window", limit=50)
-                timings.append((time.perf_counter() - started) * 1000)
-            timings.sort()
-            return (
-                store.count_messages(),
-                loaded,
-                statistics.median(timings),
-                timings[int(len(timings) * 0.95)],
-            )
-        finally:
-            store.close()
-    finally:
         drop_db(db)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--replicas", default="1,2,3", help="replica counts to measure")
     parser.add_argument("--sessions", type=int, default=32)
     args = parser.parse_args()
+    if find_nginx() is None:
+        raise SystemExit("bench/scale.py needs nginx (Debian: apt-get install nginx)")
     each = 3 if args.quick else 12
-    messages = 20_000 if args.quick else args.messages
-    print(f"turns: {args.sessions} concurrent sessions x {each} turns, instant model")
-    print(f"{'backend':<12}{'replicas':>9}{'turns/s':>10}{'p50 ms':>9}{'p99 ms':>9}")
-    for backend in ("postgresql", "sqlite"):
-        for replicas in (1, 2):
-            rate, p50, p99 = await throughput(backend, replicas, args.sessions, each)
-            print(f"{backend:<12}{replicas:>9}{rate:>10.1f}{p50:>9.1f}{p99:>9.1f}", flush=True)
-    count, loaded, p50, p95 = await asyncio.to_thread(search, messages, 40 if args.quick else 200)
-    print(f"\nsession_search (window view) on PostgreSQL, {count:,} messages in 4 scopes")
-    print(
-        f"  bulk load {loaded:.1f} s ({count / loaded:,.0f} msg/s); query p50 {p50:.1f} ms, p95 {p95:.1f} ms (target <= 50 ms)"
-    )
+    print(f"nginx + N replicas + PostgreSQL: {args.sessions} concurrent sessions x {each} turns")
+    print(f"{'replicas':>8}{'turns/s':>10}{'p50 ms':>9}{'p99 ms':>9}")
+    for replicas in (int(n) for n in args.replicas.split(",")):
+        rate, p50, p99 = await throughput(replicas, args.sessions, each)
+        print(f"{replicas:>8}{rate:>10.1f}{p50:>9.1f}{p99:>9.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ query filters on `scope`, which the GIN indexes hold next to the vectors (btree_
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +32,12 @@ BEFORE_CHARS = 1000
 AFTER_CHARS = 1000
 BODY_CHARS = 20000
 SNIPPET_WORDS = 24
+# ts_rank flags: 1 divides by 1 + log(length), 32 maps a word's rank r to r / (r + 1), so a
+# word said five times does not outweigh two words said once (BM25's saturating term
+# frequency); LoCoMo dev words-only R@10 0.775 with 1 alone, 0.776 with both, R@1 0.463 -> 0.468
+RANK_NORMALIZATION = 1 | 32
 WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighbours, speaker, body
-MAX_CANDIDATES = 5000
+RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
@@ -85,16 +91,82 @@ def _lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsquery_text(terms: Sequence[str]) -> str:
-    return " | ".join(_lexeme(t) for t in terms)
+def tsquery_text(terms: Sequence[str], joiner: str = " | ") -> str:
+    """Any of the terms (`|`), or every one of them (`&`)."""
+    return joiner.join(_lexeme(t) for t in terms)
 
 
 _VIEW_PLANS: dict[str, tuple[str, str, str]] = {
-    # view: (column, text search configuration, rank expression over `v` and `q`)
-    "message": ("body_vec", "english", "ts_rank(m.body_vec, q, 1)"),
-    "exact": ("exact_vec", "simple", "ts_rank(m.exact_vec, q, 1)"),
-    "window": ("window_vec", "english", f"ts_rank('{WINDOW_WEIGHTS}', m.window_vec, q, 1)"),
+    # view: (column, text search configuration, rank of `c.v` for one word's tsquery `$Q`)
+    "message": ("body_vec", "english", f"ts_rank(c.v, $Q, {RANK_NORMALIZATION})"),
+    "exact": ("exact_vec", "simple", f"ts_rank(c.v, $Q, {RANK_NORMALIZATION})"),
+    "window": (
+        "window_vec",
+        "english",
+        f"ts_rank('{WINDOW_WEIGHTS}', c.v, $Q, {RANK_NORMALIZATION})",
+    ),
 }
+
+
+# A word in more of the scope's rows than this does not pick candidates (the SQLite store's
+# COMMON_ROWS): ranking every row holding "work" or a speaker's name is the whole cost of a
+# query at 1M messages, for a word that barely ranks.
+COMMON_ROWS = 3000
+COMMON_TTL_S = 300.0  # how long a word found common stays so (counting it costs a GIN scan)
+COMMON_KEPT = 10_000
+SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document frequency) holds
+
+# The best `limit` of at most RANKED_ROWS matching rows, the newest ones: ts_rank runs on the
+# candidates only, and the columns a hit carries (md5, the question test, the session's
+# source) only on the rows returned. With fewer matches than RANKED_ROWS (a small scope, a
+# query of rare words) the ranking is over every match. For words common in a big scope the
+# newest matches are the candidates: found by walking the primary key backwards (the planner
+# picks it when the words are frequent, the GIN index when they are rare), they cost what
+# RANKED_ROWS costs, not what the scope's size does (at 1M messages ranking every row with
+# a common word took 0.3-1 s).
+_RANKED = f"""
+SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
+    md5(m.content), {ONLY_ASKS}
+FROM (
+    SELECT c.id, {{score}} AS score
+    FROM (
+        SELECT m.id, m.{{column}} AS v FROM messages m
+        WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
+            AND NOT (m.session_id = ANY(%(excluded)s))
+        ORDER BY m.id DESC LIMIT %(cap)s
+    ) c
+    ORDER BY score DESC, c.id LIMIT %(limit)s
+) top
+JOIN messages m ON m.id = top.id
+JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id
+ORDER BY top.score DESC, m.id
+"""
+
+# one count per word, each its own subquery so that it is planned for that word: a common one
+# stops after COMMON_ROWS + 1 rows of the primary key, a rare one reads its GIN entry (a
+# GIN bitmap for a word in a third of 1M rows costs ~0.35 s)
+_COUNT_ONE = (
+    "(SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.scope = %(scope)s "
+    "AND m.{column} @@ to_tsquery('{config}', %({name})s) LIMIT %(cap)s) x)"
+)
+
+
+# the scope's size for the inverse document frequency: its sessions' counts (one row per
+# session read, where counting its messages would read every message's index entry)
+_SCOPE_ROWS = "(SELECT coalesce(sum(message_count), 0) FROM sessions WHERE scope = %(scope)s)"
+
+
+def _idf(rows_with_word: int, rows: int) -> float:
+    """BM25's (and FTS5's) inverse document frequency, floored at a small positive value."""
+    rows = max(rows, rows_with_word)
+    return max(math.log((rows - rows_with_word + 0.5) / (rows_with_word + 0.5)), 1e-6)
+
+
+def _fetch_planned(db: Database, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run a search statement never prepared: each is planned for its own words (a generic
+    plan, picked after a few runs of a prepared one, cannot tell a rare word from a common)."""
+    with db.connection() as conn:
+        return conn.execute(sql.encode(), params, prepare=False).fetchall()
 
 
 class PgSearch:
@@ -123,19 +195,92 @@ class PgSearch:
             raise StoreError(
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
             )
+        column, config, _ = _VIEW_PLANS[view]
+        counts, rows = self._counts(scope, column, config, terms)
+        # a word in no row adds nothing to any-of and would empty every-word (after a walk
+        # of the whole scope looking for it)
+        terms = [t for t in terms if counts[t] > 0]
+        if not terms:
+            return []
+        idf = {t: _idf(counts[t], rows) for t in terms}
+        rare = [t for t in terms if counts[t] <= COMMON_ROWS]
+        if rare and len(rare) < len(terms):  # the rare words pick, as on SQLite
+            return self._ranked(view, scope, rare, idf, limit, excluded)
+        if not rare and len(terms) > 1:  # all common: rows with every word first
+            # each candidate holds every word, so a few more than asked for rank well enough,
+            # and the backward walk to find them stays short when the words rarely meet
+            found = self._ranked(view, scope, terms, idf, limit, excluded, every=True)
+            if len(found) >= limit:
+                return found
+        return self._ranked(view, scope, terms, idf, limit, excluded)
+
+    def _ranked(
+        self,
+        view: str,
+        scope: str,
+        words: list[str],
+        idf: dict[str, float],
+        limit: int,
+        excluded: list[str],
+        every: bool = False,
+    ) -> list[TextMatch]:
+        """The best `limit` of the newest matches of any (or `every`) one of `words`, each
+        word's ts_rank weighted by its inverse document frequency (BM25's idea: a word in
+        few of the scope's rows says more; ts_rank alone weighs every word the same)."""
         column, config, rank = _VIEW_PLANS[view]
-        sql = (
-            f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, r.score, m.name, "
-            f"md5(m.content), {ONLY_ASKS} FROM messages m, to_tsquery('{config}', %(q)s) q, "
-            f"LATERAL (SELECT {rank} AS score) r, "
-            f"sessions s "
-            f"WHERE m.scope = %(scope)s AND m.{column} @@ q "
-            f"AND NOT (m.session_id = ANY(%(excluded)s)) "
-            f"AND s.scope = m.scope AND s.id = m.session_id "
-            f"ORDER BY r.score DESC, m.id LIMIT %(limit)s"
+        # one term per word, its tsquery a constant the planner folds (not one per row)
+        score = " + ".join(
+            f"%(idf{n})s * " + rank.replace("$Q", f"to_tsquery('{config}', %(w{n})s)")
+            for n in range(len(words))
         )
-        params = {"q": tsquery_text(terms), "scope": scope, "excluded": excluded, "limit": limit}
-        return [self._match(r) for r in self._db.fetch(sql, params)]
+        sql = _RANKED.format(column=column, config=config, score=score)
+        params: dict[str, Any] = {
+            "q": tsquery_text(words, " & " if every else " | "),
+            "scope": scope,
+            "excluded": excluded,
+            "limit": limit,
+            "cap": max(2 * limit if every else RANKED_ROWS, limit),
+        }
+        params.update({f"w{n}": _lexeme(w) for n, w in enumerate(words)})
+        params.update({f"idf{n}": idf[w] for n, w in enumerate(words)})
+        return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
+
+    def _counts(
+        self, scope: str, column: str, config: str, terms: list[str]
+    ) -> tuple[dict[str, int], int]:
+        """(rows of the scope holding each word, up to COMMON_ROWS + 1; the scope's rows).
+        A word found common is remembered for COMMON_TTL_S (counting it walks COMMON_ROWS
+        rows), others are counted each time (a rare word's GIN entry is short)."""
+        common: dict[tuple[str, str, str], float] = self.__dict__.setdefault("_common_words", {})
+        now = time.monotonic()
+        known = {
+            t for t in terms if now - common.get((column, scope, t), -COMMON_TTL_S) < COMMON_TTL_S
+        }
+        fresh = [t for t in terms if t not in known]
+        sizes: dict[str, tuple[float, int]] = self.__dict__.setdefault("_scope_rows", {})
+        size = sizes.get(scope)
+        columns = [] if size and now - size[0] < SCOPE_ROWS_TTL_S else [_SCOPE_ROWS]
+        columns += [
+            _COUNT_ONE.format(column=column, config=config, name=f"q{n}") for n in range(len(fresh))
+        ]
+        row: tuple[Any, ...] = ()
+        if columns:
+            params: dict[str, Any] = {"scope": scope, "cap": COMMON_ROWS + 1}
+            params.update({f"q{n}": _lexeme(t) for n, t in enumerate(fresh)})
+            row = _fetch_planned(self._db, "SELECT " + ", ".join(columns), params)[0]
+        if columns and columns[0] is _SCOPE_ROWS:
+            if len(sizes) >= COMMON_KEPT:
+                sizes.clear()
+            size = sizes[scope] = (now, int(row[0]))
+            row = row[1:]
+        counts = {t: COMMON_ROWS + 1 for t in known}
+        counts.update({t: int(c) for t, c in zip(fresh, row, strict=True)})
+        for term in fresh:
+            if counts[term] > COMMON_ROWS:
+                if len(common) >= COMMON_KEPT:
+                    common.clear()
+                common[(column, scope, term)] = now
+        return counts, size[1] if size else 0
 
     def _trigram(
         self, scope: str, terms: list[str], limit: int, excluded: list[str]
