@@ -21,6 +21,7 @@ from hermes.store.base import (
     NewMessage,
     NewSession,
     NoteHistoryStore,
+    RecordStore,
     RunStore,
     SchemaStatus,
     ScopeStats,
@@ -38,6 +39,7 @@ from hermes.store.migrations import (
     migrate,
 )
 from hermes.store.note_history import SQLiteNoteHistory
+from hermes.store.records import SQLiteRecords
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
@@ -85,6 +87,7 @@ class SQLiteStore(CompactionStoreMixin, SearchIndexMixin, SQLiteHealthMixin, Api
         self.runs: RunStore | None = SQLiteRunStore(self._conn, self._lock)
         self.note_history: NoteHistoryStore | None = SQLiteNoteHistory(self._conn, self._lock)
         self.usage: UsageStore | None = SQLiteUsageStore(self._conn, self._lock)
+        self.records: RecordStore | None = SQLiteRecords(self._conn, self._lock)
 
     def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:
         """Open, switch to WAL and migrate, retrying while sibling processes do the same.

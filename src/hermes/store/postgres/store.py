@@ -23,6 +23,7 @@ from hermes.store.base import (
     NewMessage,
     NewSession,
     NoteHistoryStore,
+    RecordStore,
     RunStore,
     SchemaStatus,
     ScopeStats,
@@ -36,6 +37,7 @@ from hermes.store.postgres.api_keys import PgApiKeysMixin
 from hermes.store.postgres.idempotency import PgIdempotency
 from hermes.store.postgres.note_history import PgNoteHistory
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
+from hermes.store.postgres.records import PgRecords
 from hermes.store.postgres.runs import PgRunStore
 from hermes.store.postgres.search import PgSearchMixin, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
@@ -98,6 +100,7 @@ class PostgresStore(PgSearchMixin, PgApiKeysMixin):
         self.runs: RunStore | None = PgRunStore(self._db)
         self.note_history: NoteHistoryStore | None = PgNoteHistory(self._db)
         self.usage: UsageStore | None = PgUsageStore(self._db)
+        self.records: RecordStore | None = PgRecords(self._db)
         try:
             self._db.open()
             if migrate:
