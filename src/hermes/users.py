@@ -145,7 +145,10 @@ def _responses(job: Forgetting) -> dict[str, int]:
     """Stored `/v1/responses` objects."""
     from hermes.server.response_store import ResponseStore
 
-    return {"responses": ResponseStore(job.home / "responses.db").forget_scope(job.scope)}
+    responses = ResponseStore(job.store).forget_scope(job.scope)
+    records = job.store.records
+    others = records.forget_records(job.scope) if records is not None else 0
+    return {"responses": responses, "shared_records": others}
 
 
 @forget_step("pairing")

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from hermes.store.base import SharedRecord, StoreError
+from hermes.store.base import RecordStore, SharedRecord, Store, StoreError
 
 M018_SHARED_RECORDS = """
 CREATE TABLE shared_records (
@@ -252,3 +252,11 @@ class SQLiteRecords(RecordLogic):
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+
+def records_of(store: Store) -> RecordStore:
+    """The store's shared records (every backend keeps them), or a StoreError naming it."""
+    records: RecordStore | None = getattr(store, "records", None)
+    if records is None:
+        raise StoreError(f"the store {store.url} keeps no shared records")
+    return records
