@@ -158,8 +158,8 @@ def _pairing(job: Forgetting) -> dict[str, int]:
     from hermes.gateway.state import forget_chats
 
     return {
-        "pairing": PairingStore(job.home).forget(job.user),
-        "chats": forget_chats(job.home, job.scope),
+        "pairing": PairingStore(job.home, documents=job.store.documents).forget(job.user),
+        "chats": forget_chats(job.home, job.scope, job.store.documents),
     }
 
 

@@ -53,7 +53,7 @@ async def seed_user(settings: Settings, store: Store, user: str, word: str) -> d
     await ResponseStore(store).save(
         scope, StoredResponse(f"resp_{user}", "s1", {"output": word})
     )
-    pairing = PairingStore(settings.home)
+    pairing = PairingStore(settings.home, documents=store.documents)
     offer = pairing.offer(user, word)
     assert offer is not None
     pairing.approve(offer.code)

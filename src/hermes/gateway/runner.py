@@ -55,8 +55,9 @@ class Gateway:
         self.agent = runtime.agent
         self.backoff = backoff
         self.specs: dict[str, PlatformSpec] = {s.name: s for s in configured_specs(self.settings)}
-        self.access = Access(self.settings, self.specs)
-        self.sessions = ChatSessions(self.settings.home)
+        documents = runtime.store.documents
+        self.access = Access(self.settings, self.specs, documents)
+        self.sessions = ChatSessions(self.settings.home, documents)
         self.busy_mode = self.settings.gateway.busy_mode
         self.home = self.settings.gateway.home
         self.adapters: dict[str, PlatformAdapter] = {}

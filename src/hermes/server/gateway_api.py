@@ -95,7 +95,7 @@ async def status(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
 )
 async def pairing(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
     """Pending codes (live for an hour) with who asked, and the paired identities."""
-    store = PairingStore(runtime.settings.home)
+    store = PairingStore(runtime.settings.home, documents=runtime.store.documents)
     pending, approved = await asyncio.gather(
         asyncio.to_thread(store.pending), asyncio.to_thread(store.approved)
     )
@@ -138,7 +138,7 @@ async def deny(code: str = Code, runtime: Runtime = Depends(get_runtime)) -> dic
 
 async def _answer(runtime: Runtime, code: str, *, approve: bool) -> str:
     """Approve or deny a pending code; the identity it named (404 when there is none)."""
-    store = PairingStore(runtime.settings.home)
+    store = PairingStore(runtime.settings.home, documents=runtime.store.documents)
     try:
         return await asyncio.to_thread(store.approve if approve else store.deny, _code(code))
     except PairingError as exc:
