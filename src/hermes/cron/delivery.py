@@ -7,7 +7,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -211,16 +210,3 @@ async def _deliver_once(
         log.exception("deliverer %s failed for %s", found.name, target)
         return f"{target}: {type(exc).__name__}: {exc}", False
     return None, False
-
-
-def record_delivery(path: Path | None, report: DeliveryReport) -> None:
-    """Append the delivery outcome to the run's saved document (shown by `/runs`)."""
-    if path is None or not path.exists():
-        return
-    lines = ["", "## Delivery", ""]
-    lines += [f"- delivered: {target}" for target in report.delivered]
-    lines += [f"- failed: {error}" for error in report.errors]
-    if report.skipped:
-        lines.append(f"- not sent: {report.skipped}")
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")

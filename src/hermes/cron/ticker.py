@@ -30,7 +30,8 @@ from typing import Any
 import httpx
 
 from hermes.agent.loop import Agent
-from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver, record_delivery
+from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver
+from hermes.cron.outputs import record_delivery
 from hermes.cron.runner import RunResult, execute_job
 from hermes.cron.schedule import (
     ScheduleError,
@@ -425,7 +426,15 @@ class Scheduler:
                     retry_delays=self.retry_delays,
                     deliverers=self.agent.services.find(Deliverers),
                 )
-                await asyncio.to_thread(record_delivery, result.output_path, report)
+                await asyncio.to_thread(
+                    functools.partial(
+                        record_delivery,
+                        result.output_path,
+                        report,
+                        documents=self.documents,
+                        scope=scope,
+                    )
+                )
                 self.stats.delivered(report)
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_off(scope, job, claim, None, None))
