@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,8 +127,11 @@ async def deliver(
     allow_private: bool = False,
     retry_delays: Sequence[float] = RETRY_DELAYS,
     deliverers: Deliverers | None = None,
+    first_time: Callable[[str], Awaitable[bool]] | None = None,
 ) -> DeliveryReport:
-    """Send the run's message to every target of `job['deliver']` (comma-separated)."""
+    """Send the run's message to every target of `job['deliver']` (comma-separated).
+    `first_time(target)` (the store's delivery key) is False when this run's message to
+    that target already went out from some process: it is then not sent again."""
     report = DeliveryReport()
     content = message_for(job, result)
     if content is None:
@@ -143,6 +146,9 @@ async def deliver(
     client = http_client or httpx.AsyncClient()
     try:
         for target in remote:
+            if first_time is not None and not await first_time(target):
+                report.delivered.append(f"{target} (sent once already)")
+                continue
             if target.startswith(("http://", "https://")):
                 error = await post_webhook(
                     client,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from dataclasses import asdict, dataclass
@@ -15,9 +16,11 @@ from hermes.gateway.access import Access
 from hermes.gateway.base import AdapterError, Inbound, PlatformAdapter
 from hermes.gateway.chats import ChatWorker
 from hermes.gateway.commands import parse_command
+from hermes.gateway.leases import GATEWAY_LEASE_SECONDS, PollerLease, lease_name
 from hermes.gateway.platforms import PlatformSpec, configured_specs
 from hermes.gateway.state import ChatSessions, StatusFile
 from hermes.gateway.turns import TurnMaker
+from hermes.gateway.webhooks import WebhookAdapter
 from hermes.observability import tracing
 from hermes.store.base import DEFAULT_SCOPE
 
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+INBOUND = "gateway_inbound"
+INBOUND_TTL = 86400.0
 BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 PAIRING_TEXT = (
     "Hi! I don't know you yet. Ask my owner to run\n\n    hermes gateway pair {code}\n\n"
@@ -49,8 +54,15 @@ class AdapterStatus:
 class Gateway:
     """The runtime's gateway: one per process, a component (`services.get(Gateway)`)."""
 
-    def __init__(self, runtime: Runtime, *, backoff: tuple[float, ...] = BACKOFF) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        backoff: tuple[float, ...] = BACKOFF,
+        lease_seconds: float = GATEWAY_LEASE_SECONDS,
+    ) -> None:
         self.runtime = runtime
+        self.lease_seconds = lease_seconds
         self.settings = runtime.settings
         self.agent = runtime.agent
         self.backoff = backoff
@@ -96,18 +108,28 @@ class Gateway:
             await asyncio.to_thread(self._status_file.clear)
 
     async def _supervise(self, name: str) -> None:
-        """Connect and listen; on any failure record it, wait (back-off), and start over."""
+        """Connect and listen; on any failure record it, wait (back-off), and start over.
+        A polled platform first waits for its account's lease (one poller per account
+        across replicas, `hermes.gateway.leases`)."""
         status, failures = self.status[name], 0
         while True:
             adapter: PlatformAdapter | None = None
+            lease: PollerLease | None = None
             try:
                 adapter = self.specs[name].create(self.settings)
+                if not isinstance(adapter, WebhookAdapter):
+                    lease = PollerLease(
+                        self.runtime.store, lease_name(self.settings, name), ttl=self.lease_seconds
+                    )
+                    status.state = "standby"
+                    self._changed(force=True)
+                    await lease.acquire()
                 await adapter.connect()
                 self.adapters[name] = adapter
                 status.connected, status.state = True, "connected"
                 status.connected_at, failures = time.time(), 0
                 self._changed(force=True)
-                await adapter.listen(self.handle)
+                await self._listen(adapter, lease)
                 raise AdapterError("the connection ended")
             except asyncio.CancelledError:
                 raise
@@ -122,8 +144,30 @@ class Gateway:
                 if adapter is not None:
                     with contextlib.suppress(Exception):
                         await adapter.disconnect()
+                if lease is not None:
+                    await lease.release()
             status.restarts += 1
             await asyncio.sleep(self.backoff[min(failures, len(self.backoff)) - 1])
+
+    async def _listen(self, adapter: PlatformAdapter, lease: PollerLease | None) -> None:
+        """Listen until the connection ends, or (polled platforms) until the lease is lost:
+        then stop polling at once, so two replicas never poll one account together."""
+        if lease is None:
+            await adapter.listen(self.handle)
+            return
+        loop = asyncio.get_running_loop()
+        listening = loop.create_task(adapter.listen(self.handle))
+        holding = loop.create_task(lease.hold())
+        try:
+            done, _ = await asyncio.wait({listening, holding}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (listening, holding):
+                task.cancel()
+            await asyncio.gather(listening, holding, return_exceptions=True)
+        if listening in done:
+            listening.result()
+            return
+        raise AdapterError("another replica took over this account (the lease was lost)")
 
     def _record_failure(self, name: str, exc: Exception) -> None:
         status = self.status[name]
@@ -171,7 +215,21 @@ class Gateway:
         except Exception:
             log.exception("gateway: a message from %s could not be handled", msg.platform)
 
+    async def _first_time(self, msg: Inbound) -> bool:
+        """False for a message already handled here or on another replica (a webhook that
+        the platform retried, maybe to another replica): its answer goes out once."""
+        records = self.runtime.store.records
+        if msg.message_id is None or records is None:
+            return True
+        key = f"{msg.platform}:{msg.chat}:{msg.message_id}"
+        return await asyncio.to_thread(
+            functools.partial(records.add_record, INBOUND, DEFAULT_SCOPE, key, {}, ttl=INBOUND_TTL)
+        )
+
     async def _handle(self, msg: Inbound) -> None:
+        if not await self._first_time(msg):
+            log.info("gateway: %s message %s was handled already", msg.platform, msg.message_id)
+            return
         status = self.status.get(msg.platform)
         if status is not None:
             status.messages_in += 1
