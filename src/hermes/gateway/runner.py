@@ -9,6 +9,7 @@ import contextlib
 import functools
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +116,7 @@ class Gateway:
         while True:
             adapter: PlatformAdapter | None = None
             lease: PollerLease | None = None
+            attempt = time.time()
             try:
                 adapter = self.specs[name].create(self.settings)
                 if not isinstance(adapter, WebhookAdapter):
@@ -124,18 +126,16 @@ class Gateway:
                     status.state = "standby"
                     self._changed(force=True)
                     await lease.acquire()
-                await adapter.connect()
-                self.adapters[name] = adapter
-                status.connected, status.state = True, "connected"
-                status.connected_at, failures = time.time(), 0
-                self._changed(force=True)
-                await self._listen(adapter, lease)
-                raise AdapterError("the connection ended")
+                    await self._while_held(lease, self._connect_and_listen(name, adapter))
+                else:
+                    await self._connect_and_listen(name, adapter)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 # a refused credential will not fix itself soon: wait the longest step
                 permanent = isinstance(exc, AdapterError) and not exc.retryable
+                if (status.connected_at or 0) >= attempt:  # it did connect: start over
+                    failures = 0
                 failures = len(self.backoff) if permanent else failures + 1
                 self._record_failure(name, exc)
             finally:
@@ -149,23 +149,32 @@ class Gateway:
             status.restarts += 1
             await asyncio.sleep(self.backoff[min(failures, len(self.backoff)) - 1])
 
-    async def _listen(self, adapter: PlatformAdapter, lease: PollerLease | None) -> None:
-        """Listen until the connection ends, or (polled platforms) until the lease is lost:
-        then stop polling at once, so two replicas never poll one account together."""
-        if lease is None:
-            await adapter.listen(self.handle)
-            return
+    async def _connect_and_listen(self, name: str, adapter: PlatformAdapter) -> None:
+        """Connect, mark the adapter connected, listen; raises when the connection ends."""
+        status = self.status[name]
+        await adapter.connect()
+        self.adapters[name] = adapter
+        status.connected, status.state = True, "connected"
+        status.connected_at = time.time()
+        self._changed(force=True)
+        await adapter.listen(self.handle)
+        raise AdapterError("the connection ended")
+
+    async def _while_held(self, lease: PollerLease, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` while renewing the lease (from the moment it was taken, connecting
+        included); when the lease is lost, stop `work` at once, so two replicas never poll
+        one account together."""
         loop = asyncio.get_running_loop()
-        listening = loop.create_task(adapter.listen(self.handle))
+        working = loop.create_task(work)
         holding = loop.create_task(lease.hold())
         try:
-            done, _ = await asyncio.wait({listening, holding}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({working, holding}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (listening, holding):
+            for task in (working, holding):
                 task.cancel()
-            await asyncio.gather(listening, holding, return_exceptions=True)
-        if listening in done:
-            listening.result()
+            await asyncio.gather(working, holding, return_exceptions=True)
+        if working in done:
+            working.result()
             return
         raise AdapterError("another replica took over this account (the lease was lost)")
 
