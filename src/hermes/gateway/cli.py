@@ -29,7 +29,10 @@ def _ago(ts: Any) -> str:
 
 
 def _report() -> dict[str, Any]:
-    return gateway_report(settings_or_exit())
+    settings = settings_or_exit()
+    if backend_of(settings.database_url) == "sqlite":
+        return gateway_report(settings)
+    return gateway_report(settings, _shared_store(settings).records)
 
 
 @app.command("status")
@@ -80,6 +83,11 @@ def _pairing(settings: Settings) -> PairingStore:
     database's document, opened for this command and closed when it ends."""
     if backend_of(settings.database_url) == "sqlite":
         return PairingStore(settings.home)
+    return PairingStore(settings.home, documents=_shared_store(settings).documents)
+
+
+def _shared_store(settings: Settings) -> Store:
+    """The shared database, opened for this command and closed when it ends."""
     from hermes.runtime import open_store
 
     try:
@@ -87,7 +95,7 @@ def _pairing(settings: Settings) -> PairingStore:
     except StoreError as exc:
         fail(str(exc), 1)
     _opened.append(store)
-    return PairingStore(settings.home, documents=store.documents)
+    return store
 
 
 @app.command("pair")

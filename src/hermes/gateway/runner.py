@@ -19,11 +19,11 @@ from hermes.gateway.chats import ChatWorker
 from hermes.gateway.commands import parse_command
 from hermes.gateway.leases import GATEWAY_LEASE_SECONDS, PollerLease, lease_name
 from hermes.gateway.platforms import PlatformSpec, configured_specs
-from hermes.gateway.state import ChatSessions, StatusFile
+from hermes.gateway.state import STATUS_TTL, ChatSessions, StatusFile
 from hermes.gateway.turns import TurnMaker
 from hermes.gateway.webhooks import WebhookAdapter
 from hermes.observability import tracing
-from hermes.store.base import DEFAULT_SCOPE
+from hermes.store.base import DEFAULT_SCOPE, StoreError
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -77,7 +77,9 @@ class Gateway:
         self.status: dict[str, AdapterStatus] = {n: AdapterStatus() for n in self.specs}
         self.workers: dict[tuple[str, str], ChatWorker] = {}
         self.turns = TurnMaker(self)
-        self._status_file = StatusFile(self.settings.home)
+        # a shared database (documents kept there) keeps each replica's status as a record
+        shared = runtime.store.records if documents is not None else None
+        self._status_file = StatusFile(self.settings.home, shared)
         self._tasks: list[asyncio.Task[None]] = []
         self._dirty = asyncio.Event()
 
@@ -105,7 +107,7 @@ class Gateway:
         for adapter in self.adapters.values():
             with contextlib.suppress(Exception):
                 await adapter.disconnect()
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, StoreError):
             await asyncio.to_thread(self._status_file.clear)
 
     async def _supervise(self, name: str) -> None:
@@ -203,12 +205,14 @@ class Gateway:
     def _write_status(self, *, force: bool = False) -> None:
         try:
             self._status_file.write(self.snapshot(), force=force)
-        except OSError as exc:
-            log.warning("could not write the gateway status file: %s", exc)
+        except (OSError, StoreError) as exc:
+            log.warning("could not write the gateway status: %s", exc)
 
     async def _flush_status(self) -> None:
         while True:
-            await self._dirty.wait()
+            # rewritten at least every STATUS_TTL / 3 (a status record expires without it)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._dirty.wait(), STATUS_TTL / 3)
             await asyncio.sleep(1.0)  # coalesce a burst of counters into one write
             self._dirty.clear()
             await asyncio.to_thread(self._write_status, force=True)

@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typing import Any
 import yaml
 
 from hermes.fileio import atomic_write
-from hermes.store.base import DEFAULT_SCOPE, DocumentStore
+from hermes.store.base import DEFAULT_SCOPE, DocumentStore, RecordStore
 
 
 def gateway_dir(home: Path) -> Path:
@@ -141,12 +142,24 @@ def set_home(home: Path, target: str) -> None:
     atomic_write(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
+STATUS = "gateway_status"
+STATUS_TTL = 60.0
+"""A replica's status record lives this long unless rewritten (the runner rewrites it at
+least every `STATUS_TTL / 3`): a replica that died drops out of the report by itself."""
+
+
+def replica_key() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 class StatusFile:
     """Adapter status as JSON, rewritten at most once a second (and on state changes), with
-    the writer's pid so a reader can tell a live gateway from a stale file."""
+    the writer's pid so a reader can tell a live gateway from a stale file. With a shared
+    database it is a store record per replica instead (`gateway_status`, expiring)."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, records: RecordStore | None = None) -> None:
         self.path = gateway_dir(home) / "status.json"
+        self.records = records
         self._last = 0.0
 
     def write(self, adapters: dict[str, dict[str, Any]], *, force: bool = False) -> bool:
@@ -155,11 +168,17 @@ class StatusFile:
             return False
         self._last = now
         payload = {"pid": os.getpid(), "updated_at": time.time(), "adapters": adapters}
+        if self.records is not None:
+            self.records.put_record(STATUS, DEFAULT_SCOPE, replica_key(), payload, ttl=STATUS_TTL)
+            return True
         atomic_write(self.path, json.dumps(payload, indent=1, sort_keys=True))
         return True
 
     def clear(self) -> None:
         """Mark the gateway stopped (the file stays, so the last errors remain readable)."""
+        if self.records is not None:
+            self.records.delete_records(STATUS, DEFAULT_SCOPE, [replica_key()])
+            return
         data = read_json(self.path)
         data["pid"] = None
         data["stopped_at"] = time.time()
@@ -167,6 +186,12 @@ class StatusFile:
             if isinstance(entry, dict):
                 entry["connected"] = False
         atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True))
+
+    def replicas(self) -> list[dict[str, Any]]:
+        """Every live replica's status (shared database), newest first."""
+        if self.records is None:
+            return []
+        return [r.body for r in self.records.list_records(STATUS, DEFAULT_SCOPE)]
 
 
 def pid_alive(pid: Any) -> bool:
