@@ -10,7 +10,11 @@ every replica), bounded (oldest dropped past `limit`); losing one loses no conve
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hermes.store.base import Store
@@ -28,18 +32,45 @@ class StoredResponse:
 
 
 class ResponseStore:
-    """Response objects keyed by (scope, id); one scope never reads another's."""
+    """Response objects keyed by (scope, id); one scope never reads another's. `legacy`
+    names an older version's `responses.db`: its responses are copied in on first use,
+    then the file is renamed `responses.db.imported` (nothing a client stored is lost)."""
 
-    def __init__(self, store: Store, *, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self, store: Store, *, limit: int = DEFAULT_LIMIT, legacy: Path | None = None
+    ) -> None:
         self.records = records_of(store)
         self.limit = limit
+        self._legacy = legacy
+        self._legacy_lock = threading.Lock()
+
+    def _import_legacy(self) -> None:
+        with self._legacy_lock:
+            path, self._legacy = self._legacy, None
+            if path is None or not path.is_file():
+                return
+            conn = sqlite3.connect(path)
+            try:
+                rows = conn.execute(
+                    "SELECT scope, id, session_id, body FROM responses ORDER BY created_at"
+                ).fetchall()
+            except sqlite3.Error:
+                rows = []
+            finally:
+                conn.close()
+            for scope, rid, session_id, body in rows:
+                wrapped = {"session_id": session_id, "body": json.loads(body)}
+                self.records.add_record(KIND, scope, rid, wrapped)
+            path.rename(path.with_name(path.name + ".imported"))
 
     def _save(self, scope: str, response: StoredResponse) -> None:
+        self._import_legacy()
         body = {"session_id": response.session_id, "body": response.body}
         self.records.put_record(KIND, scope, response.id, body)
         self.records.trim_records(KIND, self.limit)
 
     def _get(self, scope: str, response_id: str) -> StoredResponse | None:
+        self._import_legacy()
         found = self.records.get_record(KIND, scope, response_id)
         if found is None:
             return None

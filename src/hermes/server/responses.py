@@ -49,7 +49,9 @@ def response_store(request: Request) -> ResponseStore:
     store: ResponseStore | None = getattr(state, "responses", None)
     if store is None:
         runtime: Runtime = state.runtime
-        store = state.responses = ResponseStore(runtime.store)
+        store = state.responses = ResponseStore(
+            runtime.store, legacy=runtime.settings.home / "responses.db"
+        )
     return store
 
 
