@@ -20,13 +20,14 @@ from hermes.testing.telegram_api import TelegramBotAPI
 
 from .conftest import OWNER, texts, until
 
-TTL = 3.0
+TTL = 6.0
 
 
 async def _replica(home: Path, env: dict[str, str]) -> tuple[Runtime, Gateway]:
     settings = load_settings(home, env)
     settings.model.max_retries = 0
-    runtime = build_runtime(settings)
+    # off the loop: in one process, a replica starting must not stall the other's renewals
+    runtime = await asyncio.to_thread(build_runtime, settings)
     gw = Gateway(runtime, backoff=(0.05, 0.1), lease_seconds=TTL)
     await gw.start()
     return runtime, gw
@@ -82,7 +83,7 @@ async def test_one_poller_at_a_time_and_a_takeover_within_the_lease(
     watcher = asyncio.get_running_loop().create_task(_watch(two, seen))
     try:
         fake.default = Text("one answer")
-        await asyncio.sleep(2 * TTL)  # b stands by for two lease periods
+        await asyncio.sleep(TTL + 1)  # b stands by for over a lease period
         assert b.status["telegram"].state == "standby"
         await tg.user_says(OWNER, "first")
         await tg.wait_for_sent(1)
@@ -122,3 +123,21 @@ async def test_a_message_redelivered_to_the_other_replica_is_answered_once(
     assert await a._first_time(msg)
     assert not await b._first_time(msg)
     assert not await a._first_time(msg)
+
+
+def test_an_sms_stop_on_one_replica_silences_every_replica(pg_url: str, homes: list[Path]) -> None:
+    """SMS webhooks reach any replica: a STOP recorded by one is honoured by the other."""
+    from hermes.gateway.platforms.sms import OptOuts
+    from hermes.store import open_store
+
+    one, two = open_store(pg_url), open_store(pg_url)
+    try:
+        a, b = OptOuts(homes[0], one.documents), OptOuts(homes[1], two.documents)
+        a.set("+15550001", True)
+        assert b.has("+15550001") and not b.has("+15550002")
+        b.set("+15550001", False)
+        assert not a.has("+15550001")
+        assert not (homes[0] / "gateway").exists() and not (homes[1] / "gateway").exists()
+    finally:
+        one.close()
+        two.close()

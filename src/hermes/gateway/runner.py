@@ -121,6 +121,9 @@ class Gateway:
             attempt = time.time()
             try:
                 adapter = self.specs[name].create(self.settings)
+                share = getattr(adapter, "share_state", None)
+                if callable(share):  # state a webhook platform keeps, shared by replicas
+                    share(self.runtime.store.documents)
                 if not isinstance(adapter, WebhookAdapter):
                     lease = PollerLease(
                         self.runtime.store, lease_name(self.settings, name), ttl=self.lease_seconds
