@@ -66,8 +66,8 @@ async def test_a_failing_model_hands_the_turn_to_the_next_and_rests(
     r = await ask(client, "again")
     assert r.json()["choices"][0]["message"]["content"] == "backup again"
     assert len(fake.chat_requests()) == 1
-    saved = (home / "model_cooldowns.json").read_text(encoding="utf-8")
-    assert fake.base_url in saved
+    # the rest is a store record (state.db here; PostgreSQL shares it with every replica)
+    assert not (home / "model_cooldowns.json").exists()
 
 
 async def test_streamed_answers_fall_back_before_the_first_word(

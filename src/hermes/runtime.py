@@ -139,6 +139,9 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
     # an unknown provider is refused before anything opens
     model = with_fallbacks(settings, registry.model_client(settings))
     store = open_store(settings)
+    share = getattr(model, "share_state", None)
+    if callable(share):  # fallback cooldowns: kept where every replica sees them
+        share(store.records)
     provider_tools = Toolset(t for provider in memory for t in provider.tools())
     agent = Agent(
         settings=settings,

@@ -145,7 +145,10 @@ def _responses(job: Forgetting) -> dict[str, int]:
     """Stored `/v1/responses` objects."""
     from hermes.store.response_store import ResponseStore
 
-    return {"responses": ResponseStore(job.home / "responses.db").forget_scope(job.scope)}
+    responses = ResponseStore(job.store).forget_scope(job.scope)
+    records = job.store.records
+    others = records.forget_records(job.scope) if records is not None else 0
+    return {"responses": responses, "shared_records": others}
 
 
 @forget_step("pairing")
@@ -155,8 +158,8 @@ def _pairing(job: Forgetting) -> dict[str, int]:
     from hermes.gateway.state import forget_chats
 
     return {
-        "pairing": PairingStore(job.home).forget(job.user),
-        "chats": forget_chats(job.home, job.scope),
+        "pairing": PairingStore(job.home, documents=job.store.documents).forget(job.user),
+        "chats": forget_chats(job.home, job.scope, job.store.documents),
     }
 
 

@@ -239,3 +239,29 @@ async def test_streaming_events_through_the_sdk(settings: Settings, fake: FakeMo
             assert [i.type for i in completed.output] == ["message", "function_call"]
         finally:
             await client.close()
+
+
+async def test_responses_stored_by_an_older_version_are_kept(
+    api: Api, fake: FakeModel, settings: Settings
+) -> None:
+    """An upgrade finds `responses.db` (one file per home, before responses moved into the
+    store): its responses are copied in on first use and the file is set aside."""
+    import json
+    import sqlite3
+
+    legacy = settings.home / "responses.db"
+    conn = sqlite3.connect(legacy)
+    conn.execute(
+        "CREATE TABLE responses (scope TEXT NOT NULL, id TEXT NOT NULL, session_id TEXT, "
+        "created_at REAL NOT NULL, body TEXT NOT NULL, PRIMARY KEY (scope, id))"
+    )
+    body = {"id": "resp_old", "object": "response", "output": []}
+    conn.execute(
+        "INSERT INTO responses VALUES ('default', 'resp_old', 'old-session', 1.0, ?)",
+        (json.dumps(body),),
+    )
+    conn.commit()
+    conn.close()
+    got = await api.client.get("/v1/responses/resp_old", headers=AUTH)
+    assert got.status_code == 200 and got.json()["id"] == "resp_old"
+    assert not legacy.exists() and (settings.home / "responses.db.imported").exists()

@@ -50,10 +50,8 @@ async def seed_user(settings: Settings, store: Store, user: str, word: str) -> d
     out = output_dir(settings.home, scope, job["id"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "2026-01-01_00-00-00.md").write_text(f"# {word} run\n", encoding="utf-8")
-    await ResponseStore(settings.home / "responses.db").save(
-        scope, StoredResponse(f"resp_{user}", "s1", {"output": word})
-    )
-    pairing = PairingStore(settings.home)
+    await ResponseStore(store).save(scope, StoredResponse(f"resp_{user}", "s1", {"output": word}))
+    pairing = PairingStore(settings.home, documents=store.documents)
     offer = pairing.offer(user, word)
     assert offer is not None
     pairing.approve(offer.code)

@@ -52,6 +52,8 @@ def test_copy_a_home_to_postgresql_and_back(
         tz = resolve_timezone(settings.timezone)
         create_job(JobStore(home, "default", tz), schedule="every 1h", prompt="news", name="news")
         token, key = create_key(store, "ann")
+        assert store.records is not None
+        store.records.put_record("response", "user:ann", "resp_1", {"session_id": "chat-1"})
     finally:
         store.close()
 
@@ -59,13 +61,14 @@ def test_copy_a_home_to_postgresql_and_back(
     result = runner.invoke(app, ["db", "copy", "--from", source, "--to", pg_url])
     assert result.exit_code == 0, result.output
     assert (
-        "copied 6 session(s) (0 already there), 2 note entr(ies), 1 job(s), 1 scoped key(s)"
-        in result.output
+        "copied 6 session(s) (0 already there), 2 note entr(ies), 1 job(s), 1 scoped key(s), "
+        "1 stored response(s) and approval(s)" in result.output
     )
     pg = open_store(pg_url)
     try:
         found = verify(pg, token)  # the same secret works against the new database
         assert found is not None and found.user == "ann"
+        assert pg.records is not None and pg.records.get_record("response", "user:ann", "resp_1")
     finally:
         pg.close()
     store = open_store(source)

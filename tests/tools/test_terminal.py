@@ -4,7 +4,6 @@ approvals and background processes."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import time
@@ -99,8 +98,11 @@ async def test_approve_once_session_always_and_deny(
 
     approver.decision = "always"
     await tools.text("terminal", command="chmod -R 777 .")
-    stored = json.loads((settings.home / ALWAYS_FILE).read_text())
-    assert stored == {"always": ["chmod_open"]}
+    assert not (settings.home / ALWAYS_FILE).exists()  # a store record, on every replica
+    records = tools.runtime.store.records
+    assert records is not None
+    stored = records.list_records("approval_always")
+    assert [r.key for r in stored] == ["chmod_open"]
     fresh = build_runtime(settings)  # remembered across restarts
     try:
         nobody = Tools(fresh)

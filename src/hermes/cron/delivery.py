@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -129,8 +128,11 @@ async def deliver(
     allow_private: bool = False,
     retry_delays: Sequence[float] = RETRY_DELAYS,
     deliverers: Deliverers | None = None,
+    first_time: Callable[[str], Awaitable[bool]] | None = None,
 ) -> DeliveryReport:
-    """Send the run's message to every target of `job['deliver']` (comma-separated)."""
+    """Send the run's message to every target of `job['deliver']` (comma-separated).
+    `first_time(target)` (the store's delivery key) is False when this run's message to
+    that target already went out from some process: it is then not sent again."""
     report = DeliveryReport()
     content = message_for(job, result)
     if content is None:
@@ -146,6 +148,9 @@ async def deliver(
     client = http_client or httpx.AsyncClient()
     try:
         for target in remote:
+            if first_time is not None and not await first_time(target):
+                report.delivered.append(f"{target} (sent once already)")
+                continue
             if target.startswith(("http://", "https://")):
                 error = await post_webhook(
                     client,
@@ -213,16 +218,3 @@ async def _deliver_once(
         log.exception("deliverer %s failed for %s", found.name, target)
         return f"{target}: {type(exc).__name__}: {exc}", False
     return None, False
-
-
-def record_delivery(path: Path | None, report: DeliveryReport) -> None:
-    """Append the delivery outcome to the run's saved document (shown by `/runs`)."""
-    if path is None or not path.exists():
-        return
-    lines = ["", "## Delivery", ""]
-    lines += [f"- delivered: {target}" for target in report.delivered]
-    lines += [f"- failed: {error}" for error in report.errors]
-    if report.skipped:
-        lines.append(f"- not sent: {report.skipped}")
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")

@@ -6,18 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
 from hermes.agent.loop import Agent
 from hermes.agent.turn import TurnObserver, TurnRequest
+from hermes.cron.outputs import save_output
 from hermes.cron.schedule import describe
-from hermes.cron.store import Job, atomic_write, output_dir
+from hermes.cron.store import Job
 from hermes.errors import HermesError
 from hermes.models.errors import ModelError
 from hermes.observability import tracing
@@ -229,7 +229,9 @@ async def _execute_job(
         result.error = problem
     else:
         await _run_agent(agent, scope, job, result)
-    result.output_path = await asyncio.to_thread(save_output, agent.settings, scope, job, result)
+    result.output_path = await asyncio.to_thread(
+        save_output, agent.settings, scope, job, result, agent.store.documents
+    )
     return result
 
 
@@ -288,77 +290,3 @@ def render_output(job: Job, result: RunResult) -> str:
     else:
         lines += ["## Error", "", "```", result.error or "unknown error", "```", ""]
     return "\n".join(lines)
-
-
-def save_output(settings: Any, scope: str, job: Job, result: RunResult) -> Path:
-    """cron/output/<job_id>/<YYYY-MM-DD_HH-MM-SS>.md, then keep only the newest N documents."""
-    folder = output_dir(settings.home, scope, job["id"])
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    stamp = f"{result.started_at:%Y-%m-%d_%H-%M-%S}"
-    path, n = folder / f"{stamp}.md", 1
-    while path.exists():
-        n += 1
-        path = folder / f"{stamp}_{n}.md"
-    atomic_write(path, render_output(job, result).encode("utf-8"))
-    prune_outputs(folder, settings.cron.output_retention)
-    return path
-
-
-def prune_outputs(folder: Path, keep: int) -> int:
-    if keep <= 0:
-        return 0
-    docs = sorted(folder.glob("*.md"), key=lambda p: (p.stat().st_mtime_ns, p.name))
-    removed = 0
-    for old in docs[:-keep]:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(old)
-            removed += 1
-    return removed
-
-
-def list_outputs(settings: Any, scope: str, job_id: str) -> list[dict[str, Any]]:
-    """Saved run documents of a job, newest first (for the API and CLI)."""
-    folder = output_dir(settings.home, scope, job_id)
-    if not folder.is_dir():
-        return []
-    docs = sorted(folder.glob("*.md"), key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
-    runs = []
-    for doc in docs:
-        try:
-            text = doc.read_text(encoding="utf-8")
-            stat = doc.stat()
-        except OSError:
-            continue
-        runs.append(
-            {
-                "file": doc.name,
-                "path": str(doc),
-                "size": stat.st_size,
-                "status": "error" if "(FAILED)" in text.split("\n", 1)[0] else "ok",
-                "delivery": parse_delivery(text),
-                "created_at": datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(
-                    timespec="seconds"
-                ),
-                "content": text,
-            }
-        )
-    return runs
-
-
-def parse_delivery(text: str) -> dict[str, Any] | None:
-    """The delivery section of a run document as {"delivered": [...], "failed": [...]}."""
-    _, found, section = text.rpartition("\n## Delivery\n")
-    if not found:
-        return None
-    outcome: dict[str, Any] = {"delivered": [], "failed": [], "not_sent": None}
-    for line in section.splitlines():
-        if line.startswith("- delivered: "):
-            outcome["delivered"].append(line[len("- delivered: ") :])
-        elif line.startswith("- failed: "):
-            outcome["failed"].append(line[len("- failed: ") :])
-        elif line.startswith("- not sent: "):
-            outcome["not_sent"] = line[len("- not sent: ") :]
-    outcome["status"] = (
-        "failed" if outcome["failed"] else ("delivered" if outcome["delivered"] else "not_sent")
-    )
-    return outcome

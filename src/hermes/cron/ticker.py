@@ -30,7 +30,8 @@ from typing import Any
 import httpx
 
 from hermes.agent.loop import Agent
-from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver, record_delivery
+from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver
+from hermes.cron.outputs import record_delivery
 from hermes.cron.runner import RunResult, execute_job
 from hermes.cron.schedule import (
     ScheduleError,
@@ -59,6 +60,9 @@ log = logging.getLogger(__name__)
 
 STALE_CLAIM_AFTER = timedelta(hours=24)
 RECHECK_SECONDS = 300.0
+DELIVERY = "cron_delivery"
+"""Record kind of a run's delivery key per target: a message goes out once, anywhere."""
+DELIVERY_KEY_TTL = 7 * 86400.0
 _live_holders: set[str] = set()  # schedulers alive in this process
 
 
@@ -412,6 +416,16 @@ class Scheduler:
         task.add_done_callback(functools.partial(self._forget, key))
         return task
 
+    async def _first_delivery(self, scope: str, result: RunResult, target: str) -> bool:
+        """Claim the run's delivery key for `target` in the store (true once, anywhere)."""
+        records = self.agent.store.records
+        if records is None:
+            return True
+        key = f"{result.session_id}|{target}"
+        return await asyncio.to_thread(
+            functools.partial(records.add_record, DELIVERY, scope, key, {}, ttl=DELIVERY_KEY_TTL)
+        )
+
     async def _run(self, scope: str, job: Job) -> RunResult:
         claim = dict(job["run_claim"])
         try:
@@ -424,8 +438,17 @@ class Scheduler:
                     allow_private=self.settings.cron.webhook_allow_private,
                     retry_delays=self.retry_delays,
                     deliverers=self.agent.services.find(Deliverers),
+                    first_time=functools.partial(self._first_delivery, scope, result),
                 )
-                await asyncio.to_thread(record_delivery, result.output_path, report)
+                await asyncio.to_thread(
+                    functools.partial(
+                        record_delivery,
+                        result.output_path,
+                        report,
+                        documents=self.documents,
+                        scope=scope,
+                    )
+                )
                 self.stats.delivered(report)
         except asyncio.CancelledError:
             await asyncio.shield(self._finish_off(scope, job, claim, None, None))

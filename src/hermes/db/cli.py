@@ -16,6 +16,7 @@ from hermes.db.copy import (
     copy_jobs,
     copy_keys,
     copy_notes,
+    copy_records,
     copy_sessions,
     count,
     scopes_of,
@@ -127,7 +128,8 @@ def copy_cmd(
     typer.echo(
         f"copied {report.copied_sessions} session(s) ({report.skipped_sessions} already there), "
         f"{report.notes_added} note entr(ies), {report.jobs_added} job(s), "
-        f"{report.keys_added} scoped key(s) from {redact(source)} to {redact(target)}"
+        f"{report.keys_added} scoped key(s), {report.records_added} stored response(s) and "
+        f"approval(s) from {redact(source)} to {redact(target)}"
     )
     for scope, dst_count in sorted(report.target.items()):
         src_count = report.source[scope]
@@ -157,6 +159,7 @@ def _copy(settings: Settings, src: Store, dst: Store) -> CopyReport:
             report.notes_added += copy_notes(settings, src, dst, scope)
             report.jobs_added += copy_jobs(settings, src, dst, scope)
     report.keys_added = copy_keys(src, dst)
+    report.records_added = copy_records(src, dst)
     for scope in scopes:
         report.target[scope] = count(dst, scope)
     return report

@@ -10,6 +10,7 @@ are both read and written the usual way.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ class CopyReport:
     notes_added: int = 0
     jobs_added: int = 0
     keys_added: int = 0
+    records_added: int = 0
     source: dict[str, ScopeCount] = field(default_factory=dict)
     target: dict[str, ScopeCount] = field(default_factory=dict)
 
@@ -155,6 +157,26 @@ def copy_keys(src: Store, dst: Store) -> int:
             added += 1
         elif record.revoked_at is not None and mine.revoked_at is None:
             dst.revoke_api_key(record.id)
+    return added
+
+
+DURABLE_RECORDS = ("response", "approval_always", "approval_session")
+"""Shared records worth moving with the data (stored responses, remembered approvals); the
+rest are short-lived (sign-outs, delivery keys, quota uses) and start afresh."""
+
+
+def copy_records(src: Store, dst: Store) -> int:
+    """Durable shared records the target lacks (kept with what is left of their time)."""
+    if src.records is None or dst.records is None:
+        return 0
+    now = time.time()
+    added = 0
+    for kind in DURABLE_RECORDS:
+        for r in src.records.list_records(kind, limit=1_000_000):
+            ttl = None if r.expires_at is None else r.expires_at - now
+            if ttl is not None and ttl <= 0:
+                continue
+            added += dst.records.add_record(kind, r.scope, r.key, r.body, ttl=ttl)
     return added
 
 

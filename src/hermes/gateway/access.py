@@ -10,10 +10,7 @@ per identity and in total; the owner approves one with `hermes gateway pair CODE
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import json
-import os
 import secrets
 import time
 from collections.abc import Iterator
@@ -23,12 +20,11 @@ from typing import Any
 
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
-from hermes.fileio import atomic_write
 from hermes.gateway.base import Inbound
 from hermes.gateway.platforms import PlatformSpec
-from hermes.gateway.state import gateway_dir, read_json
+from hermes.gateway.state import SharedJson
 from hermes.scopes import InvalidIdError, scope_for_user
-from hermes.store.base import DEFAULT_SCOPE
+from hermes.store.base import DEFAULT_SCOPE, DocumentStore
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -48,31 +44,24 @@ class CodeOffer:
 
 
 class PairingStore:
-    """`$HERMES_HOME/gateway/pairing.json`, shared by `hermes serve` (issues codes) and the
-    CLI (approves them): every change re-reads the file under an exclusive lock."""
+    """`gateway/pairing.json` (a file in the home, or a store document shared by replicas),
+    shared by `hermes serve` (issues codes) and the CLI (approves them): every change
+    re-reads it under an exclusive lock."""
 
-    def __init__(self, home: Path, *, clock: Any = time.time) -> None:
-        self.path = gateway_dir(home) / "pairing.json"
-        self.lock_path = gateway_dir(home) / "pairing.lock"
+    def __init__(
+        self, home: Path, *, documents: DocumentStore | None = None, clock: Any = time.time
+    ) -> None:
+        self.state = SharedJson(home, "pairing.json", documents)
+        self.path = self.state.path
         self.clock = clock
 
     @contextlib.contextmanager
     def _edit(self) -> Iterator[dict[str, Any]]:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            data = read_json(self.path)
+        with self.state.edit() as data:
             data.setdefault("pending", {})
             data.setdefault("approved", {})
             self._expire(data)
-            before = json.dumps(data, sort_keys=True)
             yield data
-            if json.dumps(data, sort_keys=True) != before:
-                atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True))
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
     def _expire(self, data: dict[str, Any]) -> None:
         now = self.clock()
@@ -81,7 +70,7 @@ class PairingStore:
             del pending[code]
 
     def approved(self) -> dict[str, Any]:
-        data = read_json(self.path).get("approved")
+        data = self.state.read().get("approved")
         return data if isinstance(data, dict) else {}
 
     def offer(self, identity: str, name: str | None) -> CodeOffer | None:
@@ -139,7 +128,7 @@ class PairingStore:
 
     def forget(self, identity: str) -> int:
         """Drop the identity's approval and pending codes (`hermes users forget`)."""
-        if not self.path.exists():
+        if not self.state.exists():
             return 0
         with self._edit() as data:
             codes = [c for c, v in data["pending"].items() if v.get("identity") == identity]
@@ -156,11 +145,16 @@ class PairingStore:
 class Access:
     """Allow-lists, owners and pairing for one gateway."""
 
-    def __init__(self, settings: Settings, specs: dict[str, PlatformSpec]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        specs: dict[str, PlatformSpec],
+        documents: DocumentStore | None = None,
+    ) -> None:
         self.owners = frozenset(_normalize(o, specs) for o in settings.gateway.owner if o.strip())
         self.pairing_enabled = settings.gateway.pairing
         self.allowed = {name: s.allowed_senders(settings) for name, s in specs.items()}
-        self.pairing = PairingStore(settings.home)
+        self.pairing = PairingStore(settings.home, documents=documents)
 
     def is_owner(self, identity: str) -> bool:
         return identity in self.owners

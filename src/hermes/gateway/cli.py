@@ -10,8 +10,11 @@ from typing import Any
 import typer
 
 from hermes.cli_common import fail, settings_or_exit
+from hermes.config.settings import Settings
 from hermes.gateway.access import PairingError, PairingStore
 from hermes.gateway.status import gateway_report
+from hermes.store.base import Store, StoreError
+from hermes.store.urls import backend_of
 
 app = typer.Typer(
     help="Messaging gateway: adapter status and pairing approvals.", no_args_is_help=True
@@ -26,7 +29,10 @@ def _ago(ts: Any) -> str:
 
 
 def _report() -> dict[str, Any]:
-    return gateway_report(settings_or_exit())
+    settings = settings_or_exit()
+    if backend_of(settings.database_url) == "sqlite":
+        return gateway_report(settings)
+    return gateway_report(settings, _shared_store(settings).records)
 
 
 @app.command("status")
@@ -58,12 +64,46 @@ def status_cmd(
             )
 
 
+_opened: list[Store] = []
+
+
+@app.callback()
+def _group(ctx: typer.Context) -> None:
+    """Messaging gateway: adapter status and pairing approvals."""
+    ctx.call_on_close(_close_opened)
+
+
+def _close_opened() -> None:
+    while _opened:
+        _opened.pop().close()
+
+
+def _pairing(settings: Settings) -> PairingStore:
+    """Pairing as the server sees it: a file in the home, or (PostgreSQL) the shared
+    database's document, opened for this command and closed when it ends."""
+    if backend_of(settings.database_url) == "sqlite":
+        return PairingStore(settings.home)
+    return PairingStore(settings.home, documents=_shared_store(settings).documents)
+
+
+def _shared_store(settings: Settings) -> Store:
+    """The shared database, opened for this command and closed when it ends."""
+    from hermes.runtime import open_store
+
+    try:
+        store = open_store(settings)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    _opened.append(store)
+    return store
+
+
 @app.command("pair")
 def pair_cmd(code: str = typer.Argument(..., help="The code the bot sent to the person.")) -> None:
     """Approve a pairing code: that person may talk to Hermes (in their own scope)."""
     settings = settings_or_exit()
     try:
-        identity = PairingStore(settings.home).approve(code)
+        identity = _pairing(settings).approve(code)
     except PairingError as exc:
         fail(str(exc), 1)
     typer.echo(f"paired {identity}: they can message Hermes now (their own memory and sessions)")
@@ -73,7 +113,7 @@ def pair_cmd(code: str = typer.Argument(..., help="The code the bot sent to the 
 def unpair_cmd(identity: str = typer.Argument(..., help="e.g. telegram:12345")) -> None:
     """Withdraw a pairing approval."""
     settings = settings_or_exit()
-    if not PairingStore(settings.home).revoke(identity):
+    if not _pairing(settings).revoke(identity):
         fail(f"{identity!r} is not paired", 1)
     typer.echo(f"unpaired {identity}")
 
@@ -84,7 +124,7 @@ def pairing_cmd(
 ) -> None:
     """Who is waiting for approval (pending codes) and who is paired."""
     settings = settings_or_exit()
-    store = PairingStore(settings.home)
+    store = _pairing(settings)
     pending, approved = store.pending(), store.approved()
     if as_json:
         typer.echo(json.dumps({"pending": pending, "approved": approved}))

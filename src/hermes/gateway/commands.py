@@ -87,8 +87,9 @@ async def _steer(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> st
 
 
 async def _status(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    session = await asyncio.to_thread(gw.sessions.current, worker.scope, worker.key)
     lines = [
-        f"Session: {gw.sessions.current(worker.scope, worker.key)}",
+        f"Session: {session}",
         f"Busy: {'yes' if worker.busy else 'no'} · queued: {len(worker.pending)}",
         f"Busy mode: {gw.busy_mode}",
         f"Home: {gw.home or 'not set (send /sethome)'}",

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,17 +18,21 @@ from hermes.gateway.access import Access
 from hermes.gateway.base import AdapterError, Inbound, PlatformAdapter
 from hermes.gateway.chats import ChatWorker
 from hermes.gateway.commands import parse_command
+from hermes.gateway.leases import GATEWAY_LEASE_SECONDS, PollerLease, lease_name
 from hermes.gateway.platforms import PlatformSpec, configured_specs
-from hermes.gateway.state import ChatSessions, StatusFile
+from hermes.gateway.state import STATUS_TTL, ChatSessions, StatusFile
 from hermes.gateway.turns import TurnMaker
+from hermes.gateway.webhooks import WebhookAdapter
 from hermes.observability import tracing
-from hermes.store.base import DEFAULT_SCOPE
+from hermes.store.base import DEFAULT_SCOPE, StoreError
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+INBOUND = "gateway_inbound"
+INBOUND_TTL = 86400.0
 BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 PAIRING_TEXT = (
     "Hi! I don't know you yet. Ask my owner to run\n\n    hermes gateway pair {code}\n\n"
@@ -50,23 +56,33 @@ class AdapterStatus:
 class Gateway:
     """The runtime's gateway: one per process, a component (`services.get(Gateway)`)."""
 
-    def __init__(self, runtime: Runtime, *, backoff: tuple[float, ...] = BACKOFF) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        backoff: tuple[float, ...] = BACKOFF,
+        lease_seconds: float = GATEWAY_LEASE_SECONDS,
+    ) -> None:
         self.runtime = runtime
+        self.lease_seconds = lease_seconds
         self.settings = runtime.settings
         self.agent = runtime.agent
         self.backoff = backoff
         self.specs: dict[str, PlatformSpec] = {
             s.name: s for s in configured_specs(self.settings, runtime.registry)
         }
-        self.access = Access(self.settings, self.specs)
-        self.sessions = ChatSessions(self.settings.home)
+        documents = runtime.store.documents
+        self.access = Access(self.settings, self.specs, documents)
+        self.sessions = ChatSessions(self.settings.home, documents)
         self.busy_mode = self.settings.gateway.busy_mode
         self.home = self.settings.gateway.home
         self.adapters: dict[str, PlatformAdapter] = {}
         self.status: dict[str, AdapterStatus] = {n: AdapterStatus() for n in self.specs}
         self.workers: dict[tuple[str, str], ChatWorker] = {}
         self.turns = TurnMaker(self)
-        self._status_file = StatusFile(self.settings.home)
+        # a shared database (documents kept there) keeps each replica's status as a record
+        shared = runtime.store.records if documents is not None else None
+        self._status_file = StatusFile(self.settings.home, shared)
         self._tasks: list[asyncio.Task[None]] = []
         self._dirty = asyncio.Event()
 
@@ -94,29 +110,41 @@ class Gateway:
         for adapter in self.adapters.values():
             with contextlib.suppress(Exception):
                 await adapter.disconnect()
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, StoreError):
             await asyncio.to_thread(self._status_file.clear)
 
     async def _supervise(self, name: str) -> None:
-        """Connect and listen; on any failure record it, wait (back-off), and start over."""
+        """Connect and listen; on any failure record it, wait (back-off), and start over.
+        A polled platform first waits for its account's lease (one poller per account
+        across replicas, `hermes.gateway.leases`)."""
         status, failures = self.status[name], 0
         while True:
             adapter: PlatformAdapter | None = None
+            lease: PollerLease | None = None
+            attempt = time.time()
             try:
                 adapter = self.specs[name].create(self.settings)
-                await adapter.connect()
-                self.adapters[name] = adapter
-                status.connected, status.state = True, "connected"
-                status.connected_at, failures = time.time(), 0
-                self._changed(force=True)
-                await adapter.listen(self.handle)
-                raise AdapterError("the connection ended", retryable=True)
+                share = getattr(adapter, "share_state", None)
+                if callable(share):  # state a webhook platform keeps, shared by replicas
+                    share(self.runtime.store.documents)
+                if not isinstance(adapter, WebhookAdapter):
+                    lease = PollerLease(
+                        self.runtime.store, lease_name(self.settings, name), ttl=self.lease_seconds
+                    )
+                    status.state = "standby"
+                    self._changed(force=True)
+                    await lease.acquire()
+                    await self._while_held(lease, self._connect_and_listen(name, adapter))
+                else:
+                    await self._connect_and_listen(name, adapter)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 # a refused credential will not fix itself soon: wait the longest step (an error
                 # that is not Hermes's own is a crash, restarted on the usual back-off)
                 permanent = isinstance(exc, HermesError) and not exc.retryable
+                if (status.connected_at or 0) >= attempt:  # it did connect: start over
+                    failures = 0
                 failures = len(self.backoff) if permanent else failures + 1
                 self._record_failure(name, exc)
             finally:
@@ -125,8 +153,39 @@ class Gateway:
                 if adapter is not None:
                     with contextlib.suppress(Exception):
                         await adapter.disconnect()
+                if lease is not None:
+                    await lease.release()
             status.restarts += 1
             await asyncio.sleep(self.backoff[min(failures, len(self.backoff)) - 1])
+
+    async def _connect_and_listen(self, name: str, adapter: PlatformAdapter) -> None:
+        """Connect, mark the adapter connected, listen; raises when the connection ends."""
+        status = self.status[name]
+        await adapter.connect()
+        self.adapters[name] = adapter
+        status.connected, status.state = True, "connected"
+        status.connected_at = time.time()
+        self._changed(force=True)
+        await adapter.listen(self.handle)
+        raise AdapterError("the connection ended", retryable=True)
+
+    async def _while_held(self, lease: PollerLease, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` while renewing the lease (from the moment it was taken, connecting
+        included); when the lease is lost, stop `work` at once, so two replicas never poll
+        one account together."""
+        loop = asyncio.get_running_loop()
+        working = loop.create_task(work)
+        holding = loop.create_task(lease.hold())
+        try:
+            done, _ = await asyncio.wait({working, holding}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (working, holding):
+                task.cancel()
+            await asyncio.gather(working, holding, return_exceptions=True)
+        if working in done:
+            working.result()
+            return
+        raise AdapterError("another replica took over this account (the lease was lost)")
 
     def _record_failure(self, name: str, exc: Exception) -> None:
         status = self.status[name]
@@ -153,12 +212,14 @@ class Gateway:
     def _write_status(self, *, force: bool = False) -> None:
         try:
             self._status_file.write(self.snapshot(), force=force)
-        except OSError as exc:
-            log.warning("could not write the gateway status file: %s", exc)
+        except (OSError, StoreError) as exc:
+            log.warning("could not write the gateway status: %s", exc)
 
     async def _flush_status(self) -> None:
         while True:
-            await self._dirty.wait()
+            # rewritten at least every STATUS_TTL / 3 (a status record expires without it)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._dirty.wait(), STATUS_TTL / 3)
             await asyncio.sleep(1.0)  # coalesce a burst of counters into one write
             self._dirty.clear()
             await asyncio.to_thread(self._write_status, force=True)
@@ -174,7 +235,21 @@ class Gateway:
         except Exception:
             log.exception("gateway: a message from %s could not be handled", msg.platform)
 
+    async def _first_time(self, msg: Inbound) -> bool:
+        """False for a message already handled here or on another replica (a webhook that
+        the platform retried, maybe to another replica): its answer goes out once."""
+        records = self.runtime.store.records
+        if msg.message_id is None or records is None:
+            return True
+        key = f"{msg.platform}:{msg.chat}:{msg.message_id}"
+        return await asyncio.to_thread(
+            functools.partial(records.add_record, INBOUND, DEFAULT_SCOPE, key, {}, ttl=INBOUND_TTL)
+        )
+
     async def _handle(self, msg: Inbound) -> None:
+        if not await self._first_time(msg):
+            log.info("gateway: %s message %s was handled already", msg.platform, msg.message_id)
+            return
         status = self.status.get(msg.platform)
         if status is not None:
             status.messages_in += 1

@@ -82,10 +82,11 @@ class TurnMaker:
 
         msg = await self._heard(msg)
         invocation = await self._invocation(msg)
+        session_id = await asyncio.to_thread(gw.sessions.current, worker.scope, worker.key)
         request = TurnRequest(
             user_message=user_text(msg, invocation.user_message if invocation else None),
             system_extra=invocation.system_extra if invocation else None,
-            session_id=gw.sessions.current(worker.scope, worker.key),
+            session_id=session_id,
             scope=scope,
             source=msg.platform,
             # owners get every tool, other people the end-user set (hermes.tools.toolsets)

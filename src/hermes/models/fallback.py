@@ -4,8 +4,8 @@ a larger one), the call goes on with the next model of `model.fallbacks`.
 
 A model that failed rests for `model.fallback_cooldown` seconds, so the turns that follow go
 straight to one that answers instead of waiting out the same timeout again; the rest periods
-are kept in `$HERMES_HOME/model_cooldowns.json`, so a restart does not send the first turns back
-to a model that was just down. When every model rests, they are tried anyway, in order. A call
+are kept in the store (shared by every replica on PostgreSQL), so a restart does not send the
+first turns back to a model that was just down. When every model rests, they are tried anyway, in order. A call
 whose answer already began streaming is not repeated elsewhere (the text shown would be said
 twice): its error stands.
 """
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.fileio import atomic_write
 from hermes.models.client import ModelClient
@@ -30,6 +30,10 @@ from hermes.models.errors import (
     ModelUnavailableError,
 )
 from hermes.models.types import Completion
+from hermes.scopes import DEFAULT_SCOPE
+
+if TYPE_CHECKING:
+    from hermes.store.base import RecordStore
 
 log = logging.getLogger(__name__)
 
@@ -44,25 +48,45 @@ class Candidate:
 
 
 class Cooldowns:
-    """Until when each model rests, shared by the process and kept in a small JSON file."""
+    """Until when each model rests: in the store's shared records once the runtime hands them
+    over (`share_state`: every replica then skips a model one of them saw fail), else in
+    this process and a small JSON file."""
+
+    KIND = "model_cooldown"
 
     def __init__(self, path: Path | None, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.clock = clock
+        self.records: RecordStore | None = None
         self._lock = threading.Lock()
         self._until = self._read()
 
+    def share_state(self, records: RecordStore | None) -> None:
+        self.records = records
+
     def resting(self, label: str) -> bool:
+        if self.records is not None:
+            try:
+                return self.records.get_record(self.KIND, DEFAULT_SCOPE, label) is not None
+            except Exception as exc:  # the store down: rest periods are a hint, not a rule
+                log.warning("could not read model cooldowns: %s", exc)
         with self._lock:
             return self._until.get(label, 0.0) > self.clock()
 
     def rest(self, label: str, seconds: float) -> None:
+        if self.records is not None and seconds > 0:
+            try:
+                self.records.put_record(
+                    self.KIND, DEFAULT_SCOPE, label, {"seconds": seconds}, ttl=seconds
+                )
+            except Exception as exc:
+                log.warning("could not save a model cooldown: %s", exc)
         with self._lock:
             self._until[label] = self.clock() + seconds
             now = self.clock()
             self._until = {k: v for k, v in self._until.items() if v > now}
             snapshot = dict(self._until)
-        if self.path is not None:
+        if self.path is not None and self.records is None:
             try:
                 atomic_write(self.path, json.dumps(snapshot))
             except OSError as exc:  # the rest still holds in this process
@@ -110,6 +134,10 @@ class FallbackClient(ModelClient):
         self.switches = 0  # calls answered by another model than the first they tried
         self.model = self.primary.model
         self.base_url = self.primary.base_url
+
+    def share_state(self, records: RecordStore | None) -> None:
+        """Rest periods go to the store's records (shared by replicas, kept across restarts)."""
+        self.cooldowns.share_state(records)
 
     @property
     def primary(self) -> ModelClient:

@@ -36,6 +36,7 @@ from hermes.server import ui_auth
 from hermes.server.errors import APIError
 from hermes.server.quotas import Quotas
 from hermes.store.api_keys import ApiKeyRecord
+from hermes.store.records import records_of
 
 USER_HEADER = "x-hermes-user-id"
 KEY_CACHE_SECONDS = 5.0
@@ -112,7 +113,7 @@ async def require_auth(request: Request) -> None:
                 "authentication_error",
                 "invalid_api_key",
             )
-    _count_quotas(request)
+    await _count_quotas(request)
 
 
 async def _scoped_key(request: Request, token: bytes) -> ApiKeyRecord | None:
@@ -147,11 +148,14 @@ def _app_state(request: Request, name: str, make: Callable[[], Any]) -> Any:
     return value
 
 
-def _count_quotas(request: Request) -> None:
+async def _count_quotas(request: Request) -> None:
     settings = request.app.state.runtime.settings.quotas
     if not (settings.requests_per_minute or settings.turns_per_day):
         return
-    quotas: Quotas = _app_state(request, "quotas", lambda: Quotas(settings))
+    runtime = request.app.state.runtime
+    quotas: Quotas = _app_state(
+        request, "quotas", lambda: Quotas(settings, records_of(runtime.store))
+    )
     record: ApiKeyRecord | None = request.state.api_key
     subjects: list[str] = []
     if record is not None:
@@ -161,7 +165,7 @@ def _count_quotas(request: Request) -> None:
     elif settings.apply_to_owner:
         subjects = ["owner"]
     if subjects:
-        quotas.check(subjects, turn=request.url.path in TURN_PATHS)
+        await asyncio.to_thread(quotas.check, subjects, turn=request.url.path in TURN_PATHS)
 
 
 def session_from_headers(request: Request) -> str | None:

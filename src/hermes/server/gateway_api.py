@@ -83,7 +83,8 @@ def _not_found(exc: PairingError) -> APIError:
 async def status(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
     """What `hermes gateway status --json` shows, plus whether pairing is on and who the
     owners are: each platform configured or not, connected, messages, restarts, last error."""
-    report = await asyncio.to_thread(gateway_report, runtime.settings)
+    records = runtime.store.records if runtime.store.documents is not None else None
+    report = await asyncio.to_thread(gateway_report, runtime.settings, records)
     gateway = runtime.settings.gateway
     return {**report, "pairing": gateway.pairing, "owners": list(gateway.owner)}
 
@@ -95,7 +96,7 @@ async def status(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
 )
 async def pairing(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
     """Pending codes (live for an hour) with who asked, and the paired identities."""
-    store = PairingStore(runtime.settings.home)
+    store = PairingStore(runtime.settings.home, documents=runtime.store.documents)
     pending, approved = await asyncio.gather(
         asyncio.to_thread(store.pending), asyncio.to_thread(store.approved)
     )
@@ -138,7 +139,7 @@ async def deny(code: str = Code, runtime: Runtime = Depends(get_runtime)) -> dic
 
 async def _answer(runtime: Runtime, code: str, *, approve: bool) -> str:
     """Approve or deny a pending code; the identity it named (404 when there is none)."""
-    store = PairingStore(runtime.settings.home)
+    store = PairingStore(runtime.settings.home, documents=runtime.store.documents)
     try:
         return await asyncio.to_thread(store.approve if approve else store.deny, _code(code))
     except PairingError as exc:

@@ -23,7 +23,7 @@ from hermes.cron.jobs import (
     resume_job,
     update_job,
 )
-from hermes.cron.runner import list_outputs
+from hermes.cron.outputs import list_outputs
 from hermes.cron.schedule import ScheduleError, resolve_timezone
 from hermes.cron.store import (
     Job,
@@ -277,7 +277,9 @@ async def runs(
     """Saved outputs of the job, newest first."""
     store = _store(runtime, scope)
     job = await _call(_find, store, _job_id(job_id))
-    outputs = await asyncio.to_thread(list_outputs, runtime.settings, scope, job["id"])
+    outputs = await asyncio.to_thread(
+        list_outputs, runtime.settings, scope, job["id"], runtime.store.documents
+    )
     for item in outputs:
         item.pop("path", None)  # server paths are not the client's business
     return {"runs": outputs}

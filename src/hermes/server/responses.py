@@ -44,12 +44,14 @@ SOURCE = "api"
 
 
 def response_store(request: Request) -> ResponseStore:
-    """The app's store of responses (`$HERMES_HOME/responses.db`), opened on first use."""
+    """The app's store of responses (shared records in the store), made on first use."""
     state = request.app.state
     store: ResponseStore | None = getattr(state, "responses", None)
     if store is None:
         runtime: Runtime = state.runtime
-        store = state.responses = ResponseStore(runtime.settings.home / "responses.db")
+        store = state.responses = ResponseStore(
+            runtime.store, legacy=runtime.settings.home / "responses.db"
+        )
     return store
 
 

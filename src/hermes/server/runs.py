@@ -7,6 +7,7 @@ turn is a task of the server, not of the request, so it finishes when the client
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import get_args
 
@@ -29,7 +30,7 @@ from hermes.server.idempotency import (
 )
 from hermes.server.model_names import model_or_404
 from hermes.server.responses import named_session, previous_session
-from hermes.server.runs_live import LiveRun
+from hermes.server.runs_live import ANSWER, LiveRun
 from hermes.server.runs_manager import RunManager
 from hermes.server.runs_sse import OPENAPI_SSE, event_stream
 from hermes.server.runs_wire import (
@@ -170,6 +171,22 @@ async def _live(request: Request, scope: str, run_id: str) -> LiveRun | RunRecor
     )
 
 
+async def _answer_elsewhere(
+    request: Request, scope: str, run_id: str, choice: Decision, *, every: bool
+) -> LiveRun | RunRecord | None:
+    """The run as `_live` finds it; None when another replica runs it and waits for an
+    approval: the answer is then left in the store for that replica to take."""
+    manager = runs_of(request)
+    if manager.live(scope, run_id) is None:
+        record = await manager.get(scope, run_id)
+        records = request.app.state.runtime.store.records
+        if record is not None and record.status == "waiting_for_approval" and records:
+            body = {"choice": choice, "every": every}
+            await asyncio.to_thread(records.put_record, ANSWER, scope, run_id, body, ttl=600.0)
+            return None
+    return await _live(request, scope, run_id)
+
+
 @router.post(
     "/{run_id}/stop",
     response_model=RunObject,
@@ -234,9 +251,11 @@ async def answer_approval(
             param="choice",
         )
     choice: Decision = body.choice  # type: ignore[assignment]
-    run = await _live(request, scope, run_id)
-    resolved = 0 if isinstance(run, RunRecord) else run.resolve_approvals(choice, every=body.all)
-    if not resolved:
+    run = await _answer_elsewhere(request, scope, run_id, choice, every=body.all)
+    resolved = 1 if run is None else 0
+    if run is not None and not isinstance(run, RunRecord):
+        resolved = run.resolve_approvals(choice, every=body.all)
+    if run is not None and not resolved:
         status = run.status if isinstance(run, RunRecord) else run.record.status
         raise APIError(
             409,

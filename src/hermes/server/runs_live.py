@@ -19,7 +19,14 @@ from typing import Any
 
 from hermes.agent.turn import TurnObserver
 from hermes.observability import timings
-from hermes.store.base import RUN_FINAL, RunEvent, RunRecord, RunStatus, RunStore
+from hermes.store.base import (
+    RUN_FINAL,
+    RecordStore,
+    RunEvent,
+    RunRecord,
+    RunStatus,
+    RunStore,
+)
 from hermes.tools.approval import ApprovalRequest, Decision
 
 log = logging.getLogger(__name__)
@@ -133,13 +140,36 @@ class LiveRun:
         return answered
 
 
+ANSWER = "run_approval"
+"""Record kind of an answer sent to another replica than the one running the run."""
+ANSWER_POLL_SECONDS = 0.5
+
+
 class RunApprover:
     """The run's `Approver` (hermes.tools.approval): announce the request as an event, wait
-    for `POST /v1/runs/{id}/approval`, deny when nobody answers within `timeout` seconds."""
+    for `POST /v1/runs/{id}/approval`, deny when nobody answers within `timeout` seconds.
+    An answer sent to another replica arrives as a store record (`run_approval`), which the
+    waiting approver takes every `ANSWER_POLL_SECONDS`."""
 
-    def __init__(self, run: LiveRun, timeout: float) -> None:
+    def __init__(self, run: LiveRun, timeout: float, records: RecordStore | None = None) -> None:
         self.run = run
         self.timeout = timeout
+        self.records = records
+
+    async def _answers_from_elsewhere(self) -> None:
+        """Resolve the run's approvals with answers other replicas stored (until cancelled)."""
+        if self.records is None:
+            return
+        record = self.run.record
+        while True:
+            await asyncio.sleep(ANSWER_POLL_SECONDS)
+            found = await asyncio.to_thread(
+                self.records.take_record, ANSWER, record.scope, record.id
+            )
+            if found is not None:
+                choice = found.body.get("choice")
+                if choice in CHOICES:
+                    self.run.resolve_approvals(choice, every=bool(found.body.get("every")))
 
     async def approve(self, request: ApprovalRequest) -> Decision:
         run = self.run
@@ -154,11 +184,13 @@ class RunApprover:
             choices=list(CHOICES),
         )
         timed_out = False
+        remote = asyncio.get_running_loop().create_task(self._answers_from_elsewhere())
         try:
             choice = await asyncio.wait_for(future, self.timeout)
         except TimeoutError:
             choice, timed_out = "deny", True
         finally:
+            remote.cancel()
             if future in run.approvals:
                 run.approvals.remove(future)
             if not run.approvals and run.record.status == "waiting_for_approval":

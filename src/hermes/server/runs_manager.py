@@ -95,7 +95,9 @@ class RunManager:
         except BaseException:
             del self._live[record.id]
             raise
-        req.approver = RunApprover(run, self.runtime.settings.tools.approval_timeout)
+        req.approver = RunApprover(
+            run, self.runtime.settings.tools.approval_timeout, self.runtime.store.records
+        )
         req.steering = run.steering
         run.task = asyncio.get_running_loop().create_task(self._drive(run, req))
         return run

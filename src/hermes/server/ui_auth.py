@@ -5,7 +5,9 @@ key named by its secret's SHA-256, re-checked on every request so a revoked key 
 sign-ins), a random nonce, and when it was issued and last used. Signed rather than kept in a
 table because the signing secret derives from the server key, so every replica that shares
 the key accepts the same sign-ins with no schema change, and rotating the key ends them all.
-An open loopback server (no key) signs with a random per-process secret instead.
+An open loopback server (no key) signs with a random per-process secret instead. Signing
+out is a store record (`ui_signout`, kept until the sign-in would have expired), so a
+signed-out cookie is refused by every replica, not only the one that saw the sign-out.
 
 A cookie is sent by the browser on any request to the host, so the API accepts it only with
 `X-CSRF-Token` (bound to the sign-in's nonce) on every state-changing method.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -29,6 +32,8 @@ from starlette.responses import Response
 from hermes.auth.keys import PREFIX, hash_secret
 from hermes.server.errors import APIError
 from hermes.store.api_keys import ApiKeyRecord, ApiKeyStore
+from hermes.store.base import DEFAULT_SCOPE
+from hermes.store.records import records_of
 
 COOKIE = "hermes_ui"
 CSRF_HEADER = "x-csrf-token"
@@ -82,14 +87,15 @@ def _secret(request: Request) -> bytes:
     return cached
 
 
-def _revoked(request: Request) -> dict[str, float]:
-    """Nonces signed out on this replica (until they would have expired anyway)."""
-    state = request.app.state
-    revoked: dict[str, float] | None = getattr(state, "ui_revoked", None)
-    if revoked is None:
-        revoked = {}
-        state.ui_revoked = revoked
-    return revoked
+SIGNED_OUT = "ui_signout"
+
+
+async def _signed_out(request: Request, nonce: str) -> bool:
+    """Whether the sign-in was ended with "sign out", on any replica (a store record that
+    lives until the sign-in would have expired anyway)."""
+    records = records_of(request.app.state.runtime.store)
+    found = await asyncio.to_thread(records.get_record, SIGNED_OUT, DEFAULT_SCOPE, nonce)
+    return found is not None
 
 
 def encode(request: Request, sign_in: SignIn) -> str:
@@ -99,7 +105,8 @@ def encode(request: Request, sign_in: SignIn) -> str:
 
 
 def decode(request: Request, token: str, now: float | None = None) -> SignIn | None:
-    """The sign-in the token is, or None when it is forged, expired, idle or signed out."""
+    """The sign-in the token is, or None when it is forged, expired or idle (whether it was
+    signed out is the store's to say: `current`, `cookie_auth`)."""
     body, _, mac = token.partition(".")
     if not body or not mac:
         return None
@@ -115,8 +122,6 @@ def decode(request: Request, token: str, now: float | None = None) -> SignIn | N
         return None
     now = time.time() if now is None else now
     if now - sign_in.seen > IDLE_SECONDS or now - sign_in.issued > MAX_AGE_SECONDS:
-        return None
-    if sign_in.nonce in _revoked(request):
         return None
     return sign_in
 
@@ -163,13 +168,12 @@ async def scoped_record(request: Request, key_hash: str) -> ApiKeyRecord | None:
     return record if record is not None and record.usable() else None
 
 
-def sign_out(request: Request, sign_in: SignIn) -> None:
-    revoked = _revoked(request)
-    now = time.time()
-    for nonce, until in list(revoked.items()):
-        if until < now:
-            del revoked[nonce]
-    revoked[sign_in.nonce] = sign_in.issued + MAX_AGE_SECONDS
+async def sign_out(request: Request, sign_in: SignIn) -> None:
+    records = records_of(request.app.state.runtime.store)
+    ttl = max(sign_in.issued + MAX_AGE_SECONDS - time.time(), 1.0)
+    await asyncio.to_thread(
+        functools.partial(records.put_record, SIGNED_OUT, DEFAULT_SCOPE, sign_in.nonce, {}, ttl=ttl)
+    )
 
 
 def set_cookie(request: Request, response: Response, sign_in: SignIn) -> None:
@@ -190,9 +194,12 @@ def clear_cookie(request: Request, response: Response) -> None:
     )
 
 
-def current(request: Request) -> SignIn | None:
+async def current(request: Request) -> SignIn | None:
     token = request.cookies.get(COOKIE)
-    return decode(request, token) if token else None
+    sign_in = decode(request, token) if token else None
+    if sign_in is None or await _signed_out(request, sign_in.nonce):
+        return None
+    return sign_in
 
 
 def refreshed(sign_in: SignIn) -> SignIn | None:
@@ -215,7 +222,7 @@ async def cookie_auth(request: Request) -> bool:
     if not token:
         return False
     sign_in = decode(request, token)
-    if sign_in is None:
+    if sign_in is None or await _signed_out(request, sign_in.nonce):
         raise _unauthorized("Your dashboard sign-in expired or was signed out; sign in again.")
     if request.method not in SAFE_METHODS:
         given = request.headers.get(CSRF_HEADER, "")

@@ -420,6 +420,70 @@ class NoteHistoryStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class SharedRecord:
+    """One small JSON record of shared API state (a stored response, a pairing code, a
+    delivery key, a sign-out): addressed by (kind, scope, key)."""
+
+    kind: str
+    scope: str
+    key: str
+    body: dict[str, Any]
+    created_at: float
+    expires_at: float | None = None
+
+
+class RecordStore(Protocol):
+    """Small records every replica must agree on, which used to live in one process's memory
+    or in files under `$HERMES_HOME`: stored `/v1/responses`, gateway pairing codes and chat
+    sessions, dashboard sign-outs, answers to approvals, delivery keys (send once), and the
+    uses that quotas count. A record past its `expires_at` is as good as absent."""
+
+    def put_record(
+        self, kind: str, scope: str, key: str, body: dict[str, Any], *, ttl: float | None = None
+    ) -> None:
+        """Insert or replace the record."""
+        ...
+
+    def add_record(
+        self, kind: str, scope: str, key: str, body: dict[str, Any], *, ttl: float | None = None
+    ) -> bool:
+        """Insert the record unless a live one has its key: True for the one caller (of
+        every replica) that added it, so "do this once" is `if add_record(...)`."""
+        ...
+
+    def get_record(self, kind: str, scope: str, key: str) -> SharedRecord | None: ...
+
+    def take_record(self, kind: str, scope: str, key: str) -> SharedRecord | None:
+        """Remove the record and return it: only one caller gets it (one-time codes)."""
+        ...
+
+    def list_records(
+        self, kind: str, scope: str | None = None, *, limit: int = 1000
+    ) -> list[SharedRecord]:
+        """Live records of `kind` (in `scope`, or every scope), newest first."""
+        ...
+
+    def delete_records(self, kind: str, scope: str, keys: Sequence[str] | None = None) -> int:
+        """Delete `keys` (all of the scope's records of `kind` when None); returns how many."""
+        ...
+
+    def forget_records(self, scope: str) -> int:
+        """Delete every record of `scope`, of every kind (`DELETE /api/users/{id}`)."""
+        ...
+
+    def trim_records(self, kind: str, keep: int) -> int:
+        """Keep only the newest `keep` records of `kind` (and drop expired ones)."""
+        ...
+
+    def use_quota(
+        self, counters: Sequence[tuple[str, float, int]], now: float
+    ) -> tuple[str, float] | None:
+        """Count one use on every (counter, window seconds, limit), all or none: None when
+        each had room (the uses are recorded), else (counter, seconds until it has room)."""
+        ...
+
+
 class Store(CompactionStore, Protocol):
     """Sessions, messages, compactions and leases, always addressed within a scope; recall
     (`search`, `vectors`) and the rest are sub-objects with contracts of their own.
@@ -453,6 +517,10 @@ class Store(CompactionStore, Protocol):
 
     usage: UsageStore | None
     """Tokens per turn and model, for cost reports (both backends keep them)."""
+
+    records: RecordStore | None
+    """Shared API state: responses, pairing, sign-outs, approvals, delivery keys, quota
+    uses (both backends keep them: state.db alone, PostgreSQL for every replica)."""
 
     def ensure_session(
         self,
@@ -528,6 +596,12 @@ class Store(CompactionStore, Protocol):
     ) -> list[MessageRecord]: ...
 
     def count_messages(self, scope: str | None = None) -> int: ...
+
+    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Take a named lease if free, expired, already ours, or held by a process that
+        `hermes.store.leases.holder_is_dead` says is gone; never blocks (the gateway's poller
+        lease)."""
+        ...
 
     def release_lock(self, name: str, holder: str) -> None: ...
 

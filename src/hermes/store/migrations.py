@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from hermes.store.api_keys import M009_API_KEYS
 from hermes.store.note_history import M012_NOTE_VERSIONS
+from hermes.store.records import M018_SHARED_RECORDS, M019_QUOTA_USES
 from hermes.store.runs import M013_RUNS
 from hermes.store.search_schema import (
     M003_MESSAGE_WINDOWS,
@@ -188,6 +189,8 @@ MIGRATIONS: list[Migration] = [
     Migration(12, "note_versions", _script(M012_NOTE_VERSIONS)),
     Migration(13, "runs", _script(M013_RUNS)),
     Migration(17, "model_usage", _script(M017_MODEL_USAGE)),
+    Migration(18, "shared_records", _script(M018_SHARED_RECORDS)),
+    Migration(19, "quota_uses", _script(M019_QUOTA_USES)),
 ]
 
 

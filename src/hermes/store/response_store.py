@@ -1,11 +1,10 @@
 """Stored `/v1/responses` objects, per scope, so `previous_response_id` and
-`GET /v1/responses/{id}` work.
+`GET /v1/responses/{id}` work on any replica.
 
 A stored response is the object the client received plus the Hermes session it belongs to:
-the transcript itself lives in the session store, this only maps a response id onto it. It is
-a small SQLite file of its own (`$HERMES_HOME/responses.db`, WAL) rather than part of the
-`Store` contract: it is an API-surface index, bounded (oldest dropped past `limit`), and
-losing it loses no conversation. Every call runs in a worker thread with its own connection.
+the transcript itself lives in the session store, this only maps a response id onto it. The
+objects are the store's shared records (kind `response`: state.db alone, PostgreSQL for
+every replica), bounded (oldest dropped past `limit`); losing one loses no conversation.
 """
 
 from __future__ import annotations
@@ -13,24 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import time
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_LIMIT = 10_000
+from hermes.store.base import Store
+from hermes.store.records import records_of
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    scope TEXT NOT NULL,
-    id TEXT NOT NULL,
-    session_id TEXT,
-    created_at REAL NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (scope, id)
-);
-CREATE INDEX IF NOT EXISTS responses_created ON responses (created_at);
-"""
+DEFAULT_LIMIT = 10_000
+KIND = "response"
 
 
 @dataclass(frozen=True)
@@ -41,71 +32,53 @@ class StoredResponse:
 
 
 class ResponseStore:
-    """Response objects keyed by (scope, id); one scope never reads another's."""
+    """Response objects keyed by (scope, id); one scope never reads another's. `legacy`
+    names an older version's `responses.db`: its responses are copied in on first use,
+    then the file is renamed `responses.db.imported` (nothing a client stored is lost)."""
 
-    def __init__(self, path: Path, *, limit: int = DEFAULT_LIMIT) -> None:
-        self.path = path
+    def __init__(
+        self, store: Store, *, limit: int = DEFAULT_LIMIT, legacy: Path | None = None
+    ) -> None:
+        self.records = records_of(store)
         self.limit = limit
-        self._ready = False
+        self._legacy = legacy
+        self._legacy_lock = threading.Lock()
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
-        if not self._ready:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
-            self._ready = True
-        return conn
+    def _import_legacy(self) -> None:
+        with self._legacy_lock:
+            path, self._legacy = self._legacy, None
+            if path is None or not path.is_file():
+                return
+            conn = sqlite3.connect(path)
+            try:
+                rows = conn.execute(
+                    "SELECT scope, id, session_id, body FROM responses ORDER BY created_at"
+                ).fetchall()
+            except sqlite3.Error:
+                rows = []
+            finally:
+                conn.close()
+            for scope, rid, session_id, body in rows:
+                wrapped = {"session_id": session_id, "body": json.loads(body)}
+                self.records.add_record(KIND, scope, rid, wrapped)
+            path.rename(path.with_name(path.name + ".imported"))
 
     def _save(self, scope: str, response: StoredResponse) -> None:
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                (scope, response.id, response.session_id, time.time(), json.dumps(response.body)),
-            )
-            conn.execute(
-                "DELETE FROM responses WHERE rowid IN (SELECT rowid FROM responses "
-                "ORDER BY created_at DESC LIMIT -1 OFFSET ?)",
-                (self.limit,),
-            )
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+        self._import_legacy()
+        body = {"session_id": response.session_id, "body": response.body}
+        self.records.put_record(KIND, scope, response.id, body)
+        self.records.trim_records(KIND, self.limit)
 
     def _get(self, scope: str, response_id: str) -> StoredResponse | None:
-        conn = self._connect()
-        try:
-            row = conn.execute(
-                "SELECT session_id, body FROM responses WHERE scope = ? AND id = ?",
-                (scope, response_id),
-            ).fetchone()
-        finally:
-            conn.close()
-        if row is None:
+        self._import_legacy()
+        found = self.records.get_record(KIND, scope, response_id)
+        if found is None:
             return None
-        return StoredResponse(response_id, row[0], json.loads(row[1]))
-
-    def _delete(self, scope: str, response_id: str) -> bool:
-        conn = self._connect()
-        try:
-            cur = conn.execute(
-                "DELETE FROM responses WHERE scope = ? AND id = ?", (scope, response_id)
-            )
-            return cur.rowcount > 0
-        finally:
-            conn.close()
+        return StoredResponse(response_id, found.body.get("session_id"), found.body["body"])
 
     def forget_scope(self, scope: str) -> int:
         """Delete every stored response of `scope` (`hermes users forget`); blocking."""
-        if not self.path.exists():
-            return 0
-        conn = self._connect()
-        try:
-            return conn.execute("DELETE FROM responses WHERE scope = ?", (scope,)).rowcount
-        finally:
-            conn.close()
+        return self.records.delete_records(KIND, scope)
 
     async def save(self, scope: str, response: StoredResponse) -> None:
         await asyncio.to_thread(self._save, scope, response)
@@ -114,4 +87,5 @@ class ResponseStore:
         return await asyncio.to_thread(self._get, scope, response_id)
 
     async def delete(self, scope: str, response_id: str) -> bool:
-        return await asyncio.to_thread(self._delete, scope, response_id)
+        removed = await asyncio.to_thread(self.records.delete_records, KIND, scope, [response_id])
+        return removed > 0

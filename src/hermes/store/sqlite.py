@@ -21,6 +21,7 @@ from hermes.store.base import (
     NewMessage,
     NewSession,
     NoteHistoryStore,
+    RecordStore,
     RunStore,
     SchemaStatus,
     ScopeStats,
@@ -37,6 +38,7 @@ from hermes.store.migrations import (
     migrate,
 )
 from hermes.store.note_history import SQLiteNoteHistory
+from hermes.store.records import SQLiteRecords
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
@@ -86,6 +88,7 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
         self.runs: RunStore | None = SQLiteRunStore(self._conn, self._lock)
         self.note_history: NoteHistoryStore | None = SQLiteNoteHistory(self._conn, self._lock)
         self.usage: UsageStore | None = SQLiteUsageStore(self._conn, self._lock)
+        self.records: RecordStore | None = SQLiteRecords(self._conn, self._lock)
 
     def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:
         """Open, switch to WAL and migrate, retrying while sibling processes do the same.
@@ -474,6 +477,11 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
         return int(self._read("SELECT COUNT(*) FROM messages WHERE scope = ?", (scope,))[0][0])
 
     # -- cross-process locks ----------------------------------------------------------------
+
+    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Take a named lease if free or expired (or already ours); never blocks."""
+        with self._write() as conn:
+            return self._take_lease(conn, name, holder, ttl_seconds)
 
     def release_lock(self, name: str, holder: str) -> None:
         with self._write() as conn:

@@ -1,22 +1,22 @@
 """The approval gate every dangerous tool action passes: remembers "for this session" and
 "always" answers, asks the surface's approver otherwise, and refuses when nobody can answer.
 
-"always" is kept in `$HERMES_HOME/approvals.json` (one list of pattern keys, written
-atomically) so it survives restarts; "session" lives as long as the process. With
+"always" and "session" answers are store records (`approval_always`, `approval_session`:
+state.db alone, PostgreSQL for every replica), so they survive restarts and hold on every
+replica; an `$HERMES_HOME/approvals.json` left by an older version is still honoured. With
 `tools.terminal.approval: off` every dangerous command runs unasked and each one is logged
 as a warning; hardline commands never run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from hermes.config.settings import Settings
-from hermes.fileio import atomic_write
+from hermes.store.base import DEFAULT_SCOPE, RecordStore
 from hermes.tools.approval import APPROVED, ApprovalRequest
 from hermes.tools.dangerous import Finding
 from hermes.tools.registry import ToolContext
@@ -24,50 +24,53 @@ from hermes.tools.registry import ToolContext
 log = logging.getLogger(__name__)
 
 ALWAYS_FILE = "approvals.json"
-_MAX_SESSIONS = 1000
 
 
 def approval_off(settings: Settings) -> bool:
     return settings.tools.terminal.approval == "off"
 
 
-class ApprovalGate:
-    """One per runtime (a component); safe to share between concurrent turns."""
+ALWAYS = "approval_always"
+SESSION = "approval_session"
+SESSION_TTL = 7 * 86400.0
 
-    def __init__(self, settings: Settings) -> None:
+
+class ApprovalGate:
+    """One per runtime (a component); safe to share between concurrent turns. Blocking
+    store calls run in worker threads."""
+
+    def __init__(self, settings: Settings, records: RecordStore) -> None:
         self.settings = settings
+        self.records = records
         self.path: Path = settings.home / ALWAYS_FILE
-        self._lock = threading.Lock()
-        self._sessions: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
         if approval_off(settings):
             log.warning(
                 "tools.terminal.approval is off: dangerous terminal commands run WITHOUT asking"
             )
 
-    # -- "always" -------------------------------------------------------------------------
+    # -- "always" and "session" -----------------------------------------------------------
 
     def always(self) -> set[str]:
+        """Pattern keys approved for good (and those of an older version's approvals.json)."""
+        keys = {r.key for r in self.records.list_records(ALWAYS, DEFAULT_SCOPE)}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return set()
-        keys = data.get("always") if isinstance(data, dict) else None
-        return {k for k in keys if isinstance(k, str)} if isinstance(keys, list) else set()
+            return keys
+        legacy = data.get("always") if isinstance(data, dict) else None
+        if isinstance(legacy, list):
+            keys |= {k for k in legacy if isinstance(k, str)}
+        return keys
 
     def _remember_always(self, key: str) -> None:
-        with self._lock:
-            keys = self.always() | {key}
-            atomic_write(self.path, json.dumps({"always": sorted(keys)}, indent=2) + "\n")
+        self.records.put_record(ALWAYS, DEFAULT_SCOPE, key, {})
 
     def _remember_session(self, scope: str, session_id: str, key: str) -> None:
-        with self._lock:
-            self._sessions.setdefault((scope, session_id), set()).add(key)
-            self._sessions.move_to_end((scope, session_id))
-            while len(self._sessions) > _MAX_SESSIONS:
-                self._sessions.popitem(last=False)
+        self.records.put_record(SESSION, scope, f"{session_id}|{key}", {}, ttl=SESSION_TTL)
 
     def _approved_before(self, scope: str, session_id: str, key: str) -> bool:
-        return key in self._sessions.get((scope, session_id), ()) or key in self.always()
+        found = self.records.get_record(SESSION, scope, f"{session_id}|{key}")
+        return found is not None or key in self.always()
 
     # -- the check ------------------------------------------------------------------------
 
@@ -84,7 +87,7 @@ class ApprovalGate:
                 "approval is off: running a dangerous %s command (%s) unasked", tool, finding.key
             )
             return None
-        if self._approved_before(ctx.scope, ctx.session_id, finding.key):
+        if await asyncio.to_thread(self._approved_before, ctx.scope, ctx.session_id, finding.key):
             return None
         if ctx.approver is None:
             return (
@@ -101,7 +104,7 @@ class ApprovalGate:
                 "run. Do not retry it; ask the user how to proceed."
             )
         if decision == "session":
-            self._remember_session(ctx.scope, ctx.session_id, finding.key)
+            await asyncio.to_thread(self._remember_session, ctx.scope, ctx.session_id, finding.key)
         elif decision == "always":
-            self._remember_always(finding.key)
+            await asyncio.to_thread(self._remember_always, finding.key)
         return None

@@ -13,9 +13,10 @@ if TYPE_CHECKING:
 
 
 def _gate(runtime: Runtime) -> object:
+    from hermes.store.records import records_of
     from hermes.tools.gate import ApprovalGate
 
-    return ApprovalGate(runtime.settings)
+    return ApprovalGate(runtime.settings, records_of(runtime.store))
 
 
 def _processes(runtime: Runtime) -> object:

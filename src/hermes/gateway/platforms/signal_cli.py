@@ -9,7 +9,7 @@ What a Signal user expects:
   one conversation (one session), as a direct chat with one person is;
 * answers quote the message they answer and are split at Signal's limit, sent as written;
 * "typing…" while it works. The stream is resumed with `Last-Event-ID` after a reconnect or a
-  restart (the last event id is kept in `$HERMES_HOME/gateway/signal_cursor.json`), so messages
+  restart (the last event id is kept in `$HERMES_HOME/gateway/signal_cursor.json`, or in the shared database on PostgreSQL), so messages
   that arrived while the connection was down are answered once (signal-cli keeps the last
   thousand events).
 """
@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -39,12 +39,27 @@ from hermes.gateway.base import (
 from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 from hermes.gateway.state import gateway_dir, read_json
+from hermes.scopes import DEFAULT_SCOPE
+
+if TYPE_CHECKING:
+    from hermes.store.base import DocumentStore
 
 log = logging.getLogger(__name__)
 
 LIMIT = 2000  # Signal shows longer texts as a "read more" attachment: keep answers inline
 GROUP = "group."  # chat ids of groups: `group.<base64 id>`; people are their number or UUID
 CALL_TIMEOUT = 30.0
+
+
+CURSOR_DOCUMENT = "gateway/signal_cursor.json"
+
+
+def _cursors(text: str | None) -> dict[str, str]:
+    try:
+        found = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 class SignalConfig(PlatformConfig):
@@ -93,19 +108,35 @@ class SignalAdapter(PlatformAdapter):
         self.base = cfg.api_base.rstrip("/")
         self.number = cfg.number
         self.cursor_file = cursor_file
+        self.documents: DocumentStore | None = None
         self._http: httpx.AsyncClient | None = None
         self._ids = itertools.count(1)
         self._last_event = self._read_cursor()  # where the event stream resumes
         self._stopping = asyncio.Event()
 
+    def share_state(self, documents: DocumentStore | None) -> None:
+        """With a shared database the cursor is a store document, so the replica that takes
+        the account over resumes where the last one stopped."""
+        self.documents = documents
+        if documents is not None:
+            self._last_event = self._read_cursor()
+
     def _read_cursor(self) -> str | None:
-        if self.cursor_file is None:
+        if self.documents is not None:
+            saved = _cursors(self.documents.read_document(DEFAULT_SCOPE, CURSOR_DOCUMENT))
+        elif self.cursor_file is not None:
+            saved = read_json(self.cursor_file)
+        else:
             return None
-        value = read_json(self.cursor_file).get(self.number)
+        value = saved.get(self.number)
         return value if isinstance(value, str) else None
 
     def _save_cursor(self, event_id: str) -> None:
-        if self.cursor_file is not None:
+        if self.documents is not None:
+            with self.documents.edit_document(DEFAULT_SCOPE, CURSOR_DOCUMENT) as edit:
+                assert edit is not None
+                edit.new_text = json.dumps(_cursors(edit.text) | {self.number: event_id})
+        elif self.cursor_file is not None:
             saved = read_json(self.cursor_file) | {self.number: event_id}
             atomic_write(self.cursor_file, json.dumps(saved))
 

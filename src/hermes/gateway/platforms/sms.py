@@ -42,6 +42,7 @@ from hermes.gateway.base import (
 from hermes.gateway.platforms import PlatformSpec, needs
 from hermes.gateway.platforms.telegram_format import split_text
 from hermes.gateway.webhooks import WebhookAdapter, forbidden
+from hermes.store.base import DEFAULT_SCOPE, DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +92,15 @@ def to_plain(markdown: str) -> str:
 
 
 class OptOuts:
-    """Numbers that texted STOP: `$HERMES_HOME/gateway/sms_optout.json`, a sorted list."""
+    """Numbers that texted STOP: `$HERMES_HOME/gateway/sms_optout.json`, a sorted list; with
+    a shared database the same list is a store document, read on every check, so a STOP
+    received by one replica silences every replica at once."""
 
-    def __init__(self, home: Path) -> None:
+    DOCUMENT = "gateway/sms_optout.json"
+
+    def __init__(self, home: Path, documents: DocumentStore | None = None) -> None:
         self.path = home / "gateway" / "sms_optout.json"
+        self.documents = documents
         self._lock = threading.Lock()
         try:
             found = json.loads(self.path.read_text(encoding="utf-8"))
@@ -102,13 +108,34 @@ class OptOuts:
             found = []
         self.numbers: set[str] = {str(n) for n in found} if isinstance(found, list) else set()
 
+    def has(self, number: str) -> bool:
+        """Blocking with a shared database (call it off the loop)."""
+        if self.documents is None:
+            return number in self.numbers
+        return number in _numbers(self.documents.read_document(DEFAULT_SCOPE, self.DOCUMENT))
+
     def set(self, number: str, opted_out: bool) -> None:
+        if self.documents is not None:
+            with self.documents.edit_document(DEFAULT_SCOPE, self.DOCUMENT) as edit:
+                assert edit is not None
+                numbers = _numbers(edit.text)
+                (numbers.add if opted_out else numbers.discard)(number)
+                edit.new_text = json.dumps(sorted(numbers), indent=1)
+            return
         with self._lock:
             if (number in self.numbers) == opted_out:
                 return
             (self.numbers.add if opted_out else self.numbers.discard)(number)
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             atomic_write(self.path, json.dumps(sorted(self.numbers), indent=1))
+
+
+def _numbers(text: str | None) -> set[str]:
+    try:
+        found = json.loads(text) if text else []
+    except ValueError:
+        return set()
+    return {str(n) for n in found} if isinstance(found, list) else set()
 
 
 class SmsAdapter(WebhookAdapter):
@@ -120,9 +147,15 @@ class SmsAdapter(WebhookAdapter):
         self.cfg = cfg
         self.sid = cfg.account_sid
         self.number = normalize_number(cfg.phone_number)
+        self.home = home
         self.optouts = OptOuts(home)
         self._client: Any = None
         self._http: Any = None
+
+    def share_state(self, documents: DocumentStore | None) -> None:
+        """Keep opt-outs in the shared database (several replicas accept the webhooks)."""
+        if documents is not None:
+            self.optouts = OptOuts(self.home, documents)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -198,7 +231,7 @@ class SmsAdapter(WebhookAdapter):
             log.info("sms: %s opted out (%s)", sender, keyword)
             await asyncio.to_thread(self.optouts.set, sender, True)
             return None
-        if keyword in START_WORDS and sender in self.optouts.numbers:
+        if keyword in START_WORDS and await asyncio.to_thread(self.optouts.has, sender):
             log.info("sms: %s opted back in", sender)
             await asyncio.to_thread(self.optouts.set, sender, False)
             return None
@@ -230,7 +263,7 @@ class SmsAdapter(WebhookAdapter):
         meta: dict[str, Any] | None = None,
     ) -> str | None:
         to = normalize_number(chat)
-        if to in self.optouts.numbers:
+        if await asyncio.to_thread(self.optouts.has, to):
             raise AdapterError(
                 f"{to} texted STOP: Hermes sends nothing to that number until it texts START",
                 retryable=False,

@@ -127,12 +127,12 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
-    """End this sign-in (on this replica at once; the cookie is cleared everywhere)."""
-    sign_in = ui_auth.current(request)
+    """End this sign-in on every replica (a store record) and clear the cookie."""
+    sign_in = await ui_auth.current(request)
     if sign_in is not None:
         if request.headers.get(ui_auth.CSRF_HEADER) != ui_auth.csrf_token(request, sign_in):
             return _error(403, "Signing out needs the X-CSRF-Token header.", "csrf_token_invalid")
-        ui_auth.sign_out(request, sign_in)
+        await ui_auth.sign_out(request, sign_in)
     response = JSONResponse({"signed_out": True})
     ui_auth.clear_cookie(request, response)
     return response
@@ -141,7 +141,7 @@ async def logout(request: Request) -> Response:
 @router.get("/session")
 async def session(request: Request) -> Response:
     """Who is signed in and the CSRF token for this sign-in; 401 when nobody is."""
-    sign_in = ui_auth.current(request)
+    sign_in = await ui_auth.current(request)
     if sign_in is None:
         return _error(401, "Not signed in.", "not_signed_in")
     try:

@@ -17,6 +17,7 @@ from hermes import unsegmented as scripts
 from hermes.store.postgres.api_keys import M005_API_KEYS
 from hermes.store.postgres.note_history import M007_NOTE_VERSIONS
 from hermes.store.postgres.predicates import CONVERSATIONAL
+from hermes.store.postgres.records import M013_SHARED_RECORDS, M014_QUOTA_USES
 from hermes.store.postgres.runs import M008_RUNS
 from hermes.store.postgres.usage import M012_MODEL_USAGE
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
@@ -149,4 +150,6 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(7, "note_versions", M007_NOTE_VERSIONS),
     PgMigration(8, "runs", M008_RUNS),
     PgMigration(12, "model_usage", M012_MODEL_USAGE),
+    PgMigration(13, "shared_records", M013_SHARED_RECORDS),
+    PgMigration(14, "quota_uses", M014_QUOTA_USES),
 ]

@@ -23,6 +23,7 @@ from hermes.store.base import (
     NewMessage,
     NewSession,
     NoteHistoryStore,
+    RecordStore,
     RunStore,
     SchemaStatus,
     ScopeStats,
@@ -35,6 +36,7 @@ from hermes.store.postgres.api_keys import PgApiKeysMixin
 from hermes.store.postgres.idempotency import PgIdempotency
 from hermes.store.postgres.note_history import PgNoteHistory
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
+from hermes.store.postgres.records import PgRecords
 from hermes.store.postgres.runs import PgRunStore
 from hermes.store.postgres.search import PgSearch, index_sessions, refresh_vectors
 from hermes.store.postgres.shared import PgDocuments
@@ -99,6 +101,7 @@ class PostgresStore(PgApiKeysMixin):
         self.runs: RunStore | None = PgRunStore(self._db)
         self.note_history: NoteHistoryStore | None = PgNoteHistory(self._db)
         self.usage: UsageStore | None = PgUsageStore(self._db)
+        self.records: RecordStore | None = PgRecords(self._db)
         try:
             self._db.open()
             if migrate:
@@ -365,6 +368,11 @@ class PostgresStore(PgApiKeysMixin):
         return [s.id for s in fresh]
 
     # -- leases ---------------------------------------------------------------------------
+
+    def acquire_lock(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        replica = self._presence.ensure()
+        with self._db.connection() as conn:
+            return self._take(conn, name, holder, ttl_seconds, replica)
 
     def release_lock(self, name: str, holder: str) -> None:
         with self._db.connection() as conn:
