@@ -4,11 +4,14 @@ default), answered as text, the transcript stored; without an endpoint the chat 
 from __future__ import annotations
 
 import io
+import logging
 import math
 import socket
 import struct
 import wave
 from pathlib import Path
+
+import pytest
 
 from hermes.config.settings import load_settings
 from hermes.gateway.runner import Gateway
@@ -76,3 +79,15 @@ async def test_without_speech_to_text_the_chat_is_told_once(
     finally:
         await gw.stop()
         await runtime.aclose()
+
+
+async def test_downloading_a_file_never_logs_the_bot_token(
+    tg: TelegramBotAPI, fake: FakeModel, gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    fake.transcripts.append("hello")
+    fake.enqueue(Text("hi"))
+    await tg.user_says(OWNER, voice=a_recording(0.1))
+    await tg.wait_for_sent(1)
+    assert "file" in caplog.text.lower()  # the download was logged
+    assert tg.state.token not in caplog.text

@@ -78,7 +78,8 @@ def retry_seconds(exc: Any) -> float:
 
 
 class _RedactToken(logging.Filter):
-    """httpx logs request URLs, and Bot API URLs contain the token: never let it through."""
+    """httpx and python-telegram-bot log request and file URLs, and Bot API URLs contain the
+    token: never let it through."""
 
     def __init__(self, token: str) -> None:
         super().__init__()
@@ -91,6 +92,18 @@ class _RedactToken(logging.Filter):
         return True
 
 
+def _guard_logs(token: str) -> None:
+    """Put the token's filter on httpx's logger and every python-telegram-bot logger (a
+    logger's filter sees only its own records, so each needs one), once per token."""
+    _import_telegram()  # its module loggers exist from here on
+    names = ["httpx", "telegram", "telegram.Bot"]
+    names += [n for n in logging.root.manager.loggerDict if n.startswith("telegram.")]
+    for name in dict.fromkeys(names):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactToken) and f.token == token for f in logger.filters):
+            logger.addFilter(_RedactToken(token))
+
+
 class TelegramAdapter(PlatformAdapter):
     name = "telegram"
     live_edits = True
@@ -98,7 +111,7 @@ class TelegramAdapter(PlatformAdapter):
 
     def __init__(self, token: str, api_base: str, files_dir: Path) -> None:
         self.token = token
-        logging.getLogger("httpx").addFilter(_RedactToken(token))
+        _guard_logs(token)
         self.api_base = api_base.rstrip("/")
         self.files_dir = files_dir
         self._bot: Any = None
