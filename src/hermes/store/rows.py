@@ -5,7 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes.store.base import NewMessage, NewSession
+from hermes.store.base import NewMessage, NewSession, ScopeStats
+
+SCOPE_STATS_SQL = (
+    "SELECT scope, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at) "
+    "FROM sessions GROUP BY scope ORDER BY scope"
+)
+"""Sessions, messages and last activity per scope: the same SQL on both backends."""
+
+
+def scope_stats_from(rows: list[tuple[Any, ...]]) -> list[ScopeStats]:
+    return [ScopeStats(r[0], int(r[1]), int(r[2]), r[3]) for r in rows]
 
 
 def session_row(scope: str, s: NewSession, now: float) -> tuple[Any, ...]:

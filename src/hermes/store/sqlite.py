@@ -39,6 +39,7 @@ from hermes.store.migrations import (
 )
 from hermes.store.note_history import SQLiteNoteHistory
 from hermes.store.records import SQLiteRecords
+from hermes.store.rows import SCOPE_STATS_SQL, scope_stats_from
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
@@ -302,11 +303,7 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
         return removed
 
     def scope_stats(self) -> list[ScopeStats]:
-        rows = self._read(
-            "SELECT scope, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at) "
-            "FROM sessions GROUP BY scope ORDER BY scope"
-        )
-        return [ScopeStats(r[0], int(r[1]), int(r[2]), r[3]) for r in rows]
+        return scope_stats_from(self._read(SCOPE_STATS_SQL))
 
     # -- messages -------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from hermes.store.postgres.search import PgSearch, index_sessions, refresh_vecto
 from hermes.store.postgres.shared import PgDocuments
 from hermes.store.postgres.usage import PgUsageStore
 from hermes.store.postgres.vectors import PgVectorStore
-from hermes.store.rows import message_row, session_row
+from hermes.store.rows import SCOPE_STATS_SQL, message_row, scope_stats_from, session_row
 from hermes.store.search_contract import Searcher, VectorStore
 
 _SESSION_COLUMNS = (
@@ -215,11 +215,7 @@ class PostgresStore(PgApiKeysMixin):
             return removed
 
     def scope_stats(self) -> list[ScopeStats]:
-        rows = self._db.fetch(
-            "SELECT scope, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at) "
-            "FROM sessions GROUP BY scope ORDER BY scope"
-        )
-        return [ScopeStats(r[0], int(r[1]), int(r[2]), r[3]) for r in rows]
+        return scope_stats_from(self._db.fetch(SCOPE_STATS_SQL))
 
     # -- messages -------------------------------------------------------------------------
 
