@@ -26,10 +26,13 @@ SERVER_FIXTURES = frozenset(
     }
 )
 
-# Helpers that start a real server or another Python process: a test or fixture naming one
-# in its code is an integration test.
+# Helpers that start a real server or another process (`sys.executable`: another Python,
+# such as the `hermes` CLI or a stdio MCP server; `Popen`, multiprocessing's `Process`): a
+# test or fixture naming one in its code is an integration test.
 SERVER_HELPERS = frozenset(
     {
+        "executable",
+        "Process",
         "hermes_serve",
         "run_cli_subprocess",
         "spawn_chat",
