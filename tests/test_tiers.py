@@ -49,3 +49,9 @@ def test_postgresql_dovecot_and_chromium_are_found_by_fixture_or_parameter() -> 
     assert needs_a_real_server(_item("store_url", store_url="postgresql"))
     assert not needs_a_real_server(_item("store_url", store_url="sqlite"))
     assert not needs_a_real_server(_item("home", "fake"))
+
+
+def test_a_test_of_the_real_embedding_model_is_integration_too() -> None:
+    semantic = _item("home")
+    semantic.get_closest_marker = lambda name: pytest.mark.semantic if name == "semantic" else None
+    assert needs_a_real_server(semantic)

@@ -4,7 +4,7 @@ the fast tier, the whole suite is the full one.
 
 A test is an integration test when it, or any fixture it uses, needs a real server: a
 PostgreSQL database, Dovecot, Synapse, Chromium, or Hermes (or another process) started as a
-subprocess. Fixtures are recognised by name; helpers that start processes by the names a
+subprocess; and when it is marked `semantic` (it runs the real embedding model). Fixtures are recognised by name; helpers that start processes by the names a
 test's or fixture's code refers to, so indirect use through a fixture counts too.
 """
 
@@ -80,7 +80,12 @@ def _fixture_funcs(item: pytest.Item) -> Iterable[Callable[..., object]]:
 
 
 def needs_a_real_server(item: pytest.Item) -> bool:
-    """Whether `item` (through its fixtures, parameters or own code) needs a real server."""
+    """Whether `item` (through its fixtures, parameters or own code) needs a real server,
+    or the real embedding model (`semantic`: seconds of CPU to load and run, as much as
+    the rest of the fast tier)."""
+    get_marker = getattr(item, "get_closest_marker", None)
+    if get_marker is not None and get_marker("semantic") is not None:
+        return True
     if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
         return True
     callspec = getattr(item, "callspec", None)
