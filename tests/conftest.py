@@ -51,6 +51,14 @@ _PLATFORM_PREFIXES = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that need a real server get the `integration` marker (tests/tiers.py says how)."""
+    from tests import tiers
+
+    tiers.mark_integration(items)
+
+
 @pytest.fixture(autouse=True)
 def hermetic_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest

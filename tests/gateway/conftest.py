@@ -75,8 +75,10 @@ async def gateway(gw_runtime: Runtime) -> AsyncIterator[Gateway]:
         await gw.stop()
 
 
-async def until(condition: Callable[[], Any], within: float = 10.0, what: str = "") -> Any:
-    """Poll `condition` until it is truthy (deadline, never a fixed sleep)."""
+async def until(condition: Callable[[], Any], within: float = 30.0, what: str = "") -> Any:
+    """Poll `condition` until it is truthy (deadline, never a fixed sleep). The deadline is
+    generous: a reconnect on a loaded two-core machine can take seconds, and a passing test
+    never waits for it."""
     deadline = time.monotonic() + within
     while True:
         value = condition()

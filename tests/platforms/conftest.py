@@ -20,8 +20,10 @@ from hermes.server.app import create_app
 from tests.standins.synapse import Synapse
 
 
-async def until(condition: Callable[[], Any], within: float = 10.0, what: str = "") -> Any:
-    """Poll `condition` until it is truthy (deadline, never a fixed sleep)."""
+async def until(condition: Callable[[], Any], within: float = 30.0, what: str = "") -> Any:
+    """Poll `condition` until it is truthy (deadline, never a fixed sleep). The deadline is
+    generous: a reconnect on a loaded two-core machine can take seconds, and a passing test
+    never waits for it."""
     deadline = time.monotonic() + within
     while True:
         value = condition()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
 
 import httpx
 import openai
 
 from hermes.config.settings import Settings
-from hermes.testing.fake_model import Error, FakeModel, Hang, Text, ToolCalls
+from hermes.testing.fake_model import Error, FakeModel, Text, ToolCalls
 
 from .conftest import TEST_TOOLS, chat_body, chunks, open_socket_api, sse_events, wait_until
 
@@ -165,22 +167,37 @@ async def test_client_disconnect_cancels_the_turn_and_keeps_what_was_said(
 async def test_non_streaming_turn_survives_a_client_that_hangs_up(
     settings: Settings, fake: FakeModel
 ) -> None:
-    fake.enqueue(Hang(0.3, then=Text("done anyway")))
+    # the model answers only once the client has hung up: no race between a client timeout
+    # and the server reading the request, however loaded the machine
+    in_flight, hung_up = threading.Event(), threading.Event()
+
+    def answer_after_the_hang_up(body: dict) -> Text:
+        in_flight.set()
+        hung_up.wait(30)
+        return Text("done anyway")
+
+    fake.default = answer_after_the_hang_up
     async with open_socket_api(settings) as (base, runtime):
-        async with httpx.AsyncClient(base_url=base, timeout=0.05) as client:
-            try:
-                await client.post(
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            post = asyncio.create_task(
+                client.post(
                     "/v1/chat/completions",
                     json=chat_body("x"),
                     headers={"X-Hermes-Session-Id": "gone"},
                 )
-            except httpx.ReadTimeout:
-                pass
-            else:
-                raise AssertionError("the request should have timed out on the client side")
+            )
+            await asyncio.to_thread(in_flight.wait, 30)  # the turn waits on the model
+            post.cancel()  # the client hangs up
+            with contextlib.suppress(asyncio.CancelledError):
+                await post
+            if not post.cancelled():
+                raise AssertionError("the request should have been cut off on the client side")
+        hung_up.set()
 
         def stored() -> list:
             return runtime.store.get_messages("default", "gone")
 
-        await wait_until(lambda: len(stored()) == 2, what="the finished turn to be stored")
+        await wait_until(
+            lambda: len(stored()) == 2, what="the finished turn to be stored", within=30
+        )
         assert [m.content for m in stored()] == ["x", "done anyway"]
