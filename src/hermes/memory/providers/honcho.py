@@ -44,7 +44,7 @@ class HonchoBackend:
             base_url=cfg.base_url,
             workspace_id=cfg.workspace,
             timeout=settings.memory.provider_timeout,
-            max_retries=1,
+            max_retries=0,  # the worker is the retry: an SDK back-off would stall it
         )
         self.assistant = cfg.assistant_peer
         self.where = cfg.base_url or self.client.base_url

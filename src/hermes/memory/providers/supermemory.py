@@ -44,6 +44,9 @@ class SupermemoryBackend:
             api_key=cfg.api_key.get_secret_value(),
             base_url=cfg.base_url,
             timeout=timeout,
+            # no SDK retries: its back-off (1 s, 2 s, …) would hold the provider's one worker
+            # behind a down service; a failed sync is counted and the next turn tries again
+            max_retries=0,
             httpx_client=self.http,
         )
         self.prefix = cfg.container_prefix
