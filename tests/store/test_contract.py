@@ -326,10 +326,3 @@ def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store
     ]
     assert store.search.messages_at("default", []) == []
     assert [m.index for m in store.search.messages_at("other", [("s", 0), ("s", 1)])] == [0]
-    # what the ranking reads of its best candidates: the text, only of this scope
-    ids = [m.message_id for m in found]
-    (theirs,) = store.search.messages_at("other", [("s", 0)])
-    texts = store.search.message_texts("default", [*ids, theirs.message_id, 10**9])
-    said = ["I read a novel all night.", "Which one?", "Circe."]
-    assert texts == dict(zip(ids, said, strict=True))
-    assert store.search.message_texts("default", []) == {}

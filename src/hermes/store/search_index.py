@@ -427,10 +427,10 @@ class SQLiteSearch:
         words = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
         return {
             mid: highlight(text, words)
-            for mid, text in self.message_texts(scope, message_ids).items()
+            for mid, text in self._message_texts(scope, message_ids).items()
         }
 
-    def message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
+    def _message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
         ids = list(dict.fromkeys(int(i) for i in message_ids))
         if not ids:
             return {}

@@ -353,17 +353,6 @@ class PgSearch:
         rows = self._db.fetch(sql, (options, tsquery_text(words) if words else "", scope, ids))
         return {int(r[0]): r[1] or "" for r in rows}
 
-    def message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
-        ids = list(dict.fromkeys(int(i) for i in message_ids))
-        if not ids:
-            return {}
-        rows = self._db.fetch(
-            f"SELECT id, left(coalesce(content, ''), {BODY_CHARS}) FROM messages "
-            "WHERE scope = %s AND id = ANY(%s)",
-            (scope, ids),
-        )
-        return {int(r[0]): r[1] for r in rows}
-
     def check_search_index(self) -> SearchIndexHealth:
         """Every conversational message must carry its three vectors."""
         try:
