@@ -51,6 +51,7 @@ class PairingStore:
     def __init__(
         self, home: Path, *, documents: DocumentStore | None = None, clock: Any = time.time
     ) -> None:
+        self.home = home
         self.state = SharedJson(home, "pairing.json", documents)
         self.path = self.state.path
         self.clock = clock

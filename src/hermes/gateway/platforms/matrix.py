@@ -29,9 +29,8 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
@@ -49,6 +48,9 @@ from hermes.gateway.base import (
 )
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text, to_html
+
+if TYPE_CHECKING:
+    from hermes.store.base import DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -104,19 +106,30 @@ class MatrixAdapter(PlatformAdapter):
     def __init__(
         self,
         cfg: MatrixConfig,
-        may_invite: Callable[[str], bool],
+        inviters: frozenset[str],
+        pairing: PairingStore,
         session_file: Path | None = None,
     ) -> None:
         self.cfg = cfg
         self.session_file = session_file
         self.homeserver = (cfg.api_base or cfg.homeserver or "").rstrip("/")
-        self.may_invite = may_invite
+        self.inviters = inviters
+        self.pairing = pairing
         self.client: Any = None
         self._since: str | None = None
         self._stopping = asyncio.Event()
         self._encrypted_noted: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    def may_invite(self, user: str) -> bool:
+        """Allowed users, owners, and people paired since the gateway started (blocking)."""
+        return user in self.inviters or f"matrix:{user}" in self.pairing.approved()
+
+    def share_state(self, documents: DocumentStore | None) -> None:
+        """Pairings live in the shared database when there is one (several replicas)."""
+        if documents is not None:
+            self.pairing = PairingStore(self.pairing.home, documents=documents)
 
     async def connect(self) -> None:
         nio = _import_nio()
@@ -394,14 +407,8 @@ def _create(settings: Settings) -> PlatformAdapter:
     cfg = read_config(settings)
     owners = {o.partition(":")[2] for o in settings.gateway.owner if o.startswith("matrix:")}
     session = settings.home / "gateway" / "matrix_session.json"
-    static = frozenset(cfg.allowed_users) | frozenset(owners)
-    pairing = PairingStore(settings.home)
-
-    def may_invite(user: str) -> bool:
-        """Allowed users, owners, and people paired since the gateway started."""
-        return user in static or f"matrix:{user}" in pairing.approved()
-
-    return MatrixAdapter(cfg, may_invite, session)
+    inviters = frozenset(cfg.allowed_users) | frozenset(owners)
+    return MatrixAdapter(cfg, inviters, PairingStore(settings.home), session)
 
 
 PLATFORM = PlatformSpec(name="matrix", configured=_configured, create=_create)
