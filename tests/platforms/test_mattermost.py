@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from hermes.config.settings import load_settings
 from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
+from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.standins.mattermost_api import BOT_ID, TOKEN, Mattermost
 
@@ -98,11 +100,20 @@ async def test_a_bad_token_is_reported_and_not_hammered(
         assert "refused the token" in s.status("mattermost").last_error
 
 
-async def test_cron_delivers_to_a_channel(mm: Mattermost, served: Served) -> None:
-    deliverer = GatewayDeliverer(served.gateway.runtime)
-    where = await deliverer.deliver(
-        "mattermost:town", Outbound(text="daily digest", scope="default")
-    )
+async def test_cron_delivers_to_a_channel(
+    mm: Mattermost, serve_gateway: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as `hermes cron run` does: no gateway runs in this process, a one-off adapter sends
+    for key, value in mm_env(mm).items():
+        monkeypatch.setenv(key, value)
+    runtime = build_runtime(load_settings())
+    try:
+        deliverer = GatewayDeliverer(runtime)
+        where = await deliverer.deliver(
+            "mattermost:town", Outbound(text="daily digest", scope="default")
+        )
+    finally:
+        await runtime.aclose()
     assert where == "mattermost:town"
     assert mm.posts[-1]["message"] == "daily digest"
     assert mm.posts[-1]["user_id"] == BOT_ID
