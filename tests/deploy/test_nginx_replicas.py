@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from hermes.store import open_store
-from hermes.testing.fake_model import FakeModel, Text
+from hermes.testing.fake_model import FakeModel, Hang, Text
 from tests.standins.nginx import Nginx, find_nginx, free_port
 
 pytestmark = pytest.mark.skipif(find_nginx() is None, reason="nginx is not installed")
@@ -44,9 +44,10 @@ def _last_user(body: dict[str, Any]) -> str:
     return str(users[-1]["content"]) if users else ""
 
 
-def _answer(body: dict[str, Any]) -> Text:
-    # a short think so that every replica has turns in flight when one is killed
-    return Text(f"ok: {_last_user(body)}", delay=0.05)
+def _answer(body: dict[str, Any]) -> Hang:
+    # a short think (for the non-streamed calls the turns make too), so that every replica
+    # has turns in flight when one is killed
+    return Hang(0.2, then=Text(f"ok: {_last_user(body)}"))
 
 
 @dataclass
