@@ -85,7 +85,7 @@ async def test_a_slow_answer_is_one_post_edited_in_place(
 
 
 async def test_rate_limits_are_waited_out(mm: Mattermost, served: Served, fake: FakeModel) -> None:
-    mm.fail("posts", 429, reset=0.2)
+    mm.fail_route("posts", 429, reset=0.2)
     fake.enqueue(Text("after the limit"))
     await mm.user_says(OWNER, "hi")
     [post] = await mm.wait_for_posts(1)

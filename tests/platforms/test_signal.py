@@ -110,7 +110,7 @@ async def test_cron_delivers_to_a_number_and_refusals_are_not_retried(
     )
     assert where == f"signal:{FRIEND}"
     assert signal.sent[-1]["message"] == "daily digest"
-    signal.fail("send", -32602, "Invalid number: +1")
+    signal.fail_rpc("send", -32602, "Invalid number: +1")
     from hermes.delivery import DeliveryError
 
     with pytest.raises(DeliveryError) as refused:

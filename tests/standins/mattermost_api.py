@@ -15,46 +15,38 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.standins.standin import LoopbackServer
+
 TOKEN = "mm-bot-token"
 BOT_ID = "botuserid000000000000000000"
 BOT_NAME = "hermes"
 
 
-class Mattermost:
+class Mattermost(LoopbackServer):
     def __init__(self) -> None:
+        super().__init__()
         self.posts: list[dict[str, Any]] = []
         self.edits: list[dict[str, Any]] = []
         self.typing: list[dict[str, Any]] = []
-        self.failures: list[tuple[str, int, float]] = []
+        self.route_failures: list[tuple[str, int, float]] = []
         self._ids = (f"post{n:022d}" for n in itertools.count(1))
         self._sockets: set[web.WebSocketResponse] = set()
         self._seq = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
-    async def __aenter__(self) -> Mattermost:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_get("/api/v4/users/me", self._me)
         app.router.add_post("/api/v4/posts", self._create)
         app.router.add_put("/api/v4/posts/{id}/patch", self._patch)
         app.router.add_post("/api/v4/users/me/typing", self._typing)
         app.router.add_get("/api/v4/websocket", self._websocket)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        for ws in list(self._sockets):
-            await ws.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
+    async def stop(self) -> None:
+        await self.drop_sockets()
+        await super().stop()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.base_url
 
     # -- what tests do ---------------------------------------------------------------------
 
@@ -90,9 +82,9 @@ class Mattermost:
         )
         return post_id
 
-    def fail(self, route: str, status: int, reset: float = 1.0) -> None:
+    def fail_route(self, route: str, status: int, reset: float = 1.0) -> None:
         """The next request to `route` ("posts", "patch") answers `status` (429: rate limited)."""
-        self.failures.append((route, status, reset))
+        self.route_failures.append((route, status, reset))
 
     async def wait_for_posts(self, n: int, within: float = 10.0) -> list[dict[str, Any]]:
         deadline = time.monotonic() + within
@@ -117,9 +109,9 @@ class Mattermost:
                 },
                 status=401,
             )
-        for i, (name, status, reset) in enumerate(self.failures):
+        for i, (name, status, reset) in enumerate(self.route_failures):
             if name == route:
-                del self.failures[i]
+                del self.route_failures[i]
                 headers = {"X-RateLimit-Reset": str(reset)} if status == 429 else {}
                 return web.json_response({"message": "failure"}, status=status, headers=headers)
         return None

@@ -15,45 +15,32 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.standins.standin import LoopbackServer
+
 UUID_LEN = 36
 
 
-class SignalCli:
+class SignalCli(LoopbackServer):
     def __init__(self, number: str = "+15550000001") -> None:
+        super().__init__()
         self.number = number
-        self.sent: list[dict[str, Any]] = []
         self.typing: list[dict[str, Any]] = []
         self.groups: set[str] = set()
         self._events: list[tuple[int, dict[str, Any]]] = []
         self._ids = itertools.count(1)
         self._clock = itertools.count(int(time.time() * 1000))
-        self._changed = asyncio.Condition()
         self._streams: dict[web.StreamResponse, web.Request] = {}
-        self.failures: list[tuple[str, int, str]] = []
+        self.rpc_failures: list[tuple[str, int, str]] = []
         self.connections = 0
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
-    async def __aenter__(self) -> SignalCli:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_get("/api/v1/check", self._check)
         app.router.add_post("/api/v1/rpc", self._rpc)
         app.router.add_get("/api/v1/events", self._events_stream)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def stop(self) -> None:
         await self.drop_streams()
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        await super().stop()
 
     # -- what tests do ---------------------------------------------------------------------
 
@@ -101,9 +88,9 @@ class SignalCli:
         async with self._changed:
             self._changed.notify_all()
 
-    def fail(self, method: str, code: int, message: str) -> None:
+    def fail_rpc(self, method: str, code: int, message: str) -> None:
         """The next call of `method` answers with this JSON-RPC error."""
-        self.failures.append((method, code, message))
+        self.rpc_failures.append((method, code, message))
 
     async def wait_for_sent(self, n: int, within: float = 10.0) -> list[dict[str, Any]]:
         deadline = time.monotonic() + within
@@ -130,9 +117,9 @@ class SignalCli:
         except ValueError:
             return _rpc_error(None, -32700, "Parse error")
         method, params, rid = body.get("method"), body.get("params") or {}, body.get("id")
-        for i, (name, code, message) in enumerate(self.failures):
+        for i, (name, code, message) in enumerate(self.rpc_failures):
             if name == method:
-                del self.failures[i]
+                del self.rpc_failures[i]
                 return _rpc_error(rid, code, message)
         if method == "send":
             problem = self._send_problem(params)
