@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes.cron.schedule import describe
 from hermes.cron.store import Job, atomic_write, output_dir
 from hermes.store.base import DocumentStore
 
@@ -28,6 +29,28 @@ def document_prefix(job_id: str) -> str:
     return f"cron/output/{job_id}/"
 
 
+def render_output(job: Job, result: RunResult) -> str:
+    failed = " (FAILED)" if result.status != "ok" else ""
+    lines = [
+        f"# Cron Job: {job.get('name')}{failed}",
+        "",
+        f"**Job ID:** {job['id']}",
+        f"**Run Time:** {result.started_at.isoformat(timespec='seconds')}",
+        f"**Schedule:** {describe(job.get('schedule'))}",
+        f"**Session:** {result.session_id}",
+        "",
+        "## Prompt",
+        "",
+        result.prompt or "(empty)",
+        "",
+    ]
+    if result.status == "ok":
+        lines += ["## Response", "", result.response or "(No response generated)", ""]
+    else:
+        lines += ["## Error", "", "```", result.error or "unknown error", "```", ""]
+    return "\n".join(lines)
+
+
 def save_output(
     settings: Any,
     scope: str,
@@ -37,8 +60,6 @@ def save_output(
 ) -> Path:
     """Write the run's document, then keep only the newest `cron.output_retention`. The
     returned path is relative (`cron/output/…`) when the output is a store document."""
-    from hermes.cron.runner import render_output
-
     text = render_output(job, result)
     stamp = f"{result.started_at:%Y-%m-%d_%H-%M-%S}"
     keep = settings.cron.output_retention

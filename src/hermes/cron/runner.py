@@ -16,7 +16,6 @@ from typing import Any
 from hermes.agent.loop import Agent
 from hermes.agent.turn import TurnObserver, TurnRequest
 from hermes.cron.outputs import save_output
-from hermes.cron.schedule import describe
 from hermes.cron.store import Job
 from hermes.errors import HermesError
 from hermes.models.errors import ModelError
@@ -268,25 +267,3 @@ async def _run_agent(agent: Agent, scope: str, job: Job, result: RunResult) -> N
 
 
 # -------------------------------------------------------------------------- output
-
-
-def render_output(job: Job, result: RunResult) -> str:
-    failed = " (FAILED)" if result.status != "ok" else ""
-    lines = [
-        f"# Cron Job: {job.get('name')}{failed}",
-        "",
-        f"**Job ID:** {job['id']}",
-        f"**Run Time:** {result.started_at.isoformat(timespec='seconds')}",
-        f"**Schedule:** {describe(job.get('schedule'))}",
-        f"**Session:** {result.session_id}",
-        "",
-        "## Prompt",
-        "",
-        result.prompt or "(empty)",
-        "",
-    ]
-    if result.status == "ok":
-        lines += ["## Response", "", result.response or "(No response generated)", ""]
-    else:
-        lines += ["## Error", "", "```", result.error or "unknown error", "```", ""]
-    return "\n".join(lines)

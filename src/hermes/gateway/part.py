@@ -81,7 +81,7 @@ def _counts(runtime: Runtime) -> Iterator[Count]:
 
 
 def _webhooks() -> Any:
-    from hermes.gateway.webhooks import router
+    from hermes.gateway.webhook_routes import router
 
     return router()
 

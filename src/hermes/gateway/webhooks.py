@@ -20,9 +20,7 @@ from starlette.responses import Response
 from hermes.gateway.base import AdapterError, InboundHandler, PlatformAdapter
 
 if TYPE_CHECKING:
-    from fastapi import APIRouter
-
-    from hermes.runtime import Runtime
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -70,45 +68,3 @@ class WebhookAdapter(PlatformAdapter):
 def forbidden(why: str, platform: str) -> Response:
     log.warning("gateway: refused a %s webhook request: %s", platform, why)
     return Response(f"{why}\n", status_code=403, media_type="text/plain")
-
-
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
-    return runtime
-
-
-async def _dispatch(platform: str, request: Request) -> Response:
-    from hermes.gateway.runner import Gateway
-
-    gateway = _runtime(request).services.find(Gateway)
-    if gateway is None or platform not in gateway.specs:
-        return Response(
-            f"{platform!r} is not a messaging platform set up on this server\n",
-            status_code=404,
-            media_type="text/plain",
-        )
-    adapter = gateway.adapters.get(platform)
-    if not isinstance(adapter, WebhookAdapter) or not adapter.listening:
-        return Response(
-            f"{platform} is set up but not connected right now; try again shortly\n",
-            status_code=503,
-            media_type="text/plain",
-            headers={"Retry-After": "5"},
-        )
-    return await adapter.webhook(request)
-
-
-def router() -> APIRouter:
-    """`GET|POST /gateway/{platform}`: no Hermes bearer key (the platforms cannot send one);
-    each adapter authenticates its platform's signature instead. FastAPI is imported here, not
-    at the top: every command that asks which platforms are configured imports this module,
-    and FastAPI costs ~0.4 s a one-shot `hermes chat -q` does not need."""
-    from fastapi import APIRouter
-
-    api = APIRouter()
-
-    @api.api_route(PREFIX + "/{platform}", methods=["GET", "POST"], include_in_schema=False)
-    async def webhook(platform: str, request: Request) -> Response:
-        return await _dispatch(platform, request)
-
-    return api
