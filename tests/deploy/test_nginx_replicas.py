@@ -227,10 +227,13 @@ async def test_nginx_three_replicas_one_killed_mid_load(
         assert all(s.get("last_status") == "ok" or s["name"] in interrupted for s in states), states
         await asyncio.sleep(1.0)  # a second claim of a slot would have run within five ticks
 
-    # clients saw only retriable errors, and some did: the victim had turns in flight
+    # clients saw only retriable errors (how many depends on what was in flight on the victim
+    # at the kill, which nginx may also have retried elsewhere), and the load went on across it
     errors = [e for c in clients for _, e in c.errors]
-    assert errors, "no request was in flight on the killed replica"
     assert all(e in {"502", "503"} or e.endswith("Error") for e in errors), errors
+    acked_at = [when for c in clients for _, when in c.acked]
+    assert any(when < killed_at for when in acked_at), "no turn before the kill"
+    assert any(killed_at < when < back_at for when in acked_at), "no turn while it was down"
     assert sum(len(c.acked) for c in clients) > 3 * CLIENTS
 
     store = open_store(pg_url)
