@@ -23,6 +23,11 @@ class ProviderError(HermesError):
     """A provider cannot work as configured; the message says what to change."""
 
 
+class CallDropped(ProviderError):
+    """The call was not carried out and will not be (its worker process died, or is waiting
+    out a restart back-off): the provider's worker counts it as dropped, not failed."""
+
+
 class Backend(Protocol):
     """One external memory service. `user` is the provider-side id of a Hermes scope
     (`identity.provider_user`): every call names it, so two scopes never share memory."""
