@@ -82,8 +82,7 @@ async def test_a_hanging_provider_adds_nothing_to_a_turn(
     health = await provider_health(runtime)
     assert health["provider"] == "mem0"
     fake.stop()  # ends the hangs; the provider's calls fail and are reported, not raised
-    await runtime.agent.drain()
-    provider_of(runtime).worker.wait_idle(10)
+    await settle(runtime)
     health = await provider_health(runtime)
     assert health["failed"] >= 1 and health["status"] == "degraded", health
 

@@ -53,3 +53,13 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class NoteMirror(Protocol):
+    """What a backend may add: mirror the built-in notes (`on_memory_write`). Optional; a
+    backend without `note` keeps only the conversations."""
+
+    def note(self, user: str, target: str, action: str, entry: str) -> None:
+        """`entry` was added to (`action` "add") or left ("remove") `user`'s notes `target`
+        ("user": about the user, "memory": the agent's own working notes)."""
+        ...

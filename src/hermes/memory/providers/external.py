@@ -135,6 +135,20 @@ class ExternalMemory(MemoryProvider):
             return None
         return f"What {self.name} remembers about this user:\n{ready.text}"
 
+    async def on_memory_write(self, scope: str, target: str, action: str, content: str) -> None:
+        """Mirror a change of the built-in notes, on the worker (in order with the turns)."""
+        if action not in ("add", "remove"):
+            return
+        user = provider_user(scope)
+        entry = self.redact(content)
+
+        def mirror() -> None:
+            note = getattr(self._backend_now(), "note", None)
+            if note is not None:  # a backend without it keeps only the conversations
+                note(user, target, action, entry)
+
+        self.worker.submit(f"note_{action}", mirror)
+
     async def on_session_end(self, scope: str, session_id: str) -> None:
         """A session closed: refresh the scope's recall so its next session starts with it."""
         self._queue_recall(scope, "")

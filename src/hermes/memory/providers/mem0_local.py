@@ -143,6 +143,17 @@ class Mem0Local:
     def search(self, user: str, query: str, limit: int) -> list[str]:
         return _texts(self.memory.search(query, filters={"user_id": user}, top_k=limit))
 
+    def note(self, user: str, target: str, action: str, entry: str) -> None:
+        """A note entry kept as a Mem0 memory as it is (no extraction), removed with it."""
+        if action == "add":
+            self.memory.add(entry, user_id=user, infer=False, metadata={"hermes_note": target})
+            return
+        found = self.memory.get_all(filters={"user_id": user}, top_k=100_000)
+        rows = found.get("results", []) if isinstance(found, dict) else found
+        for row in rows:
+            if isinstance(row, dict) and row.get("memory") == entry and row.get("id"):
+                self.memory.delete(row["id"])
+
     def forget(self, user: str) -> int:
         count = len(_texts(self.memory.get_all(filters={"user_id": user}, top_k=100_000)))
         self.memory.delete_all(user_id=user)

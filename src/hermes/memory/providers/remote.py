@@ -88,6 +88,9 @@ class ProcessBackend:
     def forget(self, user: str) -> int:
         return int(self._call("forget", user))
 
+    def note(self, user: str, target: str, action: str, entry: str) -> None:
+        self._call("note", user, target, action, entry)
+
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:

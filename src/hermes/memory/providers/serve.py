@@ -20,7 +20,7 @@ from typing import IO, Any
 from hermes.config.settings import Settings, load_settings
 from hermes.memory.providers.backend import Backend, ProviderError, Said
 
-OPS = ("check", "recall", "store", "search", "forget")
+OPS = ("check", "recall", "store", "search", "forget", "note")
 
 
 def _protocol_stdout() -> IO[str]:
