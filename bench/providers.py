@@ -1,6 +1,6 @@
 """Added turn latency with each external memory provider, against none (issue 38).
 
-    python bench/providers.py [--turns 40]
+    python bench/providers.py [--turns 40] [--only mem0,honcho,supermemory]
 
 Each provider runs for real (mem0: the library, qdrant local, MiniLM, extraction by the fake
 model; Honcho and Supermemory: their SDKs against the loopback stand-ins of the tests), plus a
@@ -75,10 +75,30 @@ async def _run(name: str, memory: dict[str, Any], env: dict[str, str], turns: in
     return took
 
 
+async def _honcho_rows(results: dict[str, list[float]], base: dict[str, Any], turns: int) -> None:
+    async with honcho_api.HonchoAPI() as api:
+        env = {"HONCHO_BASE_URL": api.base_url, "HONCHO_API_KEY": honcho_api.KEY}
+        results["honcho"] = await _run("honcho", {**base, "provider": "honcho"}, env, turns)
+        api.mode = "hang"
+        hung = {**base, "provider": "honcho", "provider_timeout": 1}
+        results["honcho (hanging)"] = await _run("hung", hung, env, turns)
+        api.release()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated rows to run (none,mem0,honcho,supermemory); default: all",
+    )
     args = parser.parse_args()
+    only = {name for name in args.only.split(",") if name}
+
+    def wanted(name: str) -> bool:
+        return not only or name in only or name == "none"
+
     os.environ["HERMES_EMBEDDINGS"] = "off"
     results: dict[str, list[float]] = {}
     with FakeModel(default=_reply) as fake:
@@ -86,20 +106,18 @@ async def main() -> None:
         os.environ["HERMES_MODEL"] = "fake-model"
         base = {"review_interval": 0}
         results["none"] = await _run("none", base, {}, args.turns)
-        results["mem0"] = await _run("mem0", {**base, "provider": "mem0"}, {}, args.turns)
-        async with honcho_api.HonchoAPI() as api:
-            env = {"HONCHO_BASE_URL": api.base_url, "HONCHO_API_KEY": honcho_api.KEY}
-            results["honcho"] = await _run(
-                "honcho", {**base, "provider": "honcho"}, env, args.turns
-            )
-            api.mode = "hang"
-            hung = {**base, "provider": "honcho", "provider_timeout": 1}
-            results["honcho (hanging)"] = await _run("hung", hung, env, args.turns)
-            api.release()
-        async with supermemory_api.SupermemoryAPI() as api:
-            env = {"SUPERMEMORY_BASE_URL": api.base_url, "SUPERMEMORY_API_KEY": supermemory_api.KEY}
-            sm = {**base, "provider": "supermemory"}
-            results["supermemory"] = await _run("supermemory", sm, env, args.turns)
+        if wanted("mem0"):
+            results["mem0"] = await _run("mem0", {**base, "provider": "mem0"}, {}, args.turns)
+        if wanted("honcho"):
+            await _honcho_rows(results, base, args.turns)
+        if wanted("supermemory"):
+            async with supermemory_api.SupermemoryAPI() as api:
+                env = {
+                    "SUPERMEMORY_BASE_URL": api.base_url,
+                    "SUPERMEMORY_API_KEY": supermemory_api.KEY,
+                }
+                sm = {**base, "provider": "supermemory"}
+                results["supermemory"] = await _run("supermemory", sm, env, args.turns)
 
     def pct(values: list[float], q: float) -> float:
         ordered = sorted(values)
