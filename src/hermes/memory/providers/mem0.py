@@ -4,7 +4,9 @@ Its fact extraction asks Hermes' own model endpoint, its vectors come from the b
 (or the endpoint's /v1/embeddings) and live in qdrant's on-disk local mode under
 `$HERMES_HOME/mem0` (`mem0_local.py`). All of that runs in one worker process per server
 (`mem0_worker`), never in the server's interpreter: the server sends it small messages
-(`remote.ProcessBackend`). A scope is a Mem0 `user_id`.
+(`remote.ProcessBackend`). The worker reads its settings as any Hermes command does (the
+home's config.yaml and .env, then the environment it inherits), so it sees what the server
+was started with. A scope is a Mem0 `user_id`.
 """
 
 from __future__ import annotations
