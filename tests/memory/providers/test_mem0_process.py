@@ -15,7 +15,7 @@ import pytest
 from hermes.memory.providers import provider_health
 from hermes.memory.providers.forget import forget_provider_memory
 from hermes.runtime import Runtime
-from hermes.testing.fake_model import FakeModel, Hang, Text
+from hermes.testing.fake_model import FakeModel, Hang, Text, ToolCalls
 from tests.memory.providers.conftest import (
     facts,
     is_extraction,
@@ -124,3 +124,20 @@ async def test_a_clean_stop_drains_what_is_queued(
     assert (await provider_health(runtime))["dropped"] == 0
     removed = await asyncio.to_thread(forget_provider_memory, make_settings(), "alice")
     assert removed == 1
+
+
+async def test_the_mem0_search_tool_is_answered_by_the_worker(
+    mem0_home: Path, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    fake.enqueue(Text(facts("Alice grows tomatoes")), when=is_extraction)
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I grow tomatoes", scope="alice", session="t")
+    await settle(runtime)
+    fake.enqueue(ToolCalls([("mem0_search", {"query": "what does alice grow"})]), Text("Tomatoes."))
+
+    result, _ = await timed_turn(runtime, "what do I grow?", scope="alice", session="t2")
+
+    assert result.content == "Tomatoes."
+    tool_results = [m for m in fake.chat_requests()[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_results) == 1 and "Alice grows tomatoes" in tool_results[0]["content"]
