@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -25,6 +26,9 @@ from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.models.errors import SETUP_HINT
 from hermes.store.base import StoreError
+
+if TYPE_CHECKING:
+    from hermes.server.profiles import ProfileRouter
 
 log = logging.getLogger("hermes.server")
 
@@ -223,9 +227,16 @@ async def serve(
     except StoreError as exc:
         sock.close()
         raise ServeError(str(exc)) from None
-    app = create_app(runtime, daemons=[Daemon("ready", ready)])
+    profiles = _profile_router(settings, host, announce)
+    app = create_app(
+        runtime, daemons=[Daemon("ready", ready), *([profiles.daemon()] if profiles else [])]
+    )
     app.state.log_tail = LogTail(Redactor(settings_secrets(settings)))  # GET /api/logs
-    server = _Server(_uvicorn_config(app), on_exit=runtime.agent.locks.close)
+    served: object = app
+    if profiles is not None:
+        profiles.default_app = app
+        served = profiles
+    server = _Server(_uvicorn_config(served), on_exit=runtime.agent.locks.close)
     try:
         with _quiet_signal_reraise(), attached(app.state.log_tail):
             await server.serve(sockets=[sock])
@@ -233,6 +244,30 @@ async def serve(
         sock.close()
     if not server.started:
         raise ServeError("the server did not start; the log above says why")
+
+
+def _profile_router(
+    settings: Settings, host: str, announce: Callable[[str], None]
+) -> ProfileRouter | None:
+    """The default profile's server also serves every other profile under /p/<name>/
+    (`hermes -p NAME serve` serves that profile alone)."""
+    from hermes.config.home import DEFAULT_PROFILE
+    from hermes.runtime import build_runtime
+    from hermes.server.app import create_app
+    from hermes.server.profiles import ProfileRouter
+
+    if settings.profile != DEFAULT_PROFILE:
+        return None
+
+    def build(profile: Settings) -> object:
+        return create_app(build_runtime(profile))
+
+    def guard(profile: Settings) -> None:
+        warning = check_bind(profile, host)  # ServeError: no strong key on a public bind
+        if warning:
+            announce(f"warning: profile {profile.profile}: {warning}")
+
+    return ProfileRouter(settings.home, None, settings, build, guard=guard)
 
 
 def run(
