@@ -232,3 +232,31 @@ def delete(root: Path, name: str) -> Path:
     home = existing_profile_home(root, name)
     shutil.rmtree(home)
     return home
+
+
+def bot_conflicts(root: Path, only: str | None = None, *, own: Settings | None = None) -> list[str]:
+    """Each bot belongs to one profile: a sentence per bot credential that two profiles set
+    (only those involving profile `only` when given; `own` stands for the settings that
+    profile is running with, e.g. the default profile's, environment included)."""
+    identities: dict[str, dict[tuple[str, str], str]] = {}
+    for name in list_profiles(root):
+        if own is not None and name == own.profile:
+            identities[name] = bot_identities(own)
+            continue
+        try:
+            identities[name] = bot_identities(profile_settings(root, name))
+        except (ConfigError, ProfileError):
+            continue
+    owners: dict[tuple[str, str, str], list[str]] = {}
+    for name, found in identities.items():
+        for (platform, key), value in found.items():
+            owners.setdefault((platform, key, value), []).append(name)
+    problems = []
+    for (platform, key, _), names in sorted(owners.items()):
+        if len(names) > 1 and (only is None or only in names):
+            listed = " and ".join(repr(n) for n in names)
+            problems.append(
+                f"the same {platform} bot (gateway.{platform}.{key}) is configured in the "
+                f"profiles {listed}; a bot belongs to one profile: remove it from all but one"
+            )
+    return problems

@@ -83,9 +83,7 @@ async def served(
     add_profile(home, "beta", KEYS["beta"], {"model": beta_model})
     fake.default = Text("ok")
     settings = _quick(load_settings())
-    router = ProfileRouter(
-        home, None, settings, lambda s: create_app(build_runtime(_quick(s)))
-    )
+    router = ProfileRouter(home, None, settings, lambda s: create_app(build_runtime(_quick(s))))
     app = create_app(build_runtime(settings), daemons=[router.daemon()])
     router.default_app = app
     async with app.router.lifespan_context(app):
@@ -125,7 +123,10 @@ async def test_a_key_opens_its_own_profile_only(served: Served, profile: str, ke
     assert (await served.get(profile, "/api/sessions")).status_code == 200  # its own key does
 
 
-@pytest.mark.parametrize("path", ["/p/nope/v1/models", "/p/Upper/v1/models", "/p/a..b/v1/models", "/p/x%2F..%2Fy/v1/models"])
+@pytest.mark.parametrize(
+    "path",
+    ["/p/nope/v1/models", "/p/Upper/v1/models", "/p/a..b/v1/models", "/p/x%2F..%2Fy/v1/models"],
+)
 async def test_an_unknown_profile_is_a_clear_404(served: Served, path: str) -> None:
     r = await served.client.get(path, headers=bearer(ROOT_KEY))
     assert r.status_code == 404

@@ -110,4 +110,3 @@ def delete_cmd(
     except OSError as exc:
         fail(f"could not delete {home}: {exc.strerror}", 1)
     typer.echo(f"deleted profile {name!r} ({home})")
-

@@ -647,7 +647,11 @@ def load_settings(
                 continue
             _set_dotted(data, dotted, value)
             overridden[dotted] = f"{var} ({layer_name})"
-    if named and not _is_set(data, "server.model_name") and isinstance(data.get("server", {}), dict):
+    if (
+        named
+        and not _is_set(data, "server.model_name")
+        and isinstance(data.get("server", {}), dict)
+    ):
         _set_dotted(data, "server.model_name", name)  # /v1/models advertises the profile
     try:
         return Settings(home=home, profile=name, **data)

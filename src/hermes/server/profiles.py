@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from starlette.types import Receive, Scope, Send
+
 from hermes.config.home import (
     DEFAULT_PROFILE,
     PROFILE_NAME,
@@ -68,7 +70,7 @@ async def _send_json(send: Callable[..., Any], status: int, payload: dict[str, A
     await send({"type": "http.response.body", "body": body})
 
 
-def _bearer(scope: dict[str, Any]) -> bytes | None:
+def _bearer(scope: Scope) -> bytes | None:
     for key, value in scope.get("headers", []):
         if key == b"authorization":
             kind, _, token = value.partition(b" ")
@@ -158,7 +160,7 @@ class ProfileRouter:
 
     # ---------------------------------------------------------------- requests
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         path: str = scope.get("path", "")
         if kind == "http" and path == LIST_PATH:
@@ -198,14 +200,14 @@ class ProfileRouter:
         )
 
     @staticmethod
-    async def _refuse(scope: dict[str, Any], send: Any, status: int, message: str, code: str) -> None:
+    async def _refuse(scope: Scope, send: Any, status: int, message: str, code: str) -> None:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4404 if status == 404 else 1013})
             return
         kind = "not_found_error" if status == 404 else "server_error"
         await _send_json(send, status, error_body(message, kind, code))
 
-    async def _list(self, scope: dict[str, Any], send: Any) -> None:
+    async def _list(self, scope: Scope, send: Send) -> None:
         """The profiles this bearer opens (401 if it opens none), default first."""
         token = _bearer(scope)
         names = []
@@ -222,7 +224,9 @@ class ProfileRouter:
                 names.append(name)
         if not names:
             message = "Invalid API key: it is the server key of no profile on this server."
-            await _send_json(send, 401, error_body(message, "invalid_request_error", "invalid_api_key"))
+            await _send_json(
+                send, 401, error_body(message, "authentication_error", "invalid_api_key")
+            )
             return
         profiles = [
             {"name": n, "base": "" if n == DEFAULT_PROFILE else f"{PREFIX}{n}"} for n in names

@@ -134,6 +134,18 @@ def check_model(settings: Settings, host: str, port: int) -> str | None:
     return None
 
 
+def check_bots(settings: Settings, *, only: str | None = None) -> None:
+    """Refuse to run a bot that another profile runs too (both would answer its chats)."""
+    from hermes.config.home import DEFAULT_PROFILE, root_home
+    from hermes.profiles import bot_conflicts
+
+    root = settings.home if settings.profile == DEFAULT_PROFILE else root_home()
+    serving_all = settings.profile == DEFAULT_PROFILE and only is None
+    problems = bot_conflicts(root, None if serving_all else only or settings.profile, own=settings)
+    if problems:
+        raise ServeError("; ".join(problems) + ".")
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
     """Bind before loading anything heavy, so a busy port is one clear line, not a traceback."""
     try:
@@ -204,6 +216,7 @@ async def serve(
     """Serve until a signal; raises ServeError for bind problems before anything is opened."""
     warning = check_bind(settings, host)
     no_model = check_model(settings, host, port)
+    check_bots(settings)
     sock = bind_socket(host, port)
     # Heavy imports after the bind checks: a refused start stays fast.
     from hermes.observability.log_tail import LogTail, attached
@@ -263,6 +276,7 @@ def _profile_router(
         return create_app(build_runtime(profile))
 
     def guard(profile: Settings) -> None:
+        check_bots(settings, only=profile.profile)
         warning = check_bind(profile, host)  # ServeError: no strong key on a public bind
         if warning:
             announce(f"warning: profile {profile.profile}: {warning}")
