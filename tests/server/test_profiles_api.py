@@ -7,6 +7,7 @@ control: the owner does see it, so a test cannot pass because nothing was stored
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ from hermes.server.app import create_app
 from hermes.server.profiles import ProfileRouter
 from hermes.testing.fake_model import Error, FakeModel, Text
 
-from .conftest import chat_body, wait_until
+from .conftest import chat_body
+
+pytestmark = pytest.mark.usefixtures("on_each_backend")
 
 ROOT_KEY = "root-key-0123456789abcdef"
 KEYS = {"alpha": "alpha-key-0123456789abcdef", "beta": "beta-key-0123456789abcdef"}
@@ -48,6 +51,11 @@ class Served:
     router: ProfileRouter
     home: Path
 
+    @property
+    def on_files(self) -> bool:
+        """SQLite: each profile's store, notes and jobs are files in its own home."""
+        return self.router.default_settings.database_url.startswith("sqlite")
+
     async def get(self, profile: str, path: str, key: str | None = None) -> httpx.Response:
         return await self.client.get(prefix(profile) + path, headers=self._auth(profile, key))
 
@@ -71,12 +79,30 @@ def _quick(settings: Settings) -> Settings:
     return settings
 
 
+def _drop_profile_schemas(url: str) -> None:
+    """This run's database is emptied per test in `public`; the profiles' schemas go here."""
+    import psycopg
+
+    from hermes.config.database import profile_schema
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in ("alpha", "beta", "gamma"):
+            conn.execute(f'DROP SCHEMA IF EXISTS "{profile_schema(name)}" CASCADE')
+
+
 @pytest.fixture
 async def served(
-    home: Path, model_env: dict[str, str], fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+    home: Path,
+    model_env: dict[str, str],
+    fake: FakeModel,
+    monkeypatch: pytest.MonkeyPatch,
+    on_each_backend: str,
 ) -> AsyncIterator[Served]:
     """The default profile (key from the environment, as Docker sets it) plus alpha and beta;
-    beta names its own model and a fallback in its own config.yaml."""
+    beta names its own model and a fallback in its own config.yaml. On PostgreSQL all three
+    share one database (HERMES_DATABASE_URL), as replicas would."""
+    if on_each_backend.startswith("postgresql"):
+        _drop_profile_schemas(on_each_backend)
     monkeypatch.setenv("HERMES_API_KEY", ROOT_KEY)
     add_profile(home, "alpha", KEYS["alpha"])
     beta_model = {"name": "beta-model", "max_retries": 0, "fallbacks": [{"name": "beta-backup"}]}
@@ -155,8 +181,8 @@ async def test_sessions_and_transcripts_stay_in_their_profile(
         assert not any(f"secret of {other}" in texts for other in others)
         listed = (await served.get(profile, "/api/sessions")).json()["sessions"]
         assert [s["id"] for s in listed] == ["same-name"]
-    # the store of a profile is a file in its own home
-    assert (served.home / "profiles" / "alpha" / "state.db").is_file()
+    # on SQLite the store of a profile is a file in its own home
+    assert (served.home / "profiles" / "alpha" / "state.db").is_file() is served.on_files
 
 
 async def test_notes_stay_in_their_profile(served: Served) -> None:
@@ -165,8 +191,9 @@ async def test_notes_stay_in_their_profile(served: Served) -> None:
     seen = {p: json.dumps((await served.get(p, "/api/memory")).json()) for p in PROFILES}
     assert "alpha deploys on Fridays" in seen["alpha"]
     assert "Fridays" not in seen["beta"] and "Fridays" not in seen["default"]
-    memory_file = served.home / "profiles" / "alpha" / "memories" / "MEMORY.md"
-    assert "alpha deploys on Fridays" in memory_file.read_text(encoding="utf-8")
+    if served.on_files:  # (on PostgreSQL notes are rows in the profile's schema)
+        memory_file = served.home / "profiles" / "alpha" / "memories" / "MEMORY.md"
+        assert "alpha deploys on Fridays" in memory_file.read_text(encoding="utf-8")
 
 
 async def test_skills_stay_in_their_profile(served: Served) -> None:
@@ -198,18 +225,25 @@ async def test_a_job_of_one_profile_is_never_listed_or_run_in_another(
     for other in ("beta", "default"):
         assert (await served.get(other, f"/api/jobs/{job_id}")).status_code == 404
         assert (await served.post(other, f"/api/jobs/{job_id}/run")).status_code == 404
-    jobs_file = served.home / "profiles" / "alpha" / "cron" / "jobs.json"
-    assert job_id in jobs_file.read_text(encoding="utf-8")
-    root_jobs = served.home / "cron" / "jobs.json"
-    assert not root_jobs.exists() or job_id not in root_jobs.read_text(encoding="utf-8")
+    if served.on_files:
+        jobs_file = served.home / "profiles" / "alpha" / "cron" / "jobs.json"
+        assert job_id in jobs_file.read_text(encoding="utf-8")
+        root_jobs = served.home / "cron" / "jobs.json"
+        assert not root_jobs.exists() or job_id not in root_jobs.read_text(encoding="utf-8")
     # run now: it runs in alpha, with alpha's model name, and its output stays in alpha's home
     fake.enqueue(Text("alpha standup done"))
     assert (await served.post("alpha", f"/api/jobs/{job_id}/run")).status_code == 200
 
-    outputs = served.home / "profiles" / "alpha" / "cron" / "output" / job_id
-    await wait_until(lambda: outputs.is_dir() and any(outputs.iterdir()), what="the run")
-    runs = (await served.get("alpha", f"/api/jobs/{job_id}/runs")).json()["runs"]
+    runs: list = []
+    for _ in range(250):  # up to ~5 s for the background run to be recorded
+        runs = (await served.get("alpha", f"/api/jobs/{job_id}/runs")).json()["runs"]
+        if runs and "alpha standup done" in json.dumps(runs):
+            break
+        await asyncio.sleep(0.02)
     assert runs and "alpha standup done" in json.dumps(runs)
+    alpha_output = served.home / "profiles" / "alpha" / "cron" / "output" / job_id
+    assert alpha_output.is_dir() is served.on_files
+    assert not (served.home / "cron" / "output" / job_id).exists()
     assert not (served.home / "cron" / "output" / job_id).exists()
 
 

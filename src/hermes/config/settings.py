@@ -13,6 +13,7 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from hermes.config.database import profile_schema, with_search_path
 from hermes.config.fields import CommaList
 from hermes.config.home import (
     DEFAULT_PROFILE,
@@ -450,8 +451,13 @@ class Settings(_Section):
 
     @property
     def database_url(self) -> str:
-        """`store.url`, or the embedded default `sqlite:///$HERMES_HOME/state.db`."""
-        return self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
+        """`store.url`, or the embedded default `sqlite:///$HERMES_HOME/state.db`. A named
+        profile on PostgreSQL works in a schema of its own in that database, so profiles
+        sharing one database never see each other's rows."""
+        url = self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
+        if self.profile == DEFAULT_PROFILE or not url.startswith(("postgresql:", "postgres:")):
+            return url
+        return with_search_path(url, profile_schema(self.profile))
 
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     stt: SpeechToTextSettings = Field(default_factory=SpeechToTextSettings)
@@ -622,7 +628,8 @@ def load_settings(
 
     A named profile (HERMES_PROFILE, `hermes -p`, or `profile=`) reads its own home, and the
     process environment (the default profile's configuration) only fills in what the
-    profile's own config.yaml and .env leave unset, never its server key or bot credentials.
+    profile's own config.yaml and .env leave unset, never its server key, bot credentials or
+    a SQLite file (a shared PostgreSQL database is inherited: see `database_url`).
     """
     env = dict(os.environ if env is None else env)
     try:
@@ -643,7 +650,11 @@ def load_settings(
             value = layer.get(var)
             if value in (None, ""):
                 continue
-            if inherited and (var in PROFILE_OWNED_VARS or _is_set(data, dotted)):
+            if inherited and (
+                var in PROFILE_OWNED_VARS
+                or _is_set(data, dotted)
+                or (dotted == "store.url" and value.startswith("sqlite:"))  # a file: one home's
+            ):
                 continue
             _set_dotted(data, dotted, value)
             overridden[dotted] = f"{var} ({layer_name})"
