@@ -107,6 +107,10 @@ class ProfileRouter:
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
 
+    def served(self) -> list[str]:
+        """The named profiles open now."""
+        return list(self._mounted)
+
     # ---------------------------------------------------------------- lifecycle
 
     def daemon(self) -> Daemon:

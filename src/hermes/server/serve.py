@@ -234,6 +234,8 @@ async def serve(
 
     async def ready() -> None:
         announce(f"Hermes is listening on {url} (Ctrl-C to stop)")
+        if profiles is not None and (named := profiles.served()):
+            announce(f"profiles: {', '.join(named)} (at {url}/p/<name>/v1, each with its own key)")
 
     try:
         runtime = build_runtime(settings)
@@ -242,7 +244,7 @@ async def serve(
         raise ServeError(str(exc)) from None
     profiles = _profile_router(settings, host, announce)
     app = create_app(
-        runtime, daemons=[Daemon("ready", ready), *([profiles.daemon()] if profiles else [])]
+        runtime, daemons=[*([profiles.daemon()] if profiles else []), Daemon("ready", ready)]
     )
     app.state.log_tail = LogTail(Redactor(settings_secrets(settings)))  # GET /api/logs
     served: object = app
