@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from pydantic import SecretStr
 
 from hermes.config.settings import Settings, load_settings
 from hermes.profiles import create
@@ -274,3 +275,46 @@ async def test_the_profile_list_shows_what_a_key_opens(served: Served) -> None:
     assert [p["name"] for p in r.json()["profiles"]] == ["default"]
     r = await served.client.get("/api/profiles", headers=bearer("wrong"))
     assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+
+
+async def test_a_profile_deleted_while_serving_is_closed_and_404(served: Served) -> None:
+    from hermes.profiles import delete
+
+    assert (await served.get("alpha", "/v1/models")).status_code == 200
+    assert "alpha" in served.router.served()
+    delete(served.home, "alpha")
+    r = await served.get("alpha", "/v1/models")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "profile_not_found"
+    assert "alpha" not in served.router.served()
+    assert (await served.get("beta", "/v1/models")).status_code == 200
+
+
+async def test_on_a_public_bind_a_profile_without_a_strong_key_is_not_served(
+    home: Path, model_env: dict[str, str], on_each_backend: str
+) -> None:
+    from hermes.server.serve import _profile_router
+
+    if on_each_backend.startswith("postgresql"):
+        _drop_profile_schemas(on_each_backend)
+    add_profile(home, "alpha", None)  # no key at all
+    add_profile(home, "beta", "short")
+    add_profile(home, "gamma", KEYS["alpha"])
+    settings = _quick(load_settings())
+    settings.server.api_key = SecretStr(ROOT_KEY)
+    lines: list[str] = []
+    router = _profile_router(settings, "0.0.0.0", lines.append)
+    assert router is not None
+    app = create_app(build_runtime(settings), daemons=[router.daemon()])
+    router.default_app = app
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(router)
+        async with httpx.AsyncClient(transport=transport, base_url="http://h.test") as client:
+            for name in ("alpha", "beta"):
+                r = await client.get(f"/p/{name}/v1/models", headers=bearer("anything"))
+                assert r.status_code == 503, r.text
+                error = r.json()["error"]
+                assert error["code"] == "profile_unavailable"
+                assert "HERMES_API_KEY" in error["message"]
+            r = await client.get("/p/gamma/v1/models", headers=bearer(KEYS["alpha"]))
+            assert r.status_code == 200
+    assert router.served() == []  # closed with the server
