@@ -61,6 +61,8 @@ def test_create_list_delete(home: Path) -> None:
         (("profile", "copy", "ghost", "x"), "there is no profile 'ghost'"),
         (("-p", "ghost", "sessions", "list"), "hermes profile create ghost"),
         (("-p", "../etc", "sessions", "list"), "not a profile name"),
+        (("-p", "ghost", "setup"), "hermes profile create ghost"),
+        (("-p", "ghost", "doctor"), "hermes profile create ghost"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(home: Path, args: tuple[str, ...], says: str) -> None:
@@ -193,3 +195,16 @@ def test_a_bot_token_belongs_to_one_profile(home: Path, monkeypatch: pytest.Monk
         assert result.returncode == 2, result.stdout + result.stderr
         assert "'default' and 'coder'" in result.stderr and "telegram" in result.stderr
         assert "123:shared-bot" not in result.stderr  # the token itself is never shown
+
+
+def test_a_malformed_or_unknown_hermes_profile_is_refused(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_PROFILE", "ghost")
+    result = run_cli("sessions", "list")
+    assert result.returncode == 2 and "there is no profile 'ghost'" in result.stderr
+    assert run_cli("profile", "list").returncode == 0  # managing profiles still works
+    monkeypatch.setenv("HERMES_PROFILE", "Not/A/Name")
+    result = run_cli("sessions", "list")
+    assert result.returncode == 2 and "not a profile name" in result.stderr
+    assert not (home / "profiles").exists()

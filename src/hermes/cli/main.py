@@ -200,14 +200,19 @@ def _version(value: bool) -> None:
 def _select_profile(ctx: typer.Context, name: str | None) -> None:
     """`-p NAME` beats HERMES_PROFILE: it is put in the environment for this command (and
     for the processes it starts), and the previous value is put back when the command ends."""
-    from hermes.config.home import ProfileError, active_profile, validate_profile_name
+    from hermes.config.home import (
+        ProfileError,
+        active_profile,
+        existing_profile_home,
+        root_home,
+        validate_profile_name,
+    )
 
     try:
-        if name is not None:
-            validate_profile_name(name)
-        else:
-            active_profile()  # a malformed HERMES_PROFILE is one clear line, not a traceback
-    except ProfileError as exc:
+        chosen = validate_profile_name(name) if name is not None else active_profile()
+        if ctx.invoked_subcommand != "profile":  # `hermes profile …` manages them all
+            existing_profile_home(root_home(), chosen)
+    except ProfileError as exc:  # one clear line, not a traceback, and nothing created
         typer.echo(f"hermes: {exc}", err=True)
         raise typer.Exit(2) from None
     if name is None:
