@@ -318,3 +318,37 @@ async def test_on_a_public_bind_a_profile_without_a_strong_key_is_not_served(
             r = await client.get("/p/gamma/v1/models", headers=bearer(KEYS["alpha"]))
             assert r.status_code == 200
     assert router.served() == []  # closed with the server
+
+
+async def test_the_log_masks_every_profiles_secrets(
+    home: Path,
+    model_env: dict[str, str],
+    on_each_backend: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One process, one log: a profile's key is masked like the default profile's."""
+    import logging
+    import sys
+
+    from hermes.server.serve import _profile_router
+
+    if on_each_backend.startswith("postgresql"):
+        _drop_profile_schemas(on_each_backend)
+    add_profile(home, "alpha", KEYS["alpha"])
+    settings = _quick(load_settings())
+    settings.server.api_key = SecretStr(ROOT_KEY)
+    router = _profile_router(settings, "127.0.0.1", lambda line: None)
+    assert router is not None
+    console = logging.StreamHandler(sys.stderr)
+    logging.getLogger().addHandler(console)
+    try:
+        app = create_app(build_runtime(settings), daemons=[router.daemon()])
+        router.default_app = app
+        async with app.router.lifespan_context(app):
+            assert router.served() == ["alpha"]
+            logging.getLogger("hermes.test").warning("keys %s and %s", ROOT_KEY, KEYS["alpha"])
+    finally:
+        logging.getLogger().removeHandler(console)
+    err = capsys.readouterr().err
+    assert "keys " in err
+    assert ROOT_KEY not in err and KEYS["alpha"] not in err

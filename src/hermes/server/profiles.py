@@ -36,6 +36,7 @@ from hermes.config.home import (
 )
 from hermes.config.settings import ConfigError, Settings
 from hermes.errors import HermesError
+from hermes.observability import logs
 from hermes.plugins import Daemon
 from hermes.profiles import profile_settings
 from hermes.server.errors import error_body
@@ -151,8 +152,15 @@ class ProfileRouter:
                 log.exception("opening profile %s failed", name)
                 raise ProfileUnavailableError(f"it could not be opened: {exc}") from None
             self._mounted[name] = mounted
+            self._mask_secrets()
             log.info("serving profile %s at %s%s/", name, PREFIX, name)
             return mounted
+
+    def _mask_secrets(self) -> None:
+        """One process, one log: it masks the secrets of every profile open (its key, its
+        model key), in the default profile's log format."""
+        others = [mounted.settings for mounted in self._mounted.values()]
+        logs.configure(self.default_settings, also=others)
 
     async def _close(self, name: str) -> None:
         mounted = self._mounted.pop(name, None)

@@ -275,7 +275,7 @@ def _profile_router(
         return None
 
     def build(profile: Settings) -> object:
-        return create_app(build_runtime(profile))
+        return create_app(build_runtime(profile), configure_logs=False)
 
     def guard(profile: Settings) -> None:
         check_bots(settings, only=profile.profile)
