@@ -208,3 +208,20 @@ def test_a_malformed_or_unknown_hermes_profile_is_refused(
     result = run_cli("sessions", "list")
     assert result.returncode == 2 and "not a profile name" in result.stderr
     assert not (home / "profiles").exists()
+
+
+def test_delete_says_where_a_shared_databases_rows_stay(
+    home: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    monkeypatch.setenv("HERMES_DATABASE_URL", pg_url)
+    assert run_cli("profile", "create", "pgp").returncode == 0
+    assert run_cli("-p", "pgp", "sessions", "list").returncode == 0  # opens its schema
+    result = run_cli("profile", "delete", "pgp", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert 'DROP SCHEMA "hermes_profile_pgp" CASCADE' in result.stdout
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        schemas = [r[0] for r in conn.execute("SELECT nspname FROM pg_namespace")]
+        assert "hermes_profile_pgp" in schemas
+        conn.execute('DROP SCHEMA "hermes_profile_pgp" CASCADE')

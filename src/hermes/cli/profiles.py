@@ -104,9 +104,28 @@ def delete_cmd(
                 f"run again with --yes to do it",
                 2,
             )
+        shared = _shared_database(name)
         delete(root_home(), name)
     except ProfileError as exc:
         fail(str(exc), 2)
     except OSError as exc:
         fail(f"could not delete {home}: {exc.strerror}", 1)
     typer.echo(f"deleted profile {name!r} ({home})")
+    if shared:
+        typer.echo(
+            f"  its rows stay in the PostgreSQL schema {shared}; to remove them too: "
+            f'DROP SCHEMA "{shared}" CASCADE;'
+        )
+
+
+def _shared_database(name: str) -> str | None:
+    """The PostgreSQL schema holding a profile's rows, when its store is a shared database."""
+    from hermes.config.database import profile_schema
+    from hermes.config.settings import ConfigError
+    from hermes.profiles import profile_settings
+
+    try:
+        url = profile_settings(root_home(), name).database_url
+    except ConfigError:
+        return None
+    return profile_schema(name) if url.startswith(("postgresql:", "postgres:")) else None
