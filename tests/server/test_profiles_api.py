@@ -111,7 +111,9 @@ async def served(
     fake.default = Text("ok")
     settings = _quick(load_settings())
     router = ProfileRouter(home, None, settings, lambda s: create_app(build_runtime(_quick(s))))
-    app = create_app(build_runtime(settings), daemons=[router.daemon()])
+    app = create_app(
+        build_runtime(settings), daemons=[router.daemon()], routers=[router.api_router()]
+    )
     router.default_app = app
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(router)
@@ -275,6 +277,9 @@ async def test_the_profile_list_shows_what_a_key_opens(served: Served) -> None:
     assert [p["name"] for p in r.json()["profiles"]] == ["default"]
     r = await served.client.get("/api/profiles", headers=bearer("wrong"))
     assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+    capabilities = await served.get("default", "/v1/capabilities")
+    listed = capabilities.json()["endpoints"].values()
+    assert {"method": "GET", "path": "/api/profiles"} in listed  # in the OpenAPI document
 
 
 async def test_a_profile_deleted_while_serving_is_closed_and_404(served: Served) -> None:
@@ -304,7 +309,9 @@ async def test_on_a_public_bind_a_profile_without_a_strong_key_is_not_served(
     lines: list[str] = []
     router = _profile_router(settings, "0.0.0.0", lines.append)
     assert router is not None
-    app = create_app(build_runtime(settings), daemons=[router.daemon()])
+    app = create_app(
+        build_runtime(settings), daemons=[router.daemon()], routers=[router.api_router()]
+    )
     router.default_app = app
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(router)
@@ -342,7 +349,9 @@ async def test_the_log_masks_every_profiles_secrets(
     console = logging.StreamHandler(sys.stderr)
     logging.getLogger().addHandler(console)
     try:
-        app = create_app(build_runtime(settings), daemons=[router.daemon()])
+        app = create_app(
+            build_runtime(settings), daemons=[router.daemon()], routers=[router.api_router()]
+        )
         router.default_app = app
         async with app.router.lifespan_context(app):
             assert router.served() == ["alpha"]

@@ -10,8 +10,8 @@ is closed on its next request and answers 404 like any unknown profile. A reques
 authenticated by the profile's own app with the profile's own `server.api_key`: no key opens
 a profile other than its own, the default profile's included.
 
-`GET /api/profiles` (answered here) lists the profiles the caller's bearer opens, for the
-dashboard's profile switcher.
+`GET /api/profiles` (a route of the default profile's app, `api_router`) lists the profiles
+the caller's bearer opens, for the dashboard's profile switcher.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastapi import APIRouter, Request
 from starlette.types import Receive, Scope, Send
 
 from hermes.config.home import (
@@ -39,7 +40,7 @@ from hermes.errors import HermesError
 from hermes.observability import logs
 from hermes.plugins import Daemon
 from hermes.profiles import profile_settings
-from hermes.server.errors import error_body
+from hermes.server.errors import APIError, error_body
 
 log = logging.getLogger("hermes.server")
 
@@ -175,9 +176,6 @@ class ProfileRouter:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         path: str = scope.get("path", "")
-        if kind == "http" and path == LIST_PATH:
-            await self._list(scope, send)
-            return
         if kind not in ("http", "websocket") or not path.startswith(PREFIX):
             await self.default_app(scope, receive, send)
             return
@@ -219,9 +217,8 @@ class ProfileRouter:
         kind = "not_found_error" if status == 404 else "server_error"
         await _send_json(send, status, error_body(message, kind, code))
 
-    async def _list(self, scope: Scope, send: Send) -> None:
-        """The profiles this bearer opens (401 if it opens none), default first."""
-        token = _bearer(scope)
+    def opened_by(self, token: bytes | None) -> list[str]:
+        """The profiles whose server key `token` is (constant-time), default first."""
         names = []
         for name in list_profiles(self.root):
             if name == DEFAULT_PROFILE:
@@ -234,13 +231,42 @@ class ProfileRouter:
                     continue
             if _opens(settings, token):
                 names.append(name)
-        if not names:
-            message = "Invalid API key: it is the server key of no profile on this server."
-            await _send_json(
-                send, 401, error_body(message, "authentication_error", "invalid_api_key")
-            )
-            return
-        profiles = [
-            {"name": n, "base": "" if n == DEFAULT_PROFILE else f"{PREFIX}{n}"} for n in names
-        ]
-        await _send_json(send, 200, {"profiles": profiles})
+        return names
+
+    def api_router(self) -> APIRouter:
+        """`GET /api/profiles` for the default profile's app (and its OpenAPI document)."""
+        router = APIRouter(tags=["profiles"])
+
+        @router.get(
+            LIST_PATH,
+            summary="Profiles this key opens",
+            responses={
+                200: {"content": {"application/json": {"example": LIST_EXAMPLE}}},
+                401: {"description": "The bearer is the server key of no profile."},
+            },
+        )
+        async def list_profiles_route(request: Request) -> dict[str, Any]:
+            """The profiles of this server whose own server key the bearer is (any bearer
+            for a profile without a key), each with the prefix its API is served under:
+            the dashboard's profile switcher asks this once, at sign-in."""
+            names = self.opened_by(_bearer(request.scope))
+            if not names:
+                raise APIError(
+                    401,
+                    "Invalid API key: it is the server key of no profile on this server.",
+                    "authentication_error",
+                    "invalid_api_key",
+                )
+            return {"profiles": [{"name": n, "base": base_of(n)} for n in names]}
+
+        return router
+
+
+def base_of(name: str) -> str:
+    """Where a profile's API is served: `` for the default profile, `/p/<name>` otherwise."""
+    return "" if name == DEFAULT_PROFILE else f"{PREFIX}{name}"
+
+
+LIST_EXAMPLE = {
+    "profiles": [{"name": "default", "base": ""}, {"name": "coder", "base": "/p/coder"}]
+}

@@ -244,7 +244,9 @@ async def serve(
         raise ServeError(str(exc)) from None
     profiles = _profile_router(settings, host, announce)
     app = create_app(
-        runtime, daemons=[*([profiles.daemon()] if profiles else []), Daemon("ready", ready)]
+        runtime,
+        daemons=[*([profiles.daemon()] if profiles else []), Daemon("ready", ready)],
+        routers=[profiles.api_router()] if profiles else [],
     )
     app.state.log_tail = LogTail(Redactor(settings_secrets(settings)))  # GET /api/logs
     served: object = app
