@@ -361,3 +361,33 @@ async def test_the_log_masks_every_profiles_secrets(
     err = capsys.readouterr().err
     assert "keys " in err
     assert ROOT_KEY not in err and KEYS["alpha"] not in err
+
+
+async def test_a_profile_created_while_serving_with_another_profiles_bot_is_refused(
+    home: Path, model_env: dict[str, str], on_each_backend: str
+) -> None:
+    from hermes.server.serve import _profile_router
+
+    if on_each_backend.startswith("postgresql"):
+        _drop_profile_schemas(on_each_backend)
+    settings = _quick(load_settings())
+    router = _profile_router(settings, "127.0.0.1", lambda line: None)
+    assert router is not None
+    app = create_app(
+        build_runtime(settings), daemons=[router.daemon()], routers=[router.api_router()]
+    )
+    router.default_app = app
+    async with app.router.lifespan_context(app):
+        for name in ("alpha", "gamma"):  # the same bot in both (never started: no network)
+            profile = add_profile(home, name, KEYS["alpha"])
+            (profile / ".env").write_text(
+                f"HERMES_API_KEY={KEYS['alpha']}\nTELEGRAM_BOT_TOKEN=123:same-bot\n"
+            )
+        transport = httpx.ASGITransport(router)
+        async with httpx.AsyncClient(transport=transport, base_url="http://h.test") as client:
+            r = await client.get("/p/gamma/v1/models", headers=bearer(KEYS["alpha"]))
+    assert r.status_code == 503
+    message = r.json()["error"]["message"]
+    assert "'alpha' and 'gamma'" in message and "telegram" in message
+    assert "same-bot" not in message
+    assert router.served() == []
