@@ -34,8 +34,8 @@ from hermes.fileio import atomic_write
 
 SEED_FILES = ("config.yaml", "SOUL.md")
 SEED_DIRS = ("skills",)
-NEVER_COPIED = (".env", "logs", "workspace", PROFILES_DIR, "gateway", "cron/output")
-"""Secrets, logs, the tool workdir, other profiles, bot state and run outputs stay behind."""
+NEVER_COPIED = (".env", "logs", "workspace", "cache", PROFILES_DIR, "gateway", "cron/output")
+"""Secrets, logs, the tool workdir, caches, other profiles, bot state and run outputs stay."""
 DATABASE_FILES = ("state.db",)
 
 BOT_CREDENTIALS: dict[str, tuple[str, ...]] = {
