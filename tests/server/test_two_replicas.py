@@ -239,6 +239,80 @@ async def test_a_run_whose_replica_lives_is_left_alone(pair: tuple[Api, Api]) ->
         assert (await status_of(api, run_id, AUTH))["status"] == "running"
 
 
+SKILL = """---
+name: deploy-staging
+description: Deploy the staging stack
+---
+1. make deploy ENV=staging
+"""
+
+
+async def _eventually(check: Any, within: float = 10.0) -> Any:
+    """Poll `check()` (async, returns a value or None) until it gives a value."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        found = await check()
+        if found is not None or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(0.1)
+
+
+async def test_a_skill_the_agent_writes_on_one_replica_is_seen_by_the_other(
+    pair: tuple[Api, Api], fake: FakeModel
+) -> None:
+    a, b = pair
+    create = {"action": "create", "name": "deploy-staging", "category": "ops", "content": SKILL}
+    script = {
+        "action": "write_file",
+        "name": "deploy-staging",
+        "file_path": "scripts/deploy.sh",
+        "file_content": "#!/bin/sh\nmake deploy\n",
+    }
+    fake.enqueue(
+        ToolCalls([("skill_manage", create)]), ToolCalls([("skill_manage", script)]), Text("saved")
+    )
+    said = await a.client.post(
+        "/v1/chat/completions",
+        json={"model": "hermes", "messages": [{"role": "user", "content": "save that"}]},
+        headers=AUTH,
+    )
+    assert said.status_code == 200, said.text
+    assert "error" not in json.dumps(fake.chat_requests()[-1]["messages"][-1])
+
+    async def on_b() -> Any:
+        r = await b.client.get("/api/skills/deploy-staging", headers=AUTH)
+        return r.json()["skill"] if r.status_code == 200 else None
+
+    seen = await _eventually(on_b)
+    assert seen is not None and seen["content"] == SKILL and seen["category"] == "ops"
+    assert seen["files"] == ["scripts/deploy.sh"]
+    script_b = b.runtime.settings.home / "skills/ops/deploy-staging/scripts/deploy.sh"
+    assert script_b.read_text() == "#!/bin/sh\nmake deploy\n" and script_b.stat().st_mode & 0o100
+
+    edited = SKILL.replace("make deploy", "make deploy-all")
+    put = await b.client.put(
+        "/api/skills/deploy-staging",
+        content=edited,
+        headers={**AUTH, "Content-Type": "text/markdown"},
+    )
+    assert put.status_code == 200, put.text
+
+    async def edited_on_a() -> Any:
+        r = await a.client.get("/api/skills/deploy-staging", headers=AUTH)
+        return True if r.json()["skill"]["content"] == edited else None
+
+    assert await _eventually(edited_on_a)
+    gone = await a.client.delete("/api/skills/deploy-staging", headers=AUTH)
+    assert gone.status_code == 200, gone.text
+
+    async def gone_on_b() -> Any:
+        r = await b.client.get("/api/skills", headers=AUTH)
+        return True if "deploy-staging" not in [s["name"] for s in r.json()["skills"]] else None
+
+    assert await _eventually(gone_on_b)
+    assert not (b.runtime.settings.home / "skills/ops").exists()
+
+
 async def test_signing_out_on_one_replica_ends_the_sign_in_on_the_other(
     pair: tuple[Api, Api],
 ) -> None:
