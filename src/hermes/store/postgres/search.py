@@ -32,11 +32,17 @@ BEFORE_CHARS = 1000
 AFTER_CHARS = 1000
 BODY_CHARS = 20000
 SNIPPET_WORDS = 24
-# ts_rank flags: 1 divides by 1 + log(length), 32 maps a word's rank r to r / (r + 1), so a
-# word said five times does not outweigh two words said once (BM25's saturating term
-# frequency); LoCoMo dev words-only R@10 0.775 with 1 alone, 0.776 with both, R@1 0.463 -> 0.468
-RANK_NORMALIZATION = 1 | 32
-WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighbours, speaker, body
+# BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75), over the candidates: each word's
+# frequency in the row, weighted by where it occurs (the window view: the message itself A 1.0,
+# its speaker B 0.5, its neighbours C 0.3 — SQLite's column weights), saturated against the
+# row's length (its distinct words) over the candidates' average length.
+K1 = 1.2
+B = 0.75
+_WEIGHT_OF = {
+    "window": "CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.5 WHEN 'C' THEN 0.3 ELSE 0.0 END",
+    "message": "1.0",
+    "exact": "1.0",
+}
 RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
@@ -96,15 +102,11 @@ def tsquery_text(terms: Sequence[str], joiner: str = " | ") -> str:
     return joiner.join(_lexeme(t) for t in terms)
 
 
-_VIEW_PLANS: dict[str, tuple[str, str, str]] = {
-    # view: (column, text search configuration, rank of `c.v` for one word's tsquery `$Q`)
-    "message": ("body_vec", "english", f"ts_rank(c.v, $Q, {RANK_NORMALIZATION})"),
-    "exact": ("exact_vec", "simple", f"ts_rank(c.v, $Q, {RANK_NORMALIZATION})"),
-    "window": (
-        "window_vec",
-        "english",
-        f"ts_rank('{WINDOW_WEIGHTS}', c.v, $Q, {RANK_NORMALIZATION})",
-    ),
+_VIEW_PLANS: dict[str, tuple[str, str]] = {
+    # view: (column, text search configuration)
+    "message": ("body_vec", "english"),
+    "exact": ("exact_vec", "simple"),
+    "window": ("window_vec", "english"),
 }
 
 
@@ -116,25 +118,38 @@ COMMON_TTL_S = 300.0  # how long a word found common stays so (counting it costs
 COMMON_KEPT = 10_000
 SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document frequency) holds
 
-# The best `limit` of at most RANKED_ROWS matching rows, the newest ones: ts_rank runs on the
+# The best `limit` of at most RANKED_ROWS matching rows, the newest ones: BM25 runs on the
 # candidates only, and the columns a hit carries (md5, the question test, the session's
 # source) only on the rows returned. With fewer matches than RANKED_ROWS (a small scope, a
 # query of rare words) the ranking is over every match. For words common in a big scope the
 # newest matches are the candidates: found by walking the primary key backwards (the planner
 # picks it when the words are frequent, the GIN index when they are rare), they cost what
 # RANKED_ROWS costs, not what the scope's size does (at 1M messages ranking every row with
-# a common word took 0.3-1 s).
+# a common word took 0.3-1 s). A word's frequency in a row is read from the row's vector
+# (`unnest`: its lexemes, each with its positions' weights), for the query's lexemes only.
 _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
     md5(m.content), {ONLY_ASKS}
 FROM (
-    SELECT c.id, {{score}} AS score
+    SELECT c.id, sum(t.idf * f.tf * {K1 + 1}
+        / (f.tf + {K1} * (1 - {B} + {B} * c.dl / greatest(c.avgdl, 1)))) AS score
     FROM (
-        SELECT m.id, m.{{column}} AS v FROM messages m
-        WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
-            AND NOT (m.session_id = ANY(%(excluded)s))
-        ORDER BY m.id DESC LIMIT %(cap)s
+        SELECT c0.*, avg(c0.dl) OVER () AS avgdl FROM (
+            SELECT m.id, m.{{column}} AS v, length(m.{{column}}) AS dl FROM messages m
+            WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
+                AND NOT (m.session_id = ANY(%(excluded)s))
+            ORDER BY m.id DESC LIMIT %(cap)s
+        ) c0
     ) c
+    CROSS JOIN LATERAL (
+        SELECT u.lexeme, sum({{weight}}) AS tf
+        FROM unnest(c.v) u, unnest(u.weights) w
+        WHERE u.lexeme = ANY(%(lexemes)s)
+        GROUP BY u.lexeme
+    ) f
+    JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS t(lexeme, idf)
+        ON t.lexeme = f.lexeme
+    GROUP BY c.id
     ORDER BY score DESC, c.id LIMIT %(limit)s
 ) top
 JOIN messages m ON m.id = top.id
@@ -195,7 +210,7 @@ class PgSearch:
             raise StoreError(
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
             )
-        column, config, _ = _VIEW_PLANS[view]
+        column, config = _VIEW_PLANS[view]
         counts, rows = self._counts(scope, column, config, terms)
         # a word in no row adds nothing to any-of and would empty every-word (after a walk
         # of the whole scope looking for it)
@@ -224,26 +239,43 @@ class PgSearch:
         excluded: list[str],
         every: bool = False,
     ) -> list[TextMatch]:
-        """The best `limit` of the newest matches of any (or `every`) one of `words`, each
-        word's ts_rank weighted by its inverse document frequency (BM25's idea: a word in
-        few of the scope's rows says more; ts_rank alone weighs every word the same)."""
-        column, config, rank = _VIEW_PLANS[view]
-        # one term per word, its tsquery a constant the planner folds (not one per row)
-        score = " + ".join(
-            f"%(idf{n})s * " + rank.replace("$Q", f"to_tsquery('{config}', %(w{n})s)")
-            for n in range(len(words))
-        )
-        sql = _RANKED.format(column=column, config=config, score=score)
+        """The best `limit` of the newest matches of any (or `every`) one of `words`, ranked
+        by BM25 with each word's inverse document frequency in the whole scope."""
+        column, config = _VIEW_PLANS[view]
+        lexemes = self._lexemes(config, words)
+        # a word may stem to no lexeme (a stop word) or share one with another word
+        weight: dict[str, float] = {}
+        for word in words:
+            for lexeme in lexemes[word]:
+                weight[lexeme] = weight.get(lexeme, 0.0) + idf[word]
+        if not weight:
+            return []
+        sql = _RANKED.format(column=column, config=config, weight=_WEIGHT_OF[view])
         params: dict[str, Any] = {
             "q": tsquery_text(words, " & " if every else " | "),
             "scope": scope,
             "excluded": excluded,
             "limit": limit,
             "cap": max(2 * limit if every else RANKED_ROWS, limit),
+            "lexemes": list(weight),
+            "idfs": list(weight.values()),
         }
-        params.update({f"w{n}": _lexeme(w) for n, w in enumerate(words)})
-        params.update({f"idf{n}": idf[w] for n, w in enumerate(words)})
         return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
+
+    def _lexemes(self, config: str, words: list[str]) -> dict[str, list[str]]:
+        """The lexemes each word is indexed as in `config` (remembered: they never change)."""
+        known: dict[tuple[str, str], list[str]] = self.__dict__.setdefault("_lexeme_of", {})
+        fresh = [w for w in words if (config, w) not in known]
+        if fresh:
+            rows = self._db.fetch(
+                f"SELECT w, tsvector_to_array(to_tsvector('{config}', w)) "
+                "FROM unnest(%s::text[]) AS w",
+                (fresh,),
+            )
+            if len(known) + len(rows) > COMMON_KEPT:
+                known.clear()
+            known.update({(config, str(r[0])): list(r[1]) for r in rows})
+        return {w: known.get((config, w), []) for w in words}
 
     def _counts(
         self, scope: str, column: str, config: str, terms: list[str]
