@@ -7,6 +7,9 @@
   same idea as the SQLite view's BM25 column weights;
 - `trigram`: pg_trgm over messages in scripts written without spaces (CJK), substring match.
 
+Matches are ranked by BM25 as FTS5 ranks them on SQLite (`_RANKED`): the scope's inverse
+document frequencies, each word's (weighted) frequency in the row, the row's length.
+
 The vectors are written by the transaction that appends a message (`refresh_vectors`), which
 also re-indexes the previous conversational message, whose window gained a neighbour. Every
 query filters on `scope`, which the GIN indexes hold next to the vectors (btree_gin).
