@@ -180,7 +180,14 @@ async def test_a_run_is_steered_from_the_other_replica_in_order(
             "run_id": run_id,
             "accepted": True,
         }
-    await asyncio.sleep(3 * POLL_SECONDS)  # the owner takes the commands within one poll
+    records = a.runtime.store.records
+    assert records is not None
+
+    async def taken() -> Any:  # the owner takes the commands at its next poll
+        left = await asyncio.to_thread(records.list_records, COMMAND)
+        return True if not left else None
+
+    assert await _eventually(taken, within=10 * POLL_SECONDS)
     answer = await b.client.post(
         f"/v1/runs/{run_id}/approval", json={"choice": "deny"}, headers=AUTH
     )
@@ -190,8 +197,7 @@ async def test_a_run_is_steered_from_the_other_replica_in_order(
     assert "steer" not in json.dumps(first)
     users = [m["content"] for m in rest[0]["messages"] if m["role"] == "user"]
     assert users[-2:] == ["first steer", "second steer"]
-    left = await asyncio.to_thread(a.runtime.store.records.list_records, COMMAND)
-    assert left == []  # every command was taken, none left to be applied twice
+    assert await asyncio.to_thread(records.list_records, COMMAND) == []  # none applied twice
 
 
 async def _dead_run(api: Api, holder: str | None) -> str:
