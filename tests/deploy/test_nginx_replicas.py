@@ -6,18 +6,22 @@ What must hold: every acknowledged turn is stored exactly once and in order (a t
 flight on the dead replica is stored whole or not at all), the dead replica's sessions
 continue on the survivors, clients see only retriable errors (502/503 or a broken
 connection) and only for requests in flight, and cron slots created during the load run once.
+Every replica has the same Telegram bot configured (the Telegram stand-in): the victim is the
+replica polling it, and the stand-in sees one poller at a time — a getUpdates from one
+process never overlaps another live process's — with another process polling after the kill.
 Skipped when nginx is not installed (scripts/test installs it on Debian).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,12 +33,12 @@ import pytest
 from hermes.store import open_store
 from hermes.testing.fake_model import FakeModel, Hang, Text
 from tests.standins.nginx import Nginx, find_nginx, free_port
+from tests.standins.telegram_api import TelegramBotAPI
 
 pytestmark = pytest.mark.skipif(find_nginx() is None, reason="nginx is not installed")
 
 CLIENTS = 32
 REPLICAS = 3
-VICTIM = 1  # the replica killed mid-load
 CONFIG = "memory:\n  review_interval: 0\ncron:\n  tick_seconds: 0.2\n"
 RETRIABLE = {502, 503}
 
@@ -101,7 +105,49 @@ class Replica:
 
 
 @pytest.fixture
-def replicas(pg_url: str, fake: FakeModel, tmp_path: Path) -> Iterator[list[Replica]]:
+async def tg() -> AsyncIterator[TelegramBotAPI]:
+    async with TelegramBotAPI() as api:
+        yield api
+
+
+def _socket_owner(port: int, server_port: int, pids: dict[int, str]) -> str:
+    """Which of `pids` holds the loopback TCP connection from `port` to `server_port`
+    (the socket's inode from /proc/net/tcp, then the processes' file descriptors)."""
+    inode = ""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote = fields[1].split(":")[1], fields[2].split(":")[1]
+        if int(local, 16) == port and int(remote, 16) == server_port:
+            inode = fields[9]
+            break
+    for pid, name in pids.items():
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                        return name
+    return "unknown"
+
+
+def _identify_replicas(tg: TelegramBotAPI, replicas: list[Replica]) -> None:
+    """The stand-in names each getUpdates caller `<replica index>:<pid>`."""
+
+    def identify(request: Any) -> str:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        pids = {
+            r.proc.pid: f"{n}:{r.proc.pid}"
+            for n, r in enumerate(replicas)
+            if r.proc is not None and r.proc.poll() is None
+        }
+        return _socket_owner(peer[1], tg.port, pids) if peer else "unknown"
+
+    tg.identify = identify
+
+
+@pytest.fixture
+def replicas(
+    pg_url: str, fake: FakeModel, tmp_path: Path, tg: TelegramBotAPI
+) -> Iterator[list[Replica]]:
     fake.default = _answer
     started: list[Replica] = []
     try:
@@ -115,6 +161,8 @@ def replicas(pg_url: str, fake: FakeModel, tmp_path: Path) -> Iterator[list[Repl
                 "OPENAI_BASE_URL": fake.base_url,
                 "HERMES_MODEL": "fake-model",
                 "HERMES_EMBEDDINGS": "off",
+                "TELEGRAM_BOT_TOKEN": tg.state.token,
+                "TELEGRAM_API_BASE": tg.base_url,
             }
             replica = Replica(home, env)
             replica.spawn()
@@ -184,8 +232,9 @@ async def _job(base: str, job_id: str) -> dict[str, Any]:
 
 
 async def test_nginx_three_replicas_one_killed_mid_load(
-    replicas: list[Replica], fake: FakeModel, pg_url: str, tmp_path: Path
+    replicas: list[Replica], fake: FakeModel, pg_url: str, tmp_path: Path, tg: TelegramBotAPI
 ) -> None:
+    _identify_replicas(tg, replicas)
     await asyncio.gather(*(r.ready() for r in replicas))
     lb_dir = tmp_path / "nginx"
     lb_dir.mkdir()
@@ -198,11 +247,14 @@ async def test_nginx_three_replicas_one_killed_mid_load(
             await asyncio.sleep(1.0)
             jobs.append(await _add_job(lb.base_url, "before", due_in=1.5))
             await asyncio.sleep(3.0)
+            pollers = [p.who for p in tg.polls if p.ended is None]
+            assert len(pollers) == 1, tg.polls  # the bot is polled, by one replica
+            victim = replicas[int(pollers[0].split(":")[0])]
             killed_at = time.monotonic()
-            replicas[VICTIM].kill()
+            victim.kill()
             await asyncio.sleep(1.5)  # the survivors carry the load alone
-            replicas[VICTIM].spawn()
-            await replicas[VICTIM].ready()
+            victim.spawn()
+            await victim.ready()
             back_at = time.monotonic()
             jobs.append(await _add_job(lb.base_url, "after", due_in=1.5))
             await asyncio.sleep(2.5)
@@ -226,6 +278,12 @@ async def test_nginx_three_replicas_one_killed_mid_load(
         }
         assert all(s.get("last_status") == "ok" or s["name"] in interrupted for s in states), states
         await asyncio.sleep(1.0)  # a second claim of a slot would have run within five ticks
+
+    # the bot was polled by one process at a time, and by another one after the kill
+    assert tg.overlaps == [], tg.overlaps
+    after = {p.who for p in tg.polls if p.began > killed_at}
+    assert after and all(who != "unknown" for who in after), tg.polls
+    assert not after & {p.who for p in tg.polls if p.began < killed_at}, tg.polls
 
     # clients saw only retriable errors (how many depends on what was in flight on the victim
     # at the kill, which nginx may also have retried elsewhere), and the load went on across it

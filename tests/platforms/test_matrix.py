@@ -15,9 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
+from hermes.config.settings import load_settings
 from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
-from hermes.gateway.platforms.matrix import room_and_thread, to_matrix_html
+from hermes.gateway.platforms.matrix import SESSION_DOCUMENT, room_and_thread, to_matrix_html
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.standins.synapse import Person, Synapse
@@ -201,3 +202,37 @@ async def test_a_paired_user_can_invite_the_bot(served: Served, people: dict[str
     pairing.approve(offer.code)  # `hermes gateway pair approve`, while the gateway runs
     after = await stranger.create_room([bot])
     await membership(stranger, after, bot)
+
+
+async def test_on_postgresql_the_session_is_shared_not_a_file(
+    synapse: Synapse,
+    people: dict[str, Any],
+    serve_gateway: Callable[..., Any],
+    pg_url: str,
+) -> None:
+    env = {**matrix_env(synapse, people), "HERMES_DATABASE_URL": pg_url}
+    async with serve_gateway(env, "matrix") as served:
+        runtime = served.gateway.runtime
+        documents = runtime.store.documents
+        assert documents is not None
+        saved = json.loads(documents.read_document("default", SESSION_DOCUMENT) or "{}")
+        assert saved["access_token"] == served.gateway.adapters["matrix"].client.access_token
+        home = served.gateway.settings.home
+        assert not (home / "gateway" / "matrix_session.json").exists()
+        # another replica (its own home, same database) reuses the device: no new sign-in
+        other_home = home.parent / "replica-b"
+        other_home.mkdir()
+        other = build_runtime(load_settings(other_home))
+        try:
+            owner, bot = people["owner"], people["bot"]
+            room = await owner.create_room([bot])
+            await membership(owner, room, bot)
+            await GatewayDeliverer(other).deliver(
+                f"matrix:{room}", Outbound(text="from replica b", scope="default")
+            )
+        finally:
+            await other.aclose()
+        assert (await replies(owner, room, bot, 1))[0]["content"]["body"] == "from replica b"
+        after = json.loads(documents.read_document("default", SESSION_DOCUMENT) or "{}")
+        assert after == saved
+        assert not (other_home / "gateway" / "matrix_session.json").exists()

@@ -3,7 +3,7 @@
 The app (with its cron ticker and Telegram gateway, pairing on) is driven through every
 feature: turns, stored responses, runs with an approval, a cron run, gateway pairing through
 the Telegram stand-in, a dashboard sign-in and sign-out, memory writes, scoped keys and
-their quotas. Then the home holds config, secrets and logs only; everything else is in
+their quotas, a skill the agent writes. Then the home holds config, secrets and logs only; everything else is in
 the database, where a second app on the same database (another replica) sees it.
 """
 
@@ -28,7 +28,8 @@ from .test_runs import FINAL, start, wait_status
 KEY = "replica-server-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 # config, secrets, logs; and what the operator ships to every replica beside config.yaml:
-# the personality (SOUL.md) and the skills (files by design, SPEC §3 and §11)
+# the personality (SOUL.md) and the skills (files by design, SPEC §3 and §11; a skill the
+# agent writes is published to the database and only copied here, see the second replica)
 ALLOWED = re.compile(r"^(config\.yaml|\.env|logs/.*|SOUL\.md(\.lock)?|skills/.*)$")
 CONFIG = """\
 memory:
@@ -55,6 +56,13 @@ def _script(body: dict[str, Any]) -> Any:
         return Text("done")
     if said.startswith("danger"):
         return ToolCalls([("terminal", {"command": "rm -rf junk"})])
+    if said.startswith("skill "):
+        text = (
+            f"---\nname: {said.removeprefix('skill ')}\ndescription: A shared skill\n---\nStep 1.\n"
+        )
+        return ToolCalls(
+            [("skill_manage", {"action": "create", "name": said[6:], "content": text})]
+        )
     if said.startswith("remember "):
         fact = said.removeprefix("remember ")
         return ToolCalls([("memory", {"target": "user", "action": "add", "content": fact})])
@@ -116,6 +124,15 @@ async def _turns_and_responses(api: Api) -> None:
         headers=AUTH,
     )
     assert second.status_code == 200, second.text
+
+
+async def _chat(api: Api, text: str) -> None:
+    r = await api.client.post(
+        "/v1/chat/completions",
+        json={"model": "hermes", "messages": [{"role": "user", "content": text}]},
+        headers=AUTH,
+    )
+    assert r.status_code == 200, r.text
 
 
 async def _run_with_approval(api: Api) -> None:
@@ -216,6 +233,7 @@ async def test_a_replica_on_postgresql_keeps_only_config_secrets_and_logs_in_its
         await _pairing(api, tg)
         await _dashboard(api)
         await _memory_keys_and_quotas(api)
+        await _chat(api, "skill shared-steps")
         history = await api.client.get("/api/memory/history", headers=AUTH)
         assert history.json()["versions"], history.text
         runs_here = (await api.client.get(f"/api/jobs/{job_id}/runs", headers=AUTH)).json()
@@ -230,4 +248,6 @@ async def test_a_replica_on_postgresql_keeps_only_config_secrets_and_logs_in_its
     other = replica_settings.model_copy(update={"home": other_home})
     async with open_api(other) as api2:
         runs_there = (await api2.client.get(f"/api/jobs/{job_id}/runs", headers=AUTH)).json()
+        skill = await api2.client.get("/api/skills/shared-steps", headers=AUTH)
     assert runs_there == runs_here and runs_there["runs"]
+    assert skill.status_code == 200 and "Step 1." in skill.json()["skill"]["content"]

@@ -7,6 +7,12 @@ use the Bot API's envelope: `{"ok": true, "result": …}` or `{"ok": false, "err
 "description": …, "parameters": {"retry_after": …}}`. HTML `parse_mode` is checked the way
 Telegram does (known tags, balanced, valid entities) and rejected with 400 "Bad Request:
 can't parse entities: …". Tests script users with `user_says(...)` and failures with `fail(...)`.
+
+Every `getUpdates` is logged as a `Poll` (who made it: `identify(request)`, when it began and
+ended); one that begins while another caller's is still waiting, with that caller still
+connected, is logged in `overlaps` (Telegram itself would end the older one with 409
+"Conflict: terminated by other getUpdates request"), so tests can check that only one
+process polls a bot at a time.
 """
 
 from __future__ import annotations
@@ -94,6 +100,21 @@ class StandIn:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
+@dataclass
+class Poll:
+    """One getUpdates call: who made it, when it began and ended (monotonic seconds)."""
+
+    who: str
+    began: float
+    ended: float | None = None
+    request: web.Request | None = field(default=None, repr=False)
+
+    def caller_gone(self) -> bool:
+        """The caller hung up (its process died) while the long poll was waiting."""
+        transport = self.request.transport if self.request is not None else None
+        return transport is None or transport.is_closing()
+
+
 class TelegramBotAPI:
     """`async with TelegramBotAPI() as api:` → `api.base_url` for TELEGRAM_API_BASE."""
 
@@ -111,6 +132,10 @@ class TelegramBotAPI:
         self.reject_html_containing: str | None = None
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         """Called with each accepted sendMessage (benchmarks time replies with it)."""
+        self.identify: Callable[[web.Request], str] = lambda request: "caller"
+        """Names the caller of a getUpdates (e.g. which process), for `polls`."""
+        self.polls: list[Poll] = []
+        self.overlaps: list[tuple[Poll, Poll]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -280,12 +305,29 @@ class TelegramBotAPI:
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return _error(404, "Not Found: method not found")
-        result = handler(params)
-        if asyncio.iscoroutine(result):
-            result = await result
+        poll = self._poll_began(request) if method == "getUpdates" else None
+        try:
+            result = handler(params)
+            if asyncio.iscoroutine(result):
+                result = await result
+        finally:
+            if poll is not None:
+                poll.ended = time.monotonic()
         if isinstance(result, web.Response):
             return result
         return web.json_response({"ok": True, "result": result})
+
+    def _poll_began(self, request: web.Request) -> Poll:
+        poll = Poll(self.identify(request), time.monotonic(), request=request)
+        for other in self.polls:
+            if other.ended is not None or other.who == poll.who:
+                continue
+            if other.caller_gone():
+                other.ended = poll.began  # a dead caller's poll: over when it hung up
+            else:
+                self.overlaps.append((other, poll))
+        self.polls.append(poll)
+        return poll
 
     async def _file(self, request: web.Request) -> web.Response:
         data = self.state.files.get(f"path:{request.match_info['path']}")

@@ -74,7 +74,12 @@ class GatewayDeliverer:
         if message.title and message.source == "cron" and where.platform != "email":
             text = f"{message.title}\n\n{text}"
         live = self._live(where.platform)
-        adapter = live or platform.create(settings)
+        adapter = live
+        if adapter is None:
+            adapter = platform.create(settings)
+            share = getattr(adapter, "share_state", None)
+            if callable(share):  # a one-off adapter reads what replicas share (a session)
+                share(self.runtime.store.documents)
         meta = {"subject": message.title} if message.title else {}  # email: the subject
         try:
             await adapter.send(where.chat, text, thread=where.thread, meta=meta)

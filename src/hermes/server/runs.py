@@ -1,5 +1,7 @@
 """`/v1/runs`: an agent turn as a run the server owns (SPEC §13). Start it, read its status,
 follow its events (SSE, with replay), stop it, steer it, answer its approval requests.
+Any replica answers for any run: commands for a run another replica runs travel through
+the store (`runs_remote`, approvals: `runs_live.RunApprover`).
 
 A run belongs to the caller's scope; another scope's run is a 404 like an unknown one. The
 turn is a task of the server, not of the request, so it finishes when the client goes away.
@@ -31,7 +33,8 @@ from hermes.server.idempotency import (
 from hermes.server.model_names import model_or_404
 from hermes.server.responses import named_session, previous_session
 from hermes.server.runs_live import ANSWER, LiveRun
-from hermes.server.runs_manager import RunManager
+from hermes.server.runs_manager import STOP_WAIT_SECONDS, RunManager
+from hermes.server.runs_remote import send_steer, send_stop
 from hermes.server.runs_sse import OPENAPI_SSE, event_stream
 from hermes.server.runs_wire import (
     ApprovalAnswered,
@@ -44,7 +47,7 @@ from hermes.server.runs_wire import (
     run_body,
     run_input,
 )
-from hermes.store.base import RUN_FINAL, RunRecord
+from hermes.store.base import RUN_FINAL, RecordStore, RunRecord
 from hermes.tools.approval import Decision
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"], dependencies=[Depends(require_auth)])
@@ -150,9 +153,8 @@ async def run_events(run_id: str, request: Request, scope: str = Depends(get_sco
 
 
 async def _live(request: Request, scope: str, run_id: str) -> LiveRun | RunRecord:
-    """The run as this process holds it, or its stored record when it is over and let go
-    of; 404 if the scope has no such run, 409 if another replica runs it (stop, steer and
-    approvals reach only the process that runs the turn)."""
+    """The run as this process holds it, else its stored record (another replica runs it,
+    or it is over and let go of); 404 if the scope has no such run."""
     manager = runs_of(request)
     run = manager.live(scope, run_id)
     if run is not None:
@@ -160,15 +162,22 @@ async def _live(request: Request, scope: str, run_id: str) -> LiveRun | RunRecor
     record = await manager.get(scope, run_id)
     if record is None:
         raise run_not_found(run_id)
-    if record.status in RUN_FINAL:
-        return record
-    raise APIError(
-        409,
-        f"Run {run_id!r} is running on another Hermes replica; send this request to that "
-        "replica (a run is controlled where its turn runs).",
-        code="run_on_other_replica",
-        param="run_id",
-    )
+    return record
+
+
+def _to_other_replica(request: Request, run_id: str) -> RecordStore:
+    """Where a command for a run another replica runs is left; 409 when the store keeps no
+    shared records (then a run is controlled only where its turn runs)."""
+    control = runs_of(request).control
+    if control.records is None or not control.shared:
+        raise APIError(
+            409,
+            f"Run {run_id!r} is running in another Hermes process and this store cannot "
+            "pass commands between them; send this request to that process.",
+            code="run_on_other_replica",
+            param="run_id",
+        )
+    return control.records
 
 
 async def _answer_elsewhere(
@@ -195,11 +204,16 @@ async def _answer_elsewhere(
     "Stopping a finished run returns it unchanged.",
 )
 async def stop_run(run_id: str, request: Request, scope: str = Depends(get_scope)) -> JSONResponse:
+    manager = runs_of(request)
     run = await _live(request, scope, run_id)
-    if isinstance(run, RunRecord):
+    if isinstance(run, LiveRun):
+        await manager.stop(run)
+        return JSONResponse(run_body(run.record))
+    if run.status in RUN_FINAL:
         return JSONResponse(run_body(run))
-    await runs_of(request).stop(run)
-    return JSONResponse(run_body(run.record))
+    records = _to_other_replica(request, run_id)
+    await asyncio.to_thread(send_stop, records, scope, run_id)
+    return JSONResponse(run_body(await manager.wait_over(run, STOP_WAIT_SECONDS)))
 
 
 @router.post(
@@ -221,14 +235,18 @@ async def steer_run(
         )
     run = await _live(request, scope, run_id)
     record = run if isinstance(run, RunRecord) else run.record
-    if isinstance(run, RunRecord) or run.finished:
+    if record.status in RUN_FINAL:
         raise APIError(
             409,
             f"Run {run_id!r} is already {record.status}; steer a running run.",
             code="run_not_active",
             param="run_id",
         )
-    run.steering.put_nowait(text)
+    if isinstance(run, LiveRun):
+        run.steering.put_nowait(text)
+    else:
+        records = _to_other_replica(request, run_id)
+        await asyncio.to_thread(send_steer, records, scope, run_id, text)
     return JSONResponse({"object": "hermes.run.steer_response", "run_id": run_id, "accepted": True})
 
 

@@ -23,6 +23,7 @@ from hermes.redact import Redactor, redact
 from hermes.runtime import Runtime
 from hermes.server.errors import APIError
 from hermes.server.runs_live import FINAL_EVENTS, LiveRun, RunApprover, RunObserver
+from hermes.server.runs_remote import RunControl
 from hermes.server.streaming import _as_api_error
 from hermes.store.base import RUN_FINAL, RunRecord
 
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15.0
 POLL_SECONDS = 0.25
 """How often a subscriber to another replica's run reads its new events from the store."""
+ORPHAN_CHECK_SECONDS = 5.0
+"""How often a subscriber to another replica's quiet run checks that replica is still there."""
 KEEP_FINISHED = 256
 """Finished runs kept in memory for quick replays; older ones are read from the store."""
 STOP_WAIT_SECONDS = 10.0
@@ -59,6 +62,9 @@ class RunManager:
         self._finished: OrderedDict[str, LiveRun] = OrderedDict()
         self._closing = False
         self._mask = runtime.services.find(Redactor) or redact
+        self.control = RunControl(
+            runtime.store, runtime.store.records, self.store, lambda: self._live, self.stop
+        )
 
     # -- starting -------------------------------------------------------------------------
 
@@ -91,9 +97,11 @@ class RunManager:
         run = LiveRun(record, self.store)
         self._live[record.id] = run
         try:
+            await self.control.claim(record.id)
             await run.saved()
         except BaseException:
             del self._live[record.id]
+            await self.control.let_go(record.id)
             raise
         req.approver = RunApprover(
             run, self.runtime.settings.tools.approval_timeout, self.runtime.store.records
@@ -135,6 +143,7 @@ class RunManager:
         except Exception:
             log.exception("run %s finished but could not be saved", run.record.id)
         self._live.pop(run.record.id, None)
+        await self.control.let_go(run.record.id)
         self._finished[run.record.id] = run
         while len(self._finished) > KEEP_FINISHED:
             self._finished.popitem(last=False)
@@ -147,12 +156,23 @@ class RunManager:
         return run if run is not None and run.record.scope == scope else None
 
     async def get(self, scope: str, run_id: str) -> RunRecord | None:
+        """The run's record: live from memory, else from the store (marked failed first
+        when it is unfinished and the replica that ran it is gone)."""
         run = self.live(scope, run_id)
         if run is not None:
             return run.record
         if self.store is None:
             return None
-        return await asyncio.to_thread(self.store.get_run, scope, run_id)
+        record = await asyncio.to_thread(self.store.get_run, scope, run_id)
+        return None if record is None else await self.control.orphaned(record)
+
+    async def wait_over(self, record: RunRecord, within: float) -> RunRecord:
+        """Re-read another replica's run until it is over (or `within` seconds passed)."""
+        deadline = time.monotonic() + within
+        while record.status not in RUN_FINAL and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_SECONDS)
+            record = await self.get(record.scope, record.id) or record
+        return record
 
     # -- following ------------------------------------------------------------------------
 
@@ -171,6 +191,7 @@ class RunManager:
         if self.store is None:
             return
         seen, quiet = 0, 0.0
+        checked = time.monotonic()
         while True:
             events = await asyncio.to_thread(self.store.run_events, scope, run_id, after=seen)
             for event in events:
@@ -184,6 +205,9 @@ class RunManager:
             if self._closing:
                 return
             record = await asyncio.to_thread(self.store.get_run, scope, run_id)
+            if record is not None and time.monotonic() - checked >= ORPHAN_CHECK_SECONDS:
+                checked = time.monotonic()
+                record = await self.control.orphaned(record)
             if record is None:
                 return  # deleted meanwhile
             if record.status in RUN_FINAL:  # over: its last events were saved with the status
@@ -216,6 +240,7 @@ class RunManager:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        await self.control.close()
 
 
 async def _follow_live(run: LiveRun) -> AsyncIterator[dict[str, Any] | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform as _platform
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,8 +197,15 @@ class SkillLibrary:
     """The skills of one install (the owner's). Every read looks at the disk again: files are
     small and hand edits must show up in the next session without a restart."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, on_change: Callable[[Path], None] | None = None) -> None:
         self.root = root
+        self.on_change = on_change
+
+    def changed(self, directory: Path) -> None:
+        """A write to the skill in `directory` is done (`manage` calls it under the lock):
+        with a shared store, it is published for the other replicas (`skills.shared`)."""
+        if self.on_change is not None:
+            self.on_change(directory)
 
     def _skill_files(self) -> list[Path]:
         if not self.root.is_dir():

@@ -3,7 +3,8 @@
 
 Every write is scanned like a memory note (a skill is re-read into future prompts, so a
 poisoned one would steer every later session), checked to still parse, written atomically,
-and serialised across processes by a lock file in the skills directory. Each change to a
+and serialised across processes by a lock file in the skills directory. With a shared store every
+write is then published to it for the other replicas (`skills.shared`). Each change to a
 SKILL.md is recorded as a version (`hermes memory log --target skill:NAME`) when the caller
 passes the owner's `History` and says who it is.
 """
@@ -116,6 +117,7 @@ def create(
                 f"a skill named {name!r} already exists; patch or edit it instead"
             )
         atomic_write(directory / SKILL_FILE, content)
+        library.changed(directory)
         _record(history, skill.name, "", content, actor)
     return skill
 
@@ -133,6 +135,7 @@ def edit(
         skill = check_skill_text(content, current.path, current.name)
         before = _text(current.path)
         atomic_write(current.path, content)
+        library.changed(current.directory)
         _record(history, current.name, before, content, actor)
     return skill
 
@@ -170,6 +173,7 @@ def patch(
         else:
             check_safe(updated, f"{file_path} of {name!r}")
         atomic_write(target, updated)
+        library.changed(current.directory)
         if file_path is None:
             _record(history, current.name, text, updated, actor)
     return str(target.relative_to(current.directory))
@@ -182,6 +186,7 @@ def delete(
         current = _existing(library, name)
         before = _text(current.path)
         shutil.rmtree(current.directory)
+        library.changed(current.directory)
         _record(history, current.name, before, "", actor)
         category_dir = current.directory.parent
         if category_dir != library.root and not any(category_dir.iterdir()):
@@ -213,6 +218,7 @@ def write_file(library: SkillLibrary, name: str, file_path: str, content: str) -
         atomic_write(
             target, content, mode=0o700 if Path(file_path).parts[0] == "scripts" else 0o600
         )
+        library.changed(current.directory)
     return str(target.relative_to(current.directory))
 
 
@@ -223,6 +229,7 @@ def remove_file(library: SkillLibrary, name: str, file_path: str) -> str:
         if not target.is_file():
             raise SkillWriteError(f"{file_path} does not exist in skill {name!r}")
         target.unlink()
+        library.changed(current.directory)
     return file_path
 
 
@@ -276,6 +283,9 @@ def install(
             rel = p.relative_to(source)
             (target / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             shutil.copyfile(p, target / rel)
+        if existing is not None and existing.directory != target:
+            library.changed(existing.directory)
+        library.changed(target)
         _record(history, parsed.name, before, text, actor)
     found = library.find(parsed.name)
     if found is None:

@@ -35,6 +35,7 @@ def register(hermes: Registry) -> None:
     from hermes.skills.index import skills_block
     from hermes.skills.invoke import SkillInvocations
     from hermes.skills.review import SkillsProvider
+    from hermes.skills.store import SkillSharing
     from hermes.skills.tools import skill_manage, skill_view, skills_list
 
     def on(settings: Any) -> bool:
@@ -45,5 +46,6 @@ def register(hermes: Registry) -> None:
     hermes.prompt_block(skills_block)
     hermes.memory_provider(SkillsProvider)
     hermes.component(lambda runtime: SkillInvocations(runtime.settings))
+    hermes.component(SkillSharing)
     hermes.command("skills", _cli)
     hermes.health("skills", _health)

@@ -264,7 +264,13 @@ class RunStore(Protocol):
     live stream stays in the process that runs it). Every read is confined to one scope."""
 
     def save_run(self, run: RunRecord, events: Sequence[RunEvent] = ()) -> None:
-        """Insert or update the run and append `events`, in one transaction."""
+        """Insert or update the run and append `events`, in one transaction. A run already
+        over in the store stays as it is (its outcome is final, whoever wrote it)."""
+        ...
+
+    def fail_run(self, scope: str, run_id: str, error: dict[str, Any]) -> RunRecord | None:
+        """Mark an unfinished run failed with `error` and append its `run.failed` event, in
+        one transaction (the replica running it is gone); None when it was already over."""
         ...
 
     def get_run(self, scope: str, run_id: str) -> RunRecord | None: ...

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
-from hermes.store.base import RunEvent, RunRecord
+from hermes.store.base import RUN_FINAL, RunEvent, RunRecord
 
 M013_RUNS = """
 CREATE TABLE runs (
@@ -35,6 +36,21 @@ CREATE TABLE run_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+
+UNFINISHED = f"status NOT IN ({', '.join(repr(s) for s in sorted(RUN_FINAL))})"
+"""SQL for "the run is not over" (`RUN_FINAL`), shared with the PostgreSQL store."""
+UPSERT_TAIL = (
+    "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
+    "session_id = excluded.session_id, output = excluded.output, "
+    "usage = excluded.usage, error = excluded.error, "
+    f"updated_at = excluded.updated_at WHERE runs.{UNFINISHED}"
+)
+
+
+def failed_event(run_id: str, seq: int, error: dict[str, Any], at: float) -> RunEvent:
+    """The `run.failed` event `fail_run` appends (shaped as the owning replica's would be)."""
+    return RunEvent(seq, {"event": "run.failed", "run_id": run_id, "timestamp": at, "error": error})
+
 
 RUN_COLUMNS = "id, scope, status, session_id, model, output, usage, error, created_at, updated_at"
 
@@ -84,10 +100,7 @@ class SQLiteRunStore:
             try:
                 self._conn.execute(
                     f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
-                    "session_id = excluded.session_id, output = excluded.output, "
-                    "usage = excluded.usage, error = excluded.error, "
-                    "updated_at = excluded.updated_at",
+                    + UPSERT_TAIL,
                     run_params(run),
                 )
                 self._conn.executemany(
@@ -98,6 +111,31 @@ class SQLiteRunStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def fail_run(self, scope: str, run_id: str, error: dict[str, Any]) -> RunRecord | None:
+        now = time.time()
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                changed = self._conn.execute(
+                    "UPDATE runs SET status = 'failed', error = ?, updated_at = ? "
+                    f"WHERE id = ? AND scope = ? AND {UNFINISHED}",
+                    (json.dumps(error), now, run_id, scope),
+                ).rowcount
+                if changed:
+                    (last,) = self._conn.execute(
+                        "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?", (run_id,)
+                    ).fetchone()
+                    event = failed_event(run_id, int(last) + 1, error, now)
+                    self._conn.execute(
+                        "INSERT INTO run_events (run_id, seq, data) VALUES (?, ?, ?)",
+                        (run_id, event.seq, json.dumps(event.data)),
+                    )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return self.get_run(scope, run_id) if changed else None
 
     def get_run(self, scope: str, run_id: str) -> RunRecord | None:
         with self._lock:

@@ -13,8 +13,9 @@ What a Matrix user expects:
   characters (Matrix events are limited to 64 KiB);
 * typing notifications while working; rate limits (M_LIMIT_EXCEEDED) are waited out by nio;
 * with a password, the session (device) it creates is kept in
-  `$HERMES_HOME/gateway/matrix_session.json` (0600) and reused, so restarts do not pile up
-  devices on the account.
+  `$HERMES_HOME/gateway/matrix_session.json` (0600; a store document of that name on
+  PostgreSQL, so every replica reuses it) and reused, so restarts do not pile up devices on
+  the account.
 
 End-to-end encryption is NOT supported: Hermes has no Olm/Megolm keys, so it cannot read
 encrypted rooms. When an encrypted event arrives it logs, once per room, "room … is
@@ -48,6 +49,7 @@ from hermes.gateway.base import (
 )
 from hermes.gateway.platforms import PlatformSpec
 from hermes.gateway.platforms.telegram_format import split_text, to_html
+from hermes.store.base import DEFAULT_SCOPE
 
 if TYPE_CHECKING:
     from hermes.store.base import DocumentStore
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LIMIT = 16000
+SESSION_DOCUMENT = "gateway/matrix_session.json"
+"""Where the session lives in a shared database (the same JSON as the file)."""
 SYNC_TIMEOUT_MS = 30000
 TYPING_MS = 5000
 _PRE = re.compile(r"(<pre>.*?</pre>)", re.S)
@@ -112,6 +116,7 @@ class MatrixAdapter(PlatformAdapter):
     ) -> None:
         self.cfg = cfg
         self.session_file = session_file
+        self.documents: DocumentStore | None = None
         self.homeserver = (cfg.api_base or cfg.homeserver or "").rstrip("/")
         self.inviters = inviters
         self.pairing = pairing
@@ -127,9 +132,11 @@ class MatrixAdapter(PlatformAdapter):
         return user in self.inviters or f"matrix:{user}" in self.pairing.approved()
 
     def share_state(self, documents: DocumentStore | None) -> None:
-        """Pairings live in the shared database when there is one (several replicas)."""
+        """Pairings and the signed-in session live in the shared database when there is one
+        (several replicas): the replica that takes the account over reuses the device."""
         if documents is not None:
             self.pairing = PairingStore(self.pairing.home, documents=documents)
+            self.documents = documents
 
     async def connect(self) -> None:
         nio = _import_nio()
@@ -194,10 +201,14 @@ class MatrixAdapter(PlatformAdapter):
         return True
 
     def _load(self) -> dict[str, str] | None:
-        if self.session_file is None:
-            return None
         try:
-            data = json.loads(self.session_file.read_text(encoding="utf-8"))
+            if self.documents is not None:
+                text = self.documents.read_document(DEFAULT_SCOPE, SESSION_DOCUMENT)
+            elif self.session_file is not None:
+                text = self.session_file.read_text(encoding="utf-8")
+            else:
+                return None
+            data = json.loads(text or "null")
         except (OSError, ValueError):
             return None
         fits = (
@@ -209,15 +220,18 @@ class MatrixAdapter(PlatformAdapter):
         return data if fits else None
 
     def _save(self, client: Any) -> None:
-        if self.session_file is None:
-            return
         data = {
             "homeserver": self.homeserver,
             "user_id": self.cfg.user_id,
             "device_id": client.device_id,
             "access_token": client.access_token,
         }
-        atomic_write(self.session_file, json.dumps(data), mode=0o600)
+        if self.documents is not None:
+            with self.documents.edit_document(DEFAULT_SCOPE, SESSION_DOCUMENT) as edit:
+                assert edit is not None
+                edit.new_text = json.dumps(data)
+        elif self.session_file is not None:
+            atomic_write(self.session_file, json.dumps(data), mode=0o600)
 
     async def disconnect(self) -> None:
         self._stopping.set()

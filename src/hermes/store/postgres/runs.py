@@ -4,11 +4,19 @@ replays its events (SPEC §12: runs live in the database when it is shared)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes.store.base import RunEvent, RunRecord
-from hermes.store.runs import RUN_COLUMNS, run_from_row, run_params
+from hermes.store.runs import (
+    RUN_COLUMNS,
+    UNFINISHED,
+    UPSERT_TAIL,
+    failed_event,
+    run_from_row,
+    run_params,
+)
 
 if TYPE_CHECKING:
     from hermes.store.postgres.pool import Database
@@ -46,11 +54,7 @@ class PgRunStore:
         with self._db.transaction() as conn:
             conn.execute(
                 f"INSERT INTO runs ({RUN_COLUMNS}) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
-                "session_id = excluded.session_id, output = excluded.output, "
-                "usage = excluded.usage, error = excluded.error, "
-                "updated_at = excluded.updated_at",
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) " + UPSERT_TAIL,
                 run_params(run),
             )
             if events:
@@ -60,6 +64,26 @@ class PgRunStore:
                         "ON CONFLICT DO NOTHING",
                         [(run.id, e.seq, json.dumps(e.data)) for e in events],
                     )
+
+    def fail_run(self, scope: str, run_id: str, error: dict[str, Any]) -> RunRecord | None:
+        now = time.time()
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE runs SET status = 'failed', error = %s, updated_at = %s "
+                f"WHERE id = %s AND scope = %s AND {UNFINISHED} RETURNING {RUN_COLUMNS}",
+                (json.dumps(error), now, run_id, scope),
+            ).fetchone()
+            if row is None:
+                return None
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = %s", (run_id,)
+            ).fetchone() or (0,)
+            event = failed_event(run_id, int(last) + 1, error, now)
+            conn.execute(
+                "INSERT INTO run_events (run_id, seq, data) VALUES (%s, %s, %s)",
+                (run_id, event.seq, json.dumps(event.data)),
+            )
+        return run_from_row(row)
 
     def get_run(self, scope: str, run_id: str) -> RunRecord | None:
         with self._db.connection() as conn:

@@ -7,6 +7,9 @@
   same idea as the SQLite view's BM25 column weights;
 - `trigram`: pg_trgm over messages in scripts written without spaces (CJK), substring match.
 
+Matches are ranked by BM25 as FTS5 ranks them on SQLite (`_RANKED`): the scope's inverse
+document frequencies, each word's (weighted) frequency in the row, the row's length.
+
 The vectors are written by the transaction that appends a message (`refresh_vectors`), which
 also re-indexes the previous conversational message, whose window gained a neighbour. Every
 query filters on `scope`, which the GIN indexes hold next to the vectors (btree_gin).
@@ -32,11 +35,34 @@ BEFORE_CHARS = 1000
 AFTER_CHARS = 1000
 BODY_CHARS = 20000
 SNIPPET_WORDS = 24
-# ts_rank flags: 1 divides by 1 + log(length), 32 maps a word's rank r to r / (r + 1), so a
-# word said five times does not outweigh two words said once (BM25's saturating term
-# frequency); LoCoMo dev words-only R@10 0.775 with 1 alone, 0.776 with both, R@1 0.463 -> 0.468
-RANK_NORMALIZATION = 1 | 32
-WINDOW_WEIGHTS = "{0.0, 0.3, 0.5, 1.0}"  # ts_rank weights D, C, B, A: -, neighbours, speaker, body
+# BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75), over the candidates: each word's
+# frequency in the row, weighted by where it occurs (the window view: the message itself 1.0,
+# its speaker 0.5, its neighbours 0.3 — SQLite's column weights), saturated against the
+# row's length (its distinct words) over the candidates' average length.
+K1 = 1.2
+B = 0.75
+_ZETA2 = 1.6449340668482264  # π²/6
+
+
+def _tf(vector: str, query: str, weights: str = "{1,1,1,1}") -> str:
+    """SQL for how often the one-lexeme `query` occurs in `vector`, read from ts_rank (cheap:
+    a binary search in the vector, where unnesting it costs 30x more): for one lexeme, equal
+    weights and no normalisation, ts_rank is H(n)/ζ(2) with H(n) = Σ 1/k² over its n
+    occurrences, and n = round(1 / (ζ(2) - H(n)) - 1/2) recovers n exactly (0 when absent)."""
+    rank = f"ts_rank('{weights}', {vector}, {query}, 0)"
+    return f"round(1 / ({_ZETA2} * (1 - {rank})) - 0.5)"
+
+
+def _window_tf(query: str) -> str:
+    """The window view's weighted frequency: in the message itself (its body vector) 1.0,
+    in its speaker's name 0.5 (a name is one word: there or not), elsewhere (the
+    neighbours) 0.3."""
+    body = _tf("c.body", query)
+    speaker = f"(ts_rank('{{0,0,1,0}}', c.v, {query}, 0) > 0)::int"
+    every = _tf("c.v", query)
+    return f"({body} + 0.5 * {speaker} + 0.3 * greatest({every} - {body} - {speaker}, 0))"
+
+
 RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
@@ -96,15 +122,11 @@ def tsquery_text(terms: Sequence[str], joiner: str = " | ") -> str:
     return joiner.join(_lexeme(t) for t in terms)
 
 
-_VIEW_PLANS: dict[str, tuple[str, str, str]] = {
-    # view: (column, text search configuration, rank of `c.v` for one word's tsquery `$Q`)
-    "message": ("body_vec", "english", f"ts_rank(c.v, $Q, {RANK_NORMALIZATION})"),
-    "exact": ("exact_vec", "simple", f"ts_rank(c.v, $Q, {RANK_NORMALIZATION})"),
-    "window": (
-        "window_vec",
-        "english",
-        f"ts_rank('{WINDOW_WEIGHTS}', c.v, $Q, {RANK_NORMALIZATION})",
-    ),
+_VIEW_PLANS: dict[str, tuple[str, str]] = {
+    # view: (column, text search configuration)
+    "message": ("body_vec", "english"),
+    "exact": ("exact_vec", "simple"),
+    "window": ("window_vec", "english"),
 }
 
 
@@ -116,24 +138,28 @@ COMMON_TTL_S = 300.0  # how long a word found common stays so (counting it costs
 COMMON_KEPT = 10_000
 SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document frequency) holds
 
-# The best `limit` of at most RANKED_ROWS matching rows, the newest ones: ts_rank runs on the
+# The best `limit` of at most RANKED_ROWS matching rows, the newest ones: BM25 runs on the
 # candidates only, and the columns a hit carries (md5, the question test, the session's
 # source) only on the rows returned. With fewer matches than RANKED_ROWS (a small scope, a
 # query of rare words) the ranking is over every match. For words common in a big scope the
 # newest matches are the candidates: found by walking the primary key backwards (the planner
 # picks it when the words are frequent, the GIN index when they are rare), they cost what
 # RANKED_ROWS costs, not what the scope's size does (at 1M messages ranking every row with
-# a common word took 0.3-1 s).
+# a common word took 0.3-1 s). A word's frequency in a row is read from the row's vector
+# (`unnest`: its lexemes, each with its positions' weights), for the query's lexemes only.
 _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
     md5(m.content), {ONLY_ASKS}
 FROM (
     SELECT c.id, {{score}} AS score
     FROM (
-        SELECT m.id, m.{{column}} AS v FROM messages m
-        WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
-            AND NOT (m.session_id = ANY(%(excluded)s))
-        ORDER BY m.id DESC LIMIT %(cap)s
+        SELECT c0.*, greatest(avg(c0.dl) OVER (), 1) AS avgdl FROM (
+            SELECT m.id, m.{{column}} AS v, m.body_vec AS body, length(m.{{column}}) AS dl
+            FROM messages m
+            WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
+                AND NOT (m.session_id = ANY(%(excluded)s))
+            ORDER BY m.id DESC LIMIT %(cap)s
+        ) c0
     ) c
     ORDER BY score DESC, c.id LIMIT %(limit)s
 ) top
@@ -195,7 +221,7 @@ class PgSearch:
             raise StoreError(
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
             )
-        column, config, _ = _VIEW_PLANS[view]
+        column, config = _VIEW_PLANS[view]
         counts, rows = self._counts(scope, column, config, terms)
         # a word in no row adds nothing to any-of and would empty every-word (after a walk
         # of the whole scope looking for it)
@@ -224,16 +250,16 @@ class PgSearch:
         excluded: list[str],
         every: bool = False,
     ) -> list[TextMatch]:
-        """The best `limit` of the newest matches of any (or `every`) one of `words`, each
-        word's ts_rank weighted by its inverse document frequency (BM25's idea: a word in
-        few of the scope's rows says more; ts_rank alone weighs every word the same)."""
-        column, config, rank = _VIEW_PLANS[view]
-        # one term per word, its tsquery a constant the planner folds (not one per row)
-        score = " + ".join(
-            f"%(idf{n})s * " + rank.replace("$Q", f"to_tsquery('{config}', %(w{n})s)")
-            for n in range(len(words))
-        )
-        sql = _RANKED.format(column=column, config=config, score=score)
+        """The best `limit` of the newest matches of any (or `every`) one of `words`, ranked
+        by BM25 with each word's inverse document frequency in the whole scope."""
+        column, config = _VIEW_PLANS[view]
+        norm = f"{K1} * (1 - {B} + {B} * c.dl / c.avgdl)"
+        terms = []
+        for n in range(len(words)):
+            query = f"to_tsquery('{config}', %(w{n})s)"  # a constant the planner folds
+            tf = _window_tf(query) if view == "window" else _tf("c.v", query)
+            terms.append(f"%(idf{n})s * {tf} * {K1 + 1} / ({tf} + {norm})")
+        sql = _RANKED.format(column=column, config=config, score=" + ".join(terms))
         params: dict[str, Any] = {
             "q": tsquery_text(words, " & " if every else " | "),
             "scope": scope,
