@@ -22,7 +22,7 @@ subprocess whose model endpoint is `bench/instant_model.py` answering "ok" at on
   (its event-loop thread, and the whole process: the background indexer included), from
   /proc: the figure the machine's other load moves least, for A/B comparisons;
 * server RSS after the run (and its peak), cold start (spawn to first 200 from /health, median
-  of 3 fresh homes), and the size of the first upstream request (system prompt + tool schemas
+  of 3 fresh homes; every build's bytecode compiled first, as an installed package has it), and the size of the first upstream request (system prompt + tool schemas
   as compact JSON, the way Hermes sends them; chars/4 tokens, the project's estimator, and by
   a real tokenizer: the bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not
   available offline).
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import gc
 import json
 import os
@@ -83,6 +84,9 @@ async def hermes_serve(
         "PYTHONPATH": str(src),
     }
     env.pop("HERMES_API_KEY", None)
+    # bytecode as an installed package has it (main() compiles every build first): a server
+    # that compiles its sources at each start measures the compiler, not its cold start
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     base = f"http://127.0.0.1:{port}"
     log_path = home.parent / f"{home.name}-serve.log"
     log = log_path.open("ab")
@@ -470,6 +474,8 @@ def main() -> None:
         parser.error("--rounds must be at least 1")
     # The fake parses every request body (200 kB at turn 1,000); collections of the garbage
     # that leaves in this process would land in the measured latencies, so collect less often.
+    for build in builds:
+        compileall.compile_dir(str(build.src), quiet=1)
     gc.freeze()
     gc.set_threshold(100_000, 50, 1_000)
     try:
