@@ -22,10 +22,10 @@ subprocess whose model endpoint is `bench/instant_model.py` answering "ok" at on
   (its event-loop thread, and the whole process: the background indexer included), from
   /proc: the figure the machine's other load moves least, for A/B comparisons;
 * server RSS after the run (and its peak), cold start (spawn to first 200 from /health, median
-  of 3 fresh homes; every build's bytecode compiled first, as an installed package has it),
-  and the size of the first upstream request (system prompt + tool schemas as compact JSON,
-  the way Hermes sends them; chars/4 tokens, the project's estimator, and by a real tokenizer: the bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not
-  available offline).
+  of 3 fresh homes; every build's bytecode compiled first, as an installed package has it), and
+  the size of the first upstream request (system prompt + tool schemas as compact JSON, the way
+  Hermes sends them; chars/4 tokens, the project's estimator, and by a real tokenizer: the
+  bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not available offline).
 
 The server runs with its defaults, memory review included (a background model call every 10
 user turns of a session). The client (aiohttp) and the fake share one event loop in this
