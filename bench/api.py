@@ -18,26 +18,32 @@ subprocess whose model endpoint is `bench/instant_model.py` answering "ok" at on
   turn 1 (the first turn of 200 fresh sessions), turn 100 (turns 100-199 of one session) and
   turn 1,000 (turns 1,000-1,199 of the same session): p50 / p95 / p99;
 * throughput and p99 latency with 8 and 32 concurrent sessions (fresh sessions, 40 turns each
-  or more), raw (nothing subtracted);
+  or more), raw (nothing subtracted), and the server's CPU time per turn over those turns
+  (its event-loop thread, and the whole process: the background indexer included), from
+  /proc: the figure the machine's other load moves least, for A/B comparisons;
 * server RSS after the run (and its peak), cold start (spawn to first 200 from /health, median
-  of 3 fresh homes), and the size of the first upstream request (system prompt + tool schemas
-  as compact JSON, the way Hermes sends them; chars/4 tokens, the project's estimator, and by
-  a real tokenizer: the bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not
-  available offline).
+  of 3 fresh homes; every build's bytecode compiled first, as an installed package has it), and
+  the size of the first upstream request (system prompt + tool schemas as compact JSON, the way
+  Hermes sends them; chars/4 tokens, the project's estimator, and by a real tokenizer: the
+  bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not available offline).
 
-The server runs with its defaults, memory review included (a background model call every 10
-user turns of a session). The client (aiohttp) and the fake share one event loop in this
-process, so the server has the other core to itself; their cost is inside the latencies, so the
-overhead figures are upper bounds for the server itself.
+The measured server's home starts with the embedding graph its build made in another home
+(quantised once per home, seconds of CPU; `embedding_cache`), as every start after a home's
+first finds it. The server runs with its defaults, memory review included (a background model
+call every 10 user turns of a session). The client (aiohttp) and the fake share one event loop
+in this process, so the server has the other core to itself; their cost is inside the latencies,
+so the overhead figures are upper bounds for the server itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import gc
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -81,6 +87,9 @@ async def hermes_serve(
         "PYTHONPATH": str(src),
     }
     env.pop("HERMES_API_KEY", None)
+    # bytecode as an installed package has it (main() compiles every build first): a server
+    # that compiles its sources at each start measures the compiler, not its cold start
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     base = f"http://127.0.0.1:{port}"
     log_path = home.parent / f"{home.name}-serve.log"
     log = log_path.open("ab")
@@ -126,6 +135,36 @@ async def _wait_healthy(
         except aiohttp.ClientError:
             await asyncio.sleep(0.002)
     raise SystemExit("hermes serve did not become healthy within 30 s")
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(event-loop thread, whole process) CPU seconds (user + system) so far, from /proc: a
+    figure the other engineers' load on the machine barely moves, unlike wall time."""
+
+    def of(stat: str) -> float:
+        fields = stat.rpartition(")")[2].split()  # after "(comm)": state is field 3
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    main = of(Path(f"/proc/{pid}/task/{pid}/stat").read_text())
+    return main, of(Path(f"/proc/{pid}/stat").read_text())
+
+
+def embedding_cache(src: Path, tmp: Path) -> Path:
+    """`cache/embeddings` of a home where the build in `src` has built its embedding graph
+    (quantised once per home, several CPU-seconds): copied into every measured home, so the
+    turns measure what every server start after a home's first finds, not that one-off job
+    running on the same cores."""
+    home = tmp / f"embeddings-{abs(hash(str(src)))}"
+    cache = home / "cache" / "embeddings"
+    if not cache.is_dir():
+        env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": str(src)}
+        code = (
+            "from hermes.config.settings import load_settings\n"
+            "from hermes.memory.embeddings import load\n"
+            "load(load_settings())\n"
+        )
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    return cache
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -188,9 +227,10 @@ async def sequential(
 
 
 async def concurrent(
-    http: aiohttp.ClientSession, base: str, sessions: int, turns_each: int, tag: str
-) -> tuple[float, list[float]]:
-    """(turns per second, latencies) with `sessions` clients in parallel."""
+    http: aiohttp.ClientSession, base: str, sessions: int, turns_each: int, tag: str, pid: int
+) -> tuple[float, list[float], tuple[float, float]]:
+    """(turns per second, latencies, server CPU seconds per turn: event loop, whole process)
+    with `sessions` clients in parallel."""
     latencies: list[float] = []
 
     async def worker(i: int) -> None:
@@ -199,10 +239,14 @@ async def concurrent(
 
     await asyncio.gather(*(worker(i) for i in range(sessions)))  # warm-up round, not counted
     latencies.clear()
+    cpu_before = cpu_seconds(pid)
     started = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(sessions)))
     wall = time.perf_counter() - started
-    return len(latencies) / wall, latencies
+    cpu_after = cpu_seconds(pid)
+    n = len(latencies)
+    cpu = ((cpu_after[0] - cpu_before[0]) / n, (cpu_after[1] - cpu_before[1]) / n)
+    return n / wall, latencies, cpu
 
 
 def percentiles(samples: list[float]) -> tuple[float, float, float]:
@@ -256,6 +300,8 @@ class Build:
     conc: dict[int, list[float]] = field(default_factory=dict)
     """Turns per second of each round, per session count."""
     conc_latencies: dict[int, list[float]] = field(default_factory=dict)
+    conc_cpu: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    """Server CPU seconds per turn (event loop, whole process) of each round."""
     seq: dict[str, list[float]] = field(default_factory=dict)
     rss: tuple[float, float] = (0.0, 0.0)
 
@@ -304,7 +350,9 @@ async def measure_round(
             cold,
         ):
             build.colds.append(cold)
-    async with hermes_serve(tmp / f"home-{tag}", model.base_url, http, build.src) as (
+    home = tmp / f"home-{tag}"
+    shutil.copytree(embedding_cache(build.src, tmp), home / "cache" / "embeddings")
+    async with hermes_serve(home, model.base_url, http, build.src) as (
         proc,
         base,
         _,
@@ -312,8 +360,9 @@ async def measure_round(
         tokens = await first_request_tokens(http, base, model)
         build.tokens = build.tokens or tokens
         for n, t in conc_turns.items():
-            tps, latencies = await concurrent(http, base, n, t, f"c{n}")
+            tps, latencies, cpu = await concurrent(http, base, n, t, f"c{n}", proc.pid)
             build.conc.setdefault(n, []).append(tps)
+            build.conc_cpu.setdefault(n, []).append(cpu)
             build.conc_latencies.setdefault(n, []).extend(latencies)
         seq = await sequential(http, base, model, fresh, long_turns, windows)
         for name, samples in seq.items():
@@ -359,6 +408,16 @@ def figures(build: Build) -> list[tuple[str, str, float]]:
                 f"{n} concurrent sessions (turns/s, p99 ms)",
                 f"{statistics.median(rounds):.0f}{spread}, p99 {ms(p99)}",
                 statistics.median(rounds),
+            )
+        )
+    for n, cpus in build.conc_cpu.items():
+        loop = statistics.median(c[0] for c in cpus)
+        whole = statistics.median(c[1] for c in cpus)
+        out.append(
+            (
+                f"server CPU per turn at {n} sessions (ms: event loop, process)",
+                f"{ms(loop)}, {ms(whole)}",
+                loop,
             )
         )
     rss, peak = build.rss
@@ -438,6 +497,8 @@ def main() -> None:
         parser.error("--rounds must be at least 1")
     # The fake parses every request body (200 kB at turn 1,000); collections of the garbage
     # that leaves in this process would land in the measured latencies, so collect less often.
+    for build in builds:
+        compileall.compile_dir(str(build.src), quiet=1)
     gc.freeze()
     gc.set_threshold(100_000, 50, 1_000)
     try:

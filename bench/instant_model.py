@@ -36,6 +36,8 @@ class InstantModel:
     own_seconds: dict[str, float] = field(default_factory=dict)
     """Time spent per request, keyed by the content of the request's last message."""
     first_body: dict[str, Any] | None = None
+    answered_at: dict[str, float] = field(default_factory=dict)
+    """perf_counter() when the last answer to each tag (as `own_seconds`) was written."""
     requests: int = 0
     _server: asyncio.Server | None = None
 
@@ -127,6 +129,7 @@ class _Protocol(asyncio.Protocol):
             tag = str((request.get("messages") or [{}])[-1].get("content"))
             elapsed = time.perf_counter() - self._started
             self.model.own_seconds[tag] = self.model.own_seconds.get(tag, 0.0) + elapsed
+            self.model.answered_at[tag] = time.perf_counter()
         self._body, self._started = [], 0.0
 
 

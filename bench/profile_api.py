@@ -21,7 +21,7 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from api import ROOT, hermes_serve, one_turn  # noqa: E402
+from api import ROOT, embedding_cache, hermes_serve, one_turn  # noqa: E402
 from instant_model import InstantModel  # noqa: E402
 
 
@@ -30,7 +30,9 @@ async def profile(out: Path, seconds: float, src: Path, py_spy: str) -> int:
     turns = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as http:
         with tempfile.TemporaryDirectory() as tmp:
-            async with hermes_serve(Path(tmp) / "home", model.base_url, http, src) as (
+            home = Path(tmp) / "home"  # with its embedding graph, as bench/api.py has it
+            shutil.copytree(embedding_cache(src, Path(tmp)), home / "cache" / "embeddings")
+            async with hermes_serve(home, model.base_url, http, src) as (
                 proc,
                 base,
                 _,

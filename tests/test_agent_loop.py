@@ -279,6 +279,32 @@ async def test_a_failed_model_call_releases_the_lease(runtime: Runtime, fake: Fa
     ]
 
 
+async def test_a_turn_longer_than_its_lease_keeps_it_by_heartbeat(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leases are short so a killed process frees its sessions soon; a turn that outlives
+    one renews it, and another process cannot take the session meanwhile. The control (no
+    beat within the lease) shows the lease does expire without it."""
+    monkeypatch.setattr("hermes.agent.locks.LEASE_SECONDS", 0.3)
+    other = SQLiteStore(runtime.store.path)
+    try:
+        monkeypatch.setattr("hermes.agent.locks.HEARTBEAT_SECONDS", 60)
+        async with SessionLocks(runtime.store).hold("default", "idle", source="api"):
+            await asyncio.sleep(0.6)
+            assert other.acquire_lock("session:default:idle", "other-process", 60)
+        other.release_lock("session:default:idle", "other-process")
+
+        monkeypatch.setattr("hermes.agent.locks.HEARTBEAT_SECONDS", 0.05)
+        async with SessionLocks(runtime.store).hold("default", "long", source="api"):
+            await asyncio.sleep(0.6)
+            assert not other.acquire_lock("session:default:long", "other-process", 60)
+        assert _leases(runtime.store) == []  # given up at the end, and no beat after it
+        await asyncio.sleep(0.1)
+        assert _leases(runtime.store) == []
+    finally:
+        other.close()
+
+
 async def test_a_session_held_by_another_process_waits_then_reports_busy(
     runtime: Runtime, fake: FakeModel
 ) -> None:

@@ -105,3 +105,21 @@ async def test_turn_tokens_compressions_and_model_errors_are_exported(
     assert value(text, 'hermes_turns_total{source="api"}') == 1
     assert "hermes_compressions_total 0.0" in text
     assert "hermes_compression_fallbacks_total 0.0" in text
+
+
+async def test_requests_are_counted_by_route_template(keyed_settings: Settings) -> None:
+    """One series per route template, never per raw path; the first request of a route
+    scans the routes, later ones ask the route the router chose (the same answer)."""
+    async with open_api(keyed_settings) as api:
+        for sid in ("one", "two", "one"):
+            assert (await api.client.get(f"/api/sessions/{sid}", headers=AUTH)).status_code == 404
+        assert (await api.client.get("/no/such/path", headers=AUTH)).status_code == 404
+        text = await scrape(api)
+    route = "/api/sessions/{session_id:path}"
+    assert (
+        value(text, f'hermes_http_requests_total{{method="GET",route="{route}",status="404"}}') == 3
+    )
+    assert (
+        value(text, 'hermes_http_requests_total{method="GET",route="unmatched",status="404"}') == 1
+    )
+    assert "/api/sessions/one" not in text and "/no/such/path" not in text

@@ -132,6 +132,12 @@ class MemoryProvider:
         return []
 
 
+def _recalls(provider: MemoryProvider) -> bool:
+    """Whether `provider` has a prefetch of its own (its class's or set on the instance)."""
+    own = "prefetch" in getattr(provider, "__dict__", {})
+    return own or type(provider).prefetch is not MemoryProvider.prefetch
+
+
 class MemoryLayers:
     """The agent's providers, called in order with the failure rules of the contract."""
 
@@ -159,7 +165,10 @@ class MemoryLayers:
         return blocks
 
     async def prefetch(self, scope: str, session_id: str, user_message: str) -> list[str]:
-        """Each provider's recall for this turn, fenced as recalled memory."""
+        """Each provider's recall for this turn, fenced as recalled memory. Providers that
+        recall nothing by design (the contract's no-op, e.g. the built-in notes, which are
+        in the system prompt) are not called: every turn would pay a span, a timer and a
+        timeout scope for them."""
 
         async def one(provider: MemoryProvider) -> str | None:
             with (
@@ -167,9 +176,8 @@ class MemoryLayers:
                 timings.timed("memory_provider_seconds", provider=provider.name) as outcome,
             ):
                 try:
-                    text = await asyncio.wait_for(
-                        provider.prefetch(scope, session_id, user_message), PREFETCH_TIMEOUT_S
-                    )
+                    async with asyncio.timeout(PREFETCH_TIMEOUT_S):
+                        text = await provider.prefetch(scope, session_id, user_message)
                     return fence(provider.name, text) if text and text.strip() else None
                 except TimeoutError:
                     outcome["outcome"] = "timeout"
@@ -183,7 +191,13 @@ class MemoryLayers:
                     )
                 return None
 
-        texts = await asyncio.gather(*(one(p) for p in self.providers))
+        recalling = [p for p in self.providers if _recalls(p)]
+        if not recalling:
+            return []
+        if len(recalling) == 1:  # the usual case with an external provider: no gather task
+            text = await one(recalling[0])
+            return [text] if text else []
+        texts = await asyncio.gather(*(one(p) for p in recalling))
         return [t for t in texts if t]
 
     async def sync_turn(self, result: TurnResult) -> None:

@@ -1,7 +1,8 @@
 """Progress for commands that can take more than a second (import, export, reindex).
 
 Drawn on stderr and only when stderr is a terminal, so stdout (exports, `--json`) and logs
-stay exactly as they were.
+stay exactly as they were. Rich is imported only then: a command that draws nothing (piped,
+or `sessions list`, which imports this module with its group) does not pay its import.
 """
 
 from __future__ import annotations
@@ -9,22 +10,20 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Advance = Callable[[int], None]
 
 
 def _console() -> Console | None:
-    return Console(stderr=True) if sys.stderr.isatty() else None
+    if not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 @contextmanager
@@ -36,6 +35,15 @@ def progress(
     if console is None:
         yield lambda n: None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = [SpinnerColumn(), TextColumn("{task.description}")]
     if total is not None:
         columns += [BarColumn(), MofNCompleteColumn()]

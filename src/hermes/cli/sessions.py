@@ -16,17 +16,13 @@ from hermes.cli_common import fail, parse_file_or_exit, scope_or_exit, settings_
 from hermes.config.settings import Settings
 from hermes.runtime import open_store
 from hermes.store.base import Store
-from hermes.store.transfer import (
-    ImportedSession,
-    ImportFormatError,
-    ImportReport,
-    export_sessions,
-    import_sessions,
-    parse_jsonl,
-)
 
 if TYPE_CHECKING:
     from hermes.memory.embeddings import Embedder
+    from hermes.store.transfer import ImportedSession
+
+# hermes.store.transfer (its pydantic models) is imported by export and import only: `list`,
+# `show` and `delete` start sooner without it.
 
 app = typer.Typer(
     help="List, show, search, export and import stored conversations.", no_args_is_help=True
@@ -285,6 +281,8 @@ def export_cmd(
     user: str | None = UserOption,
 ) -> None:
     """Export sessions as JSONL, one session per line."""
+    from hermes.store.transfer import export_sessions
+
     scope = scope_or_exit(user)
     store = open_store(settings_or_exit())
     try:
@@ -317,6 +315,8 @@ def import_cmd(
     skipped. A malformed file imports nothing of itself and stops there. Messages are
     embedded once, after the last file: a scope's newest messages are the ones searched by
     meaning, and importing files one command at a time would embed each file's in turn."""
+    from hermes.store.transfer import ImportFormatError, ImportReport, import_sessions, parse_jsonl
+
     scope = scope_or_exit(user)
 
     def parsed(n: int) -> list[ImportedSession]:

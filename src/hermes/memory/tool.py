@@ -296,10 +296,10 @@ async def memory_tool(
     old_text: str | None = None,
     operations: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """Save durable facts to your persistent notes; they appear in the system prompt of every future conversation. Save: the user's preferences, corrections of your mistakes, facts about the user and their environment that will matter again. Skip: trivia, task progress, raw data, anything easy to look up again (session_search finds past conversations). Write compact, self-contained entries; write facts that change (where the user lives, their job, a current project) as `Label: value`; a later entry with the same label replaces the older one. When the notes are full, consolidate (merge, shorten, remove stale entries) in the same call with `operations`.
+    """Save durable facts to your notes; every future conversation's system prompt shows them. Save: the user's preferences, corrections of your mistakes, facts about the user and their environment that will matter again. Skip: trivia, task progress, raw data, anything easy to look up again (session_search finds past conversations). Write compact, self-contained entries; facts that change (where the user lives, their job, a current project) as `Label: value`; a later entry with the same label replaces the older one. When the notes are full, consolidate (merge, shorten, remove stale entries) in the same call with `operations`.
 
     Args:
-        target: 'user' for who the user is (profile, preferences, circumstances), 'memory' for your own working notes (environment, conventions, lessons learned).
+        target: 'user' for who the user is (profile, preferences, circumstances), 'memory' for your working notes (environment, conventions, lessons learned).
         action: add a new entry, or replace (with content) / remove the entry named by old_text.
         content: the whole new entry text (add, replace).
         old_text: a short unique substring of the entry to replace or remove.

@@ -61,7 +61,6 @@ def search_files(
 
     Args:
         pattern: Regex for content; glob such as *.py for files.
-        target: content or files.
         path: Folder (or file) to search, relative to the working directory.
         file_glob: Only search files whose name matches this glob.
         limit: Maximum results.
