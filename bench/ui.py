@@ -229,7 +229,9 @@ def main() -> None:
             try:
                 sign_in(driver, base)
                 print(f"\n{'screen':<12} {'FCP p50':>8} {'drawn p50':>10}  (ms)")
-                for label, fcp, drawn_ms in time_screens(driver, base, args.rounds, bool(args.messages)):
+                for label, fcp, drawn_ms in time_screens(
+                    driver, base, args.rounds, bool(args.messages)
+                ):
                     print(f"{label:<12} {fcp:>8.0f} {drawn_ms:>10.0f}")
                 if args.screenshots:
                     shoot(driver, base, args.screenshots, "")

@@ -142,7 +142,7 @@ async function detailView(root, ctx, id, focus) {
     const got = await page(next, size);
     for (const m of got) transcript.append(...messageNode(m, summaries));
     next += got.length;
-    newer.hidden = got.length < size;
+    newer.hidden = got.length < size || next >= total;
   }
   async function loadOlder() {
     const from = Math.max(0, first - size);
