@@ -77,6 +77,7 @@ def test_sessions_search_transcript_rename_fork_delete(server: Server, browser: 
     css(browser, "#session-search")[0].send_keys("zeppelin", Keys.ENTER)
     wait_for(browser, lambda d: "zeppelin" in text_of(d, "#session-list"), "the words' snippet")
     assert "Long one" in text_of(browser, "#session-list")
+    screenshot(browser, "sessions-search")
     css(browser, "#session-search-mode option[value='meaning']")[0].click()
     css(browser, "#session-search")[0].send_keys(Keys.ENTER)
     wait_for(  # this server runs with search by meaning off: the screen says so and why
@@ -99,7 +100,7 @@ def test_sessions_search_transcript_rename_fork_delete(server: Server, browser: 
     assert not css(browser, "#older")[0].is_displayed()
     assert "Early talk, summed up." in text_of(browser, ".summary")
     assert css(browser, "#turn-10.compressed")
-    screenshot(browser, "sessions")
+    screenshot(browser, "sessions-long")
 
     title = css(browser, "#rename-input")[0]
     title.clear()

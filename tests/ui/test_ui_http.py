@@ -155,3 +155,15 @@ async def test_the_cookie_is_secure_over_tls_and_a_key_in_the_url_signs_nobody_i
     res = await ui.client.post(f"/ui/login?key={SERVER_KEY}")
     assert res.status_code == 400 and "set-cookie" not in res.headers
     assert (await ui.client.get(f"/api/sessions?api_key={SERVER_KEY}")).status_code == 401
+
+
+async def test_a_reload_revalidates_each_file_without_sending_it_again(ui: Api) -> None:
+    for path in ["/ui/", "/ui/static/js/app.js"]:
+        first = await ui.client.get(path)
+        assert first.status_code == 200 and first.content
+        assert first.headers["cache-control"] == "no-cache"
+        again = await ui.client.get(path, headers={"If-None-Match": first.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+        assert "default-src 'self'" in again.headers["content-security-policy"]
+        stale = await ui.client.get(path, headers={"If-None-Match": '"0-0"'})
+        assert stale.status_code == 200 and stale.content == first.content
