@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import httpx
@@ -167,3 +168,12 @@ async def test_a_reload_revalidates_each_file_without_sending_it_again(ui: Api) 
         assert "default-src 'self'" in again.headers["content-security-policy"]
         stale = await ui.client.get(path, headers={"If-None-Match": '"0-0"'})
         assert stale.status_code == 200 and stale.content == first.content
+
+
+async def test_every_preloaded_module_is_served(ui: Api) -> None:
+    page = (await ui.client.get("/ui/")).text
+    preloaded = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)
+    assert len(preloaded) > 10
+    for href in preloaded:
+        res = await ui.client.get(href)
+        assert res.status_code == 200 and res.headers["content-type"].startswith("text/javascript")
