@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from selenium.webdriver.common.keys import Keys
 
 from hermes.store.base import NewMessage, NewSession
 from hermes.store.sqlite import SQLiteStore
+from hermes.testing.fake_model import Error
 
 from .conftest import KEY, Server, css, make_driver, screenshot, sign_in, text_of, wait_for
 
@@ -195,10 +197,59 @@ def test_the_key_is_never_in_a_url_or_the_logs(server: Server, browser: Any) -> 
         "return performance.getEntriesByType('resource').map(e => e.name).concat([location.href])"
     )
     assert urls and not [u for u in urls if KEY in u or "wrong-key" in u]
+    server.fake.default = lambda body: Error(500, "log-marker-5150")  # a line is logged
+    chat = {"model": "hermes", "messages": [{"role": "user", "content": "hi"}]}
+    assert server.api("POST", "/v1/chat/completions", json=chat).status_code >= 500
     lines = server.api("GET", "/api/logs?limit=2000").json()["lines"]
     text = str(lines)
-    assert len(lines) > 3  # the server did log (its start, the sign-ins' requests)
+    assert "log-marker-5150" in text  # the tail is read, and holds this server's lines
     assert KEY not in text and "a-wrong-key-that-is-long-enough" not in text
     for path in server.home.rglob("*.log"):
         content = path.read_text(errors="replace")
         assert KEY not in content and "a-wrong-key" not in content, path
+
+
+@pytest.fixture
+def bare_server(home: Path) -> Iterator[Server]:
+    """A server with no model configured (Status degraded, with the fix) and a home chat."""
+    from hermes.testing.fake_model import FakeModel
+
+    from ..server.test_serve import hermes_serve
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text("gateway:\n  home: telegram:4242\n")
+    with FakeModel() as unused, hermes_serve(env={"HERMES_API_KEY": KEY}) as (_, base):
+        yield Server(base, home, unused)
+
+
+def test_status_names_what_is_degraded_and_its_fix(bare_server: Server, browser: Any) -> None:
+    sign_in(browser, bare_server.base, KEY)
+    open_fresh(browser, bare_server, "status")
+    assert "degraded" in text_of(browser, "#overall")
+    assert "no model is configured" in text_of(browser, "#reasons")
+    model = text_of(browser, "tr.part.status-not_configured")
+    assert model.startswith("model") and "Fix:" in model and "hermes setup" in model
+    screenshot(browser, "status-degraded")
+
+
+def test_gateway_shows_the_home_chat_and_each_adapter(bare_server: Server, browser: Any) -> None:
+    sign_in(browser, bare_server.base, KEY)
+    open_fresh(browser, bare_server, "gateway")
+    assert text_of(browser, "#home-chat") == "telegram:4242"
+    for platform in ("telegram", "discord", "slack"):
+        assert css(browser, f"#adapters tr[data-platform='{platform}']"), platform
+
+
+def test_memory_shows_each_notes_usage_bar(server: Server, browser: Any) -> None:
+    for target, text in [("memory", "Deploys on Fridays are banned"), ("user", "Likes tea")]:
+        body = {"action": "add", "target": target, "content": text}
+        assert server.api("POST", "/api/memory", json=body).status_code == 200
+    limits = server.api("GET", "/api/memory").json()
+    sign_in(browser, server.base, KEY)
+    open_fresh(browser, server, "memory")
+    for target in ("memory", "user"):
+        bar = wait_for(browser, lambda d, t=target: css(d, f"#notes-{t} [role=meter]"), target)[0]
+        chars, limit = int(bar.get_attribute("aria-valuenow")), bar.get_attribute("aria-valuemax")
+        assert chars > 0 and int(limit) > chars, (target, chars, limit)
+        assert (chars, int(limit)) == (limits[target]["chars"], limits[target]["limit"])
+        assert f"/ {int(limit):,} chars" in text_of(browser, f"#notes-{target}")
