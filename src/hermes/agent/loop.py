@@ -154,6 +154,7 @@ class Agent:
         self.services = (services or Services()).derive(settings, self)
         self.services.provide(store, Store)  # type: ignore[type-abstract]
         self.services.provide(model, ModelClient)  # type: ignore[type-abstract]
+        self.services.provide(self.memory, MemoryLayers)
         self.locks = SessionLocks(store)
         self._background: set[asyncio.Task[None]] = set()
         self.usage = usage_records.UsageRecorder(store)
@@ -191,6 +192,12 @@ class Agent:
             for hook in self.after_turn:
                 self._spawn(hook(result, self))
         return result
+
+    def end_session(self, scope: str, session_id: str) -> None:
+        """A conversation is over (`/new`, leaving the chat, the session deleted): the memory
+        providers hear it in the background, drained with the rest of the after-turn work.
+        Compression is no session end: the session keeps its id and goes on."""
+        self._spawn(self.memory.on_session_end(scope, session_id))
 
     def start(self) -> None:
         """Hand the providers the runtime's services; called once the runtime is wired."""

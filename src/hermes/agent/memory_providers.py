@@ -123,7 +123,9 @@ class MemoryProvider:
         return None
 
     async def on_memory_write(self, scope: str, target: str, action: str, content: str) -> None:
-        """The built-in memory tool changed a note (external providers may mirror it)."""
+        """The built-in memory tool changed `scope`'s notes (`target`: "memory" or "user"):
+        the entry `content` was added (`action` "add") or left them ("remove"; a replace is
+        a remove and an add). External providers mirror it; keep it quick (it is bounded)."""
         return None
 
     def tools(self) -> list[Tool]:
@@ -199,7 +201,18 @@ class MemoryLayers:
         await self._each("on_session_end", scope, session_id)
 
     async def on_memory_write(self, scope: str, target: str, action: str, content: str) -> None:
-        await self._each("on_memory_write", scope, target, action, content)
+        """Called by the memory tool on its turn's path, so each provider gets a bounded time."""
+
+        async def bounded(provider: MemoryProvider) -> None:
+            await asyncio.wait_for(
+                provider.on_memory_write(scope, target, action, content), PREFETCH_TIMEOUT_S
+            )
+
+        for provider in self.providers:
+            try:
+                await bounded(provider)
+            except Exception:
+                log.exception("memory provider %s: on_memory_write failed", provider.name)
 
     def tools(self) -> list[Tool]:
         return [t for p in self.providers for t in p.tools()]

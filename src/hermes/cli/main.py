@@ -90,6 +90,12 @@ def _usage() -> Command:
     return _command("usage", usage)
 
 
+def _profile() -> Command:
+    from hermes.cli.profiles import app as profiles_app
+
+    return _group("profile", profiles_app)
+
+
 def _plugins() -> Command:
     from hermes.cli.plugins import app as plugins_app
 
@@ -108,6 +114,7 @@ BUILT_IN: dict[str, Callable[[], Command]] = {
     "users": _users,
     "usage": _usage,
     "plugins": _plugins,
+    "profile": _profile,
 }
 """The built-in commands, each imported only when it runs (or the list is shown): importing
 them all cost `hermes chat -q` ~0.3 s of modules it never uses (doctor, setup, memory…)."""
@@ -190,8 +197,41 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _select_profile(ctx: typer.Context, name: str | None) -> None:
+    """`-p NAME` beats HERMES_PROFILE: it is put in the environment for this command (and
+    for the processes it starts), and the previous value is put back when the command ends."""
+    from hermes.config.home import (
+        ProfileError,
+        active_profile,
+        existing_profile_home,
+        root_home,
+        validate_profile_name,
+    )
+
+    try:
+        chosen = validate_profile_name(name) if name is not None else active_profile()
+        if ctx.invoked_subcommand != "profile":  # `hermes profile …` manages them all
+            existing_profile_home(root_home(), chosen)
+    except ProfileError as exc:  # one clear line, not a traceback, and nothing created
+        typer.echo(f"hermes: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if name is None:
+        return
+    previous = os.environ.get("HERMES_PROFILE")
+    os.environ["HERMES_PROFILE"] = name
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop("HERMES_PROFILE", None)
+        else:
+            os.environ["HERMES_PROFILE"] = previous
+
+    ctx.call_on_close(restore)
+
+
 @app.callback()
 def main(
+    ctx: typer.Context,
     # metavar "": typer would show a flag as `--version <bool>`, as if it took a value
     version: bool = typer.Option(
         False,
@@ -204,8 +244,17 @@ def main(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", metavar="", help="Log debug detail to stderr."
     ),
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        "-p",
+        metavar="NAME",
+        help="Run the command in profile NAME (its own home under profiles/; "
+        "default: HERMES_PROFILE, else the default profile).",
+    ),
 ) -> None:
     """Hermes: a self-hosted AI agent that remembers."""
+    _select_profile(ctx, profile)
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -13,8 +13,16 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from hermes.config.database import profile_schema, with_search_path
 from hermes.config.fields import CommaList
-from hermes.config.home import ensure_home, hermes_home
+from hermes.config.home import (
+    DEFAULT_PROFILE,
+    ProfileError,
+    active_profile,
+    ensure_home,
+    existing_profile_home,
+    root_home,
+)
 from hermes.errors import HermesError
 
 
@@ -414,6 +422,8 @@ class Settings(_Section):
     """Everything Hermes needs to run; built by `load_settings` and passed down."""
 
     home: Path
+    profile: str = DEFAULT_PROFILE
+    """Which profile these settings are (`default`: the root HERMES_HOME)."""
     timezone: str | None = None
 
     @field_validator("timezone")
@@ -441,8 +451,13 @@ class Settings(_Section):
 
     @property
     def database_url(self) -> str:
-        """`store.url`, or the embedded default `sqlite:///$HERMES_HOME/state.db`."""
-        return self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
+        """`store.url`, or the embedded default `sqlite:///$HERMES_HOME/state.db`. A named
+        profile on PostgreSQL works in a schema of its own in that database, so profiles
+        sharing one database never see each other's rows."""
+        url = self.store.url or "sqlite:///" + str(self.home / "state.db").lstrip("/")
+        if self.profile == DEFAULT_PROFILE or not url.startswith(("postgresql:", "postgres:")):
+            return url
+        return with_search_path(url, profile_schema(self.profile))
 
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     stt: SpeechToTextSettings = Field(default_factory=SpeechToTextSettings)
@@ -587,23 +602,70 @@ def _describe(errors: ValidationError, source: str, prefix: str = "") -> str:
     return f"{source}: `{key}`: {problem}"
 
 
-def load_settings(home: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Merge config.yaml < .env < process environment into a validated Settings."""
+def _is_set(data: dict[str, Any], dotted: str) -> bool:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or node.get(part) in (None, ""):
+            return False
+        node = node[part]
+    return True
+
+
+PROFILE_OWNED_VARS = frozenset(
+    var
+    for var, dotted in ENV_OVERRIDES.items()
+    if dotted == "server.api_key" or dotted.startswith("gateway.")
+)
+"""What the process environment never gives a named profile: its server key and its bots'
+credentials belong to the default profile (each key opens one profile, each bot token belongs
+to one profile); a named profile sets its own in its config.yaml or .env."""
+
+
+def load_settings(
+    home: Path | None = None, env: Mapping[str, str] | None = None, *, profile: str | None = None
+) -> Settings:
+    """Merge config.yaml < .env < process environment into a validated Settings.
+
+    A named profile (HERMES_PROFILE, `hermes -p`, or `profile=`) reads its own home, and the
+    process environment (the default profile's configuration) only fills in what the
+    profile's own config.yaml and .env leave unset, never its server key, bot credentials or
+    a SQLite file (a shared PostgreSQL database is inherited: see `database_url`).
+    """
     env = dict(os.environ if env is None else env)
-    home = ensure_home(home or hermes_home(env))
+    try:
+        name = profile if profile is not None else active_profile(env)
+        home = ensure_home(home or existing_profile_home(root_home(env), name))
+    except ProfileError as exc:
+        raise ConfigError(str(exc)) from None
     config_path = home / "config.yaml"
     data = _read_yaml(config_path)
     data.pop("home", None)
+    data.pop("profile", None)
     dotenv = {k: v for k, v in dotenv_values(home / ".env").items() if v is not None}
     overridden: dict[str, str] = {}
+    named = name != DEFAULT_PROFILE
     for layer_name, layer in ((".env", dotenv), ("environment", env)):
+        inherited = named and layer is env
         for var, dotted in ENV_OVERRIDES.items():
             value = layer.get(var)
-            if value not in (None, ""):
-                _set_dotted(data, dotted, value)
-                overridden[dotted] = f"{var} ({layer_name})"
+            if value in (None, ""):
+                continue
+            if inherited and (
+                var in PROFILE_OWNED_VARS
+                or _is_set(data, dotted)
+                or (dotted == "store.url" and value.startswith("sqlite:"))  # a file: one home's
+            ):
+                continue
+            _set_dotted(data, dotted, value)
+            overridden[dotted] = f"{var} ({layer_name})"
+    if (
+        named
+        and not _is_set(data, "server.model_name")
+        and isinstance(data.get("server", {}), dict)
+    ):
+        _set_dotted(data, "server.model_name", name)  # /v1/models advertises the profile
     try:
-        return Settings(home=home, **data)
+        return Settings(home=home, profile=name, **data)
     except ValidationError as exc:
         loc = ".".join(str(p) for p in exc.errors()[0]["loc"])
         source = overridden.get(loc, str(config_path))

@@ -69,7 +69,9 @@ async def _stop(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str
 
 async def _new(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
     await worker.stop()
+    ended = await asyncio.to_thread(gw.sessions.current, worker.scope, worker.key)
     session = await asyncio.to_thread(gw.sessions.start_new, worker.scope, worker.key)
+    gw.runtime.agent.end_session(worker.scope, ended)
     return f"✨ New conversation ({session}). The previous one stays searchable."
 
 

@@ -8,10 +8,12 @@ lists previews of what it matched.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hermes.agent.memory_providers import MemoryLayers
 from hermes.memory.history import UNKNOWN, Actor, tool_actor
 from hermes.memory.notes import (
     ARCHIVE_FILE,
@@ -203,12 +205,18 @@ def describe_operations(ops: list[Operation]) -> str:
 
 
 def change_notes(
-    notes: NotesStore, target: str, ops: list[Operation], actor: Actor = UNKNOWN
+    notes: NotesStore,
+    target: str,
+    ops: list[Operation],
+    actor: Actor = UNKNOWN,
+    *,
+    changes: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Apply operations to one notes file under its lock, all or nothing; a short report.
 
     The operations are applied to the text as it is under the lock, not to the snapshot a
-    turn started with, so a change made meanwhile (a revert, a hand edit) is kept."""
+    turn started with, so a change made meanwhile (a revert, a hand edit) is kept. Entries
+    that left and arrived are appended to `changes` as ("remove"|"add", entry)."""
     if actor.reason is None:
         actor = actor.because(describe_operations(ops))
     with notes.locked(target) as state:
@@ -221,7 +229,10 @@ def change_notes(
             if leaving:
                 why = "superseded" if outcome.superseded else "removed"
                 _archive(notes, state, leaving, "replaced" if outcome.replaced else why)
+            arriving = [e for e in outcome.entries if e not in state.entries]
             backup = notes.save(state, outcome.entries, actor)
+            if changes is not None:
+                changes.extend([("remove", e) for e in leaving] + [("add", e) for e in arriving])
     result: dict[str, Any] = {
         "success": True,
         "target": target,
@@ -267,8 +278,17 @@ def notes_for(ctx: ToolContext) -> NotesStore:
     return open_notes(ctx.settings, ctx.scope, store)
 
 
+def _write(
+    ctx: ToolContext, target: str, ops: list[Operation], changes: list[tuple[str, str]]
+) -> dict[str, Any]:
+    if any(op.content for op in ops):
+        prepare(ctx.settings)  # the meaning stage's model, once per process
+    actor = tool_actor(ctx.platform, ctx.session_id, ctx.turn, _joined(ctx.reason, ops))
+    return change_notes(notes_for(ctx), target, ops, actor, changes=changes)
+
+
 @tool(name="memory")
-def memory_tool(
+async def memory_tool(
     ctx: ToolContext,
     target: Literal["memory", "user"],
     action: Literal["add", "replace", "remove"] | None = None,
@@ -285,11 +305,14 @@ def memory_tool(
         old_text: a short unique substring of the entry to replace or remove.
         operations: several changes applied together, all or nothing, e.g. [{"action":"remove","old_text":"..."},{"action":"add","content":"..."}].
     """
+    changes: list[tuple[str, str]] = []
     try:
         ops = _operations(action, content, old_text, operations)
-        if any(op.content for op in ops):
-            prepare(ctx.settings)  # the meaning stage's model, once per process
-        actor = tool_actor(ctx.platform, ctx.session_id, ctx.turn, _joined(ctx.reason, ops))
-        return change_notes(notes_for(ctx), target, ops, actor)
+        result = await asyncio.to_thread(_write, ctx, target, ops, changes)
     except NotesError as exc:
         raise ToolError(str(exc)) from None
+    layers = ctx.services.find(MemoryLayers)
+    if layers is not None:  # external providers mirror the notes (a replace: remove + add)
+        for change, entry in changes:
+            await layers.on_memory_write(ctx.scope, target, change, entry)
+    return result

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,11 +60,13 @@ def _console_handlers(root: logging.Logger) -> list[logging.Handler]:
     ]
 
 
-def configure(settings: Settings) -> None:
+def configure(settings: Settings, *, also: Sequence[Settings] = ()) -> None:
     """Give the console handlers the configured format (adding one on stderr when the root
-    logger has no handler at all); called when the server starts. Idempotent."""
+    logger has no handler at all); called when the server starts. Idempotent. `also`: the
+    other profiles this process serves, whose secrets are masked as well (one process, one
+    log, every profile's secrets)."""
     root = logging.getLogger()
-    redact = Redactor(settings_secrets(settings))
+    redact = Redactor(secret for one in (settings, *also) for secret in settings_secrets(one))
     formatter: logging.Formatter = (
         JsonFormatter(redact) if settings.logging.format == "json" else RedactingFormatter(redact)
     )

@@ -76,13 +76,17 @@ def create_app(
     daemons: Sequence[Daemon] = (),
     routers: Sequence[APIRouter] = (),
     close_runtime: bool = True,
+    configure_logs: bool = True,
 ) -> FastAPI:
-    """Build the HTTP app around one Runtime; the lifespan closes it unless `close_runtime=False`."""
+    """Build the HTTP app around one Runtime; the lifespan closes it unless `close_runtime=False`.
+    `configure_logs=False` leaves the process's logging alone (a profile's app: the server's
+    own app configures it, with every profile's secrets masked)."""
     all_daemons = [*runtime.daemons(), *daemons]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        logs.configure(runtime.settings)  # logging.format (SPEC §17)
+        if configure_logs:
+            logs.configure(runtime.settings)  # logging.format (SPEC §17)
         async with AsyncExitStack() as stack:
             if close_runtime:
                 stack.push_async_callback(runtime.aclose)

@@ -7,19 +7,23 @@ endpoints agree because both ask this module.
 
 from __future__ import annotations
 
-from hermes.config.settings import Settings
+from hermes.config.settings import ServerSettings, Settings
 from hermes.server.errors import APIError
 
 _SHOWN_CHARS = 100
+HERMES = ServerSettings.model_fields["model_name"].default
 
 
 def offered_models(settings: Settings) -> list[str]:
     """The advertised name (`server.model_name`, listed by /v1/models) first, then the model
-    Hermes actually calls (`model.name`), which clients configured for it may send."""
+    Hermes actually calls (`model.name`), which clients configured for it may send, and in a
+    named profile advertising its own name, `hermes` (what clients of the default send)."""
     names = [settings.server.model_name]
     upstream = settings.model.name
     if upstream and upstream not in names:
         names.append(upstream)
+    if settings.server.model_name == settings.profile and HERMES not in names:
+        names.append(HERMES)  # a named profile advertises its name; `hermes` still works
     return names
 
 

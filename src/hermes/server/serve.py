@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -25,6 +26,9 @@ from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.models.errors import SETUP_HINT
 from hermes.store.base import StoreError
+
+if TYPE_CHECKING:
+    from hermes.server.profiles import ProfileRouter
 
 log = logging.getLogger("hermes.server")
 
@@ -130,6 +134,18 @@ def check_model(settings: Settings, host: str, port: int) -> str | None:
     return None
 
 
+def check_bots(settings: Settings, *, only: str | None = None) -> None:
+    """Refuse to run a bot that another profile runs too (both would answer its chats)."""
+    from hermes.config.home import DEFAULT_PROFILE, root_home
+    from hermes.profiles import bot_conflicts
+
+    root = settings.home if settings.profile == DEFAULT_PROFILE else root_home()
+    serving_all = settings.profile == DEFAULT_PROFILE and only is None
+    problems = bot_conflicts(root, None if serving_all else only or settings.profile, own=settings)
+    if problems:
+        raise ServeError("; ".join(problems) + ".")
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
     """Bind before loading anything heavy, so a busy port is one clear line, not a traceback."""
     try:
@@ -200,6 +216,7 @@ async def serve(
     """Serve until a signal; raises ServeError for bind problems before anything is opened."""
     warning = check_bind(settings, host)
     no_model = check_model(settings, host, port)
+    check_bots(settings)
     sock = bind_socket(host, port)
     # Heavy imports after the bind checks: a refused start stays fast.
     from hermes.observability.log_tail import LogTail, attached
@@ -217,15 +234,26 @@ async def serve(
 
     async def ready() -> None:
         announce(f"Hermes is listening on {url} (Ctrl-C to stop)")
+        if profiles is not None and (named := profiles.served()):
+            announce(f"profiles: {', '.join(named)} (at {url}/p/<name>/v1, each with its own key)")
 
     try:
         runtime = build_runtime(settings)
     except StoreError as exc:
         sock.close()
         raise ServeError(str(exc)) from None
-    app = create_app(runtime, daemons=[Daemon("ready", ready)])
+    profiles = _profile_router(settings, host, announce)
+    app = create_app(
+        runtime,
+        daemons=[*([profiles.daemon()] if profiles else []), Daemon("ready", ready)],
+        routers=[profiles.api_router()] if profiles else [],
+    )
     app.state.log_tail = LogTail(Redactor(settings_secrets(settings)))  # GET /api/logs
-    server = _Server(_uvicorn_config(app), on_exit=runtime.agent.locks.close)
+    served: object = app
+    if profiles is not None:
+        profiles.default_app = app
+        served = profiles
+    server = _Server(_uvicorn_config(served), on_exit=runtime.agent.locks.close)
     try:
         with _quiet_signal_reraise(), attached(app.state.log_tail):
             await server.serve(sockets=[sock])
@@ -233,6 +261,31 @@ async def serve(
         sock.close()
     if not server.started:
         raise ServeError("the server did not start; the log above says why")
+
+
+def _profile_router(
+    settings: Settings, host: str, announce: Callable[[str], None]
+) -> ProfileRouter | None:
+    """The default profile's server also serves every other profile under /p/<name>/
+    (`hermes -p NAME serve` serves that profile alone)."""
+    from hermes.config.home import DEFAULT_PROFILE
+    from hermes.runtime import build_runtime
+    from hermes.server.app import create_app
+    from hermes.server.profiles import ProfileRouter
+
+    if settings.profile != DEFAULT_PROFILE:
+        return None
+
+    def build(profile: Settings) -> object:
+        return create_app(build_runtime(profile), configure_logs=False)
+
+    def guard(profile: Settings) -> None:
+        check_bots(settings, only=profile.profile)
+        warning = check_bind(profile, host)  # ServeError: no strong key on a public bind
+        if warning:
+            announce(f"warning: profile {profile.profile}: {warning}")
+
+    return ProfileRouter(settings.home, None, settings, build, guard=guard)
 
 
 def run(

@@ -352,4 +352,5 @@ async def delete_session(
     session_id, scope = target.id, target.scope
     if not await asyncio.to_thread(runtime.store.delete_session, scope, session_id):
         raise _not_found(session_id)
+    runtime.agent.end_session(scope, session_id)
     return {"id": session_id, "deleted": True}

@@ -30,6 +30,7 @@ from fastapi import Request
 from starlette.responses import Response
 
 from hermes.auth.keys import PREFIX, hash_secret
+from hermes.config.home import DEFAULT_PROFILE
 from hermes.server.errors import APIError
 from hermes.store.api_keys import ApiKeyRecord, ApiKeyStore
 from hermes.store.base import DEFAULT_SCOPE
@@ -176,12 +177,25 @@ async def sign_out(request: Request, sign_in: SignIn) -> None:
     )
 
 
+def cookie_name(request: Request) -> str:
+    """`hermes_ui` for the default profile, `hermes_ui_<name>` for a named one: a browser
+    signed in to several profiles of one server (`/p/<name>/ui`) keeps one cookie for each."""
+    profile: str = request.app.state.runtime.settings.profile
+    return COOKIE if profile == DEFAULT_PROFILE else f"{COOKIE}_{profile}"
+
+
+def cookie_path(request: Request) -> str:
+    """`/` for the default profile, `/p/<name>/` (where it is served) for a named one."""
+    profile: str = request.app.state.runtime.settings.profile
+    return "/" if profile == DEFAULT_PROFILE else f"/p/{profile}/"
+
+
 def set_cookie(request: Request, response: Response, sign_in: SignIn) -> None:
     response.set_cookie(
-        COOKIE,
+        cookie_name(request),
         encode(request, sign_in),
         max_age=IDLE_SECONDS,
-        path="/",
+        path=cookie_path(request),
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -190,12 +204,16 @@ def set_cookie(request: Request, response: Response, sign_in: SignIn) -> None:
 
 def clear_cookie(request: Request, response: Response) -> None:
     response.delete_cookie(
-        COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        cookie_name(request),
+        path=cookie_path(request),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
     )
 
 
 async def current(request: Request) -> SignIn | None:
-    token = request.cookies.get(COOKIE)
+    token = request.cookies.get(cookie_name(request))
     sign_in = decode(request, token) if token else None
     if sign_in is None or await _signed_out(request, sign_in.nonce):
         return None
@@ -218,7 +236,7 @@ async def cookie_auth(request: Request) -> bool:
     """Authenticate by the dashboard cookie when no bearer header was sent. True when the
     cookie decided (accepted: `request.state.api_key` set for a scoped sign-in); False when
     there is no cookie. Raises 401 for a dead sign-in, 403 for a missing CSRF token."""
-    token = request.cookies.get(COOKIE)
+    token = request.cookies.get(cookie_name(request))
     if not token:
         return False
     sign_in = decode(request, token)

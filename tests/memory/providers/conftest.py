@@ -22,7 +22,7 @@ from hermes.memory.providers.external import ExternalMemory
 from hermes.runtime import Runtime, build_runtime
 from hermes.testing.fake_model import FakeModel, Text
 
-SETTLE_S = 20.0
+SETTLE_S = 60.0  # a Mem0 worker process may take ~15 s to start on a loaded machine
 
 
 def is_extraction(body: dict[str, Any]) -> bool:

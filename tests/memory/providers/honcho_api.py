@@ -1,6 +1,6 @@
 """A loopback stand-in for the Honcho v3 API (https://docs.honcho.dev, API reference), enough
 for the official `honcho-ai` SDK's real HTTP client: workspaces, peers, sessions, messages,
-peer context and search, peer sessions, conclusions. Its "deriver" turns each message a peer
+peer context and search, peer sessions, conclusions (created, listed, deleted). Its "deriver" turns each message a peer
 writes into one explicit conclusion about that peer, as Honcho's does (without a model).
 
 `mode` scripts misbehaviour: "hang" never answers, "garbage" answers with bytes that are not
@@ -40,9 +40,18 @@ class HonchoAPI(LoopbackServer):
         self.sessions: dict[str, dict[str, Any]] = {}
         self.messages: list[dict[str, Any]] = []
         self.conclusions: list[dict[str, Any]] = []
-        self.requests: list[tuple[str, str, Any]] = []
+        self.requests: list[tuple[str, str, Any]] = []  # method, path with query, body
         self._ids = itertools.count(1)
         self._release = asyncio.Event()
+
+    def general_recalls(self, peer: str) -> int:
+        """Context reads of `peer` without a search query (what a session end asks for)."""
+        path = f"/peers/{peer}/context"
+        return sum(
+            1
+            for method, where, _ in self.requests
+            if method == "GET" and path in where and "search_query" not in where
+        )
 
     def release(self) -> None:
         """End every hanging request (they then answer 503)."""
@@ -61,12 +70,13 @@ class HonchoAPI(LoopbackServer):
         app.router.add_post(s + "/peers", self._session_peers)
         app.router.add_post(s + "/messages", self._add_messages)
         app.router.add_delete(s, self._delete_session)
+        app.router.add_post(w + "/{ws}/conclusions", self._create_conclusions)
         app.router.add_post(w + "/{ws}/conclusions/list", self._list_conclusions)
         app.router.add_delete(w + "/{ws}/conclusions/{id}", self._delete_conclusion)
 
     async def _enter(self, request: web.Request) -> tuple[web.Response | None, Any]:
         body = await request.json() if request.can_read_body else None
-        self.requests.append((request.method, request.path, body))
+        self.requests.append((request.method, request.path_qs, body))
         if request.headers.get("Authorization") != f"Bearer {KEY}":
             return json_response({"detail": "Invalid API key"}, 401), body
         if self.mode == "hang":
@@ -198,6 +208,24 @@ class HonchoAPI(LoopbackServer):
         self.sessions.pop(session, None)
         self.messages = [m for m in self.messages if m["session_id"] != session]
         return json_response({})  # conclusions outlive their session, as at Honcho
+
+    async def _create_conclusions(self, request: web.Request) -> web.Response:
+        early, body = await self._enter(request)
+        if early:
+            return early
+        made = [
+            {
+                "id": f"c{next(self._ids)}",
+                "content": item["content"],
+                "observer_id": item["observer_id"],
+                "observed_id": item["observed_id"],
+                "session_id": item.get("session_id"),
+                "created_at": _now(),
+            }
+            for item in body["conclusions"]
+        ]
+        self.conclusions.extend(made)
+        return json_response(made)
 
     async def _list_conclusions(self, request: web.Request) -> web.Response:
         early, body = await self._enter(request)

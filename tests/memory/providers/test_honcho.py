@@ -133,3 +133,36 @@ async def test_missing_key_is_a_sentence_and_turns_go_on(
     health = await provider_health(runtime)
     assert health["status"] == "error"
     assert "HONCHO_API_KEY" in health["detail"]
+
+
+async def test_work_beyond_the_queue_is_dropped_counted_and_logged(
+    home: Path,
+    honcho: HonchoAPI,
+    fake: FakeModel,
+    provider_runtime: Callable[[], Runtime],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    write_config(
+        home,
+        {"provider": "honcho", "review_interval": 0, "provider_timeout": 2, "provider_queue": 2},
+    )
+    honcho.mode = "hang"
+    health = await turns_while_hanging(honcho, fake, provider_runtime(), 30)
+    # 4 turns queue 8 calls (a sync and a prefetch each) behind a hanging one: 2 fit
+    assert health["dropped"] >= 4, health
+    assert health["status"] == "degraded"
+    assert any("2 calls are already waiting" in r.getMessage() for r in caplog.records)
+
+
+async def test_secrets_are_redacted_before_they_reach_honcho(
+    honcho: HonchoAPI, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    secret = "sk-proj-abcdefghijklmnopqrstuvwx1234"
+    await timed_turn(runtime, f"my key is {secret}", scope="alice", session="k")
+    await settle(runtime)
+    sent = [m["content"] for m in honcho.messages]
+    assert sent and all(secret not in text for text in sent)
+    assert any("[REDACTED]" in text for text in sent)
+    assert all(secret not in str(request) for request in honcho.requests)

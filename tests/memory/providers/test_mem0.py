@@ -3,6 +3,8 @@ bundled MiniLM, and its fact extraction answered by the fake model with scripted
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -80,8 +82,7 @@ async def test_a_hanging_provider_adds_nothing_to_a_turn(
     health = await provider_health(runtime)
     assert health["provider"] == "mem0"
     fake.stop()  # ends the hangs; the provider's calls fail and are reported, not raised
-    await runtime.agent.drain()
-    provider_of(runtime).worker.wait_idle(10)
+    await settle(runtime)
     health = await provider_health(runtime)
     assert health["failed"] >= 1 and health["status"] == "degraded", health
 
@@ -145,12 +146,41 @@ async def test_forget_works_without_a_running_server(
     assert forget_provider_memory(make_settings(), "alice") == 1
 
 
+SITECUSTOMIZE = """
+import atexit, json, os, socket
+
+_out = os.environ["HERMES_TEST_DIALLED"]
+_connect = socket.socket.connect
+
+
+def _record(sock, address):
+    with open(_out, "a") as f:
+        f.write(json.dumps({"address": list(address) if isinstance(address, tuple) else address}) + "\\n")
+    return _connect(sock, address)
+
+
+def _telemetry():
+    import sys
+    module = sys.modules.get("mem0.memory.telemetry")
+    if module is not None:
+        with open(_out, "a") as f:
+            f.write(json.dumps({"telemetry": module.MEM0_TELEMETRY}) + "\\n")
+
+
+socket.socket.connect = _record
+atexit.register(_telemetry)
+"""
+
+
 async def test_only_loopback_is_dialled(
     mem0_home: Path,
     fake: FakeModel,
     provider_runtime: Callable[[], Runtime],
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
+    """Both processes: the server's (patched here) and Mem0's worker (patched at its start
+    by a sitecustomize on its PYTHONPATH, recording into a file)."""
     dialled: list[Any] = []
     real_connect = socket.socket.connect
 
@@ -158,6 +188,14 @@ async def test_only_loopback_is_dialled(
         dialled.append(address)
         return real_connect(sock, address)
 
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    record = tmp_path / "dialled.jsonl"
+    monkeypatch.setenv("HERMES_TEST_DIALLED", str(record))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")])
+    )
     monkeypatch.setattr(socket.socket, "connect", connect)
     runtime = provider_runtime()
     fake.enqueue(Text(facts("Alice likes tea")), when=is_extraction)
@@ -169,6 +207,7 @@ async def test_only_loopback_is_dialled(
 
     hosts = {a[0] for a in dialled if isinstance(a, tuple)}
     assert hosts == {"127.0.0.1"}, dialled
-    import mem0.memory.telemetry as telemetry
-
-    assert telemetry.MEM0_TELEMETRY is False
+    child = [json.loads(line) for line in record.read_text().splitlines()]
+    child_hosts = {tuple(c["address"])[0] for c in child if isinstance(c.get("address"), list)}
+    assert child_hosts == {"127.0.0.1"}, child  # the worker did reach the fake model, only it
+    assert {"telemetry": False} in child, child

@@ -155,6 +155,7 @@ async def run(runtime: Runtime, session_id: str, *, rich: bool, console: Console
     finally:
         if announcer is not None:
             announcer.cancel()
+        chat.runtime.agent.end_session(chat.scope, chat.session_id)  # leaving ends it
 
 
 async def _handle(chat: ChatSession, text: str) -> None:

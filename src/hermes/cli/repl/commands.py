@@ -58,6 +58,7 @@ async def _show_sessions(chat: ChatSession, sessions: list[SessionRecord]) -> No
 
 
 async def _new(chat: ChatSession, _: str) -> None:
+    chat.runtime.agent.end_session(chat.scope, chat.session_id)
     chat.session_id = new_session_id()
     chat.reset_usage()
     chat.print(f"New session [cyan]{chat.session_id}[/cyan] (the old one stays searchable).")

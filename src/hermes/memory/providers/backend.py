@@ -23,6 +23,11 @@ class ProviderError(HermesError):
     """A provider cannot work as configured; the message says what to change."""
 
 
+class CallDropped(ProviderError):
+    """The call was not carried out and will not be (its worker process died, or is waiting
+    out a restart back-off): the provider's worker counts it as dropped, not failed."""
+
+
 class Backend(Protocol):
     """One external memory service. `user` is the provider-side id of a Hermes scope
     (`identity.provider_user`): every call names it, so two scopes never share memory."""
@@ -48,3 +53,13 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class NoteMirror(Protocol):
+    """What a backend may add: mirror the built-in notes (`on_memory_write`). Optional; a
+    backend without `note` keeps only the conversations."""
+
+    def note(self, user: str, target: str, action: str, entry: str) -> None:
+        """`entry` was added to (`action` "add") or left ("remove") `user`'s notes `target`
+        ("user": about the user, "memory": the agent's own working notes)."""
+        ...

@@ -39,6 +39,7 @@ SKIPPED_SOURCES = frozenset({"cron", "delegate"})  # not conversations with the 
 RECALL_CHARS = 4000
 QUERY_CHARS = 2000
 DRAIN_TIMEOUT_S = 5.0
+RECONNECT_S = (5.0, 300.0)  # a provider that cannot be opened is retried after 5 s, then less often
 
 
 @dataclass
@@ -84,6 +85,7 @@ class ExternalMemory(MemoryProvider):
         self.redact = Redactor(provider_secrets(settings))
         self._make_backend = make_backend
         self._backend: Backend | None = None
+        self._open_failure: tuple[float, float, ProviderError] | None = None  # retry at, wait
         self._recall: dict[str, _Recall] = {}
         self._lock = threading.Lock()
 
@@ -132,6 +134,20 @@ class ExternalMemory(MemoryProvider):
         if ready is None or not ready.text:
             return None
         return f"What {self.name} remembers about this user:\n{ready.text}"
+
+    async def on_memory_write(self, scope: str, target: str, action: str, content: str) -> None:
+        """Mirror a change of the built-in notes, on the worker (in order with the turns)."""
+        if action not in ("add", "remove"):
+            return
+        user = provider_user(scope)
+        entry = self.redact(content)
+
+        def mirror() -> None:
+            note = getattr(self._backend_now(), "note", None)
+            if note is not None:  # a backend without it keeps only the conversations
+                note(user, target, action, entry)
+
+        self.worker.submit(f"note_{action}", mirror)
 
     async def on_session_end(self, scope: str, session_id: str) -> None:
         """A session closed: refresh the scope's recall so its next session starts with it."""
@@ -192,6 +208,13 @@ class ExternalMemory(MemoryProvider):
             "recalls_not_ready": stats.recalls_missing,
             "slow_recalls_skipped": stats.slow_recalls,
         }
+        pid = getattr(self._backend, "pid", None)
+        if pid is not None or hasattr(self._backend, "restarts"):
+            detail["process"] = {
+                "pid": pid,
+                "restarts": getattr(self._backend, "restarts", 0),
+                "crashes": getattr(self._backend, "crashes", 0),
+            }
         if stats.last_recall_s is not None:
             detail["last_recall_s"] = round(stats.last_recall_s, 3)
         if problem:
@@ -201,15 +224,25 @@ class ExternalMemory(MemoryProvider):
     # -- on the worker thread ------------------------------------------------------------
 
     def _get_backend(self) -> Backend:
-        if self._backend is None:
-            try:
-                self._backend = self._make_backend(self.settings)
-            except ProviderError as exc:
-                self.stats.connected = False
-                self.stats.last_problem = str(exc)
-                log.error("memory provider %s is off: %s", self.name, exc)
-                raise
-            self.stats.connected = True
+        """The open backend; opening it again only after a back-off when it failed, so a
+        provider that cannot start is not restarted for every turn."""
+        if self._backend is not None:
+            return self._backend
+        failed = self._open_failure
+        if failed is not None and time.monotonic() < failed[0]:
+            raise failed[2]
+        try:
+            self._backend = self._make_backend(self.settings)
+        except ProviderError as exc:
+            wait = RECONNECT_S[0] if failed is None else min(RECONNECT_S[1], failed[1] * 2)
+            self._open_failure = (time.monotonic() + wait, wait, exc)
+            self.stats.connected = False
+            self.stats.last_problem = str(exc)
+            log.error("memory provider %s is off: %s (retried in %.0fs)", self.name, exc, wait)
+            raise
+        self._open_failure = None
+        self.stats.connected = True
+        self.stats.last_problem = None
         return self._backend
 
     def _backend_now(self) -> Backend:

@@ -40,13 +40,12 @@ def untrack(provider: ExternalMemory) -> None:
 def forget_provider_memory(settings: Settings, scope: str) -> int:
     """Delete everything the configured provider keeps about `scope`; the number of items
     removed (0 when no provider is configured). Blocking: call it from a thread."""
-    name = settings.memory.provider
-    if name is None:
-        return 0
-    with _guard:
-        live = _live.get((settings.home, name))
+    with _guard:  # the provider running here, whichever it is (a plugin's too)
+        live = next((p for (home, _), p in _live.items() if home == settings.home), None)
     if live is not None:
         return live.forget(scope, FORGET_TIMEOUT_S)
+    if settings.memory.provider is None:
+        return 0
     backend = make_backend(settings)
     try:
         return backend.forget(provider_user(scope))

@@ -82,16 +82,29 @@ class HonchoBackend:
     def search(self, user: str, query: str, limit: int) -> list[str]:
         return [m.content for m in self.client.peer(user).search(query, limit=limit)]
 
+    def note(self, user: str, target: str, action: str, entry: str) -> None:
+        """A note entry as a conclusion the assistant peer holds about the user (removed when
+        the entry leaves the notes): Honcho's own kind of durable fact."""
+        about = self.client.peer(self.assistant).conclusions_of(user)
+        if action == "add":
+            about.create([{"content": entry}])
+            return
+        for conclusion in list(_all(about.list())):
+            if conclusion.content == entry:
+                about.delete(conclusion.id)
+
     def forget(self, user: str) -> int:
-        """Every session of the peer (with its messages) and every conclusion about it."""
+        """Every session of the peer (with its messages) and every conclusion about it: its
+        own, and those the assistant peer holds (the mirrored notes)."""
         peer = self.client.peer(user)
         removed = 0
         for session in list(_all(peer.sessions())):
             session.delete()
             removed += 1
-        for conclusion in list(_all(peer.conclusions.list())):
-            peer.conclusions.delete(conclusion.id)
-            removed += 1
+        for view in (peer.conclusions, self.client.peer(self.assistant).conclusions_of(user)):
+            for conclusion in list(_all(view.list())):
+                view.delete(conclusion.id)
+                removed += 1
         return removed
 
     def close(self) -> None:

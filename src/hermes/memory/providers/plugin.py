@@ -3,6 +3,7 @@ party's plugin calls from its `register(hermes)` the same way (`hermes.plugins`)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hermes.config.settings import Settings
@@ -14,12 +15,23 @@ TOOL_GROUP = "memory"  # end users get it for their own scope; cron and delegate
 MAX_RESULTS = 20
 
 
-def add_provider(hermes: Registry, name: str, make_backend: BackendFactory, about: str) -> None:
-    """Offer `name` as `memory.provider`: the layer (made only when the setting names it) and
-    its `<name>_search` tool (enabled only then), described to the model by `about`."""
+def add_provider(
+    hermes: Registry,
+    name: str,
+    make_backend: BackendFactory,
+    about: str,
+    *,
+    chosen: Callable[[Settings], bool] | None = None,
+) -> None:
+    """Offer the provider `name`: the layer (made only when `chosen(settings)`; by default
+    when `memory.provider` names it, as for Hermes' own) and its `<name>_search` tool (enabled
+    only then), described to the model by `about`. A third party's provider decides with
+    `chosen` (e.g. from its `plugins.<name>` section); one external provider at most is on."""
 
-    def chosen(settings: Settings) -> bool:
+    def named(settings: Settings) -> bool:
         return settings.memory.provider == name
+
+    chosen = chosen or named
 
     def layer(settings: Settings) -> ExternalMemory | None:
         return ExternalMemory(name, settings, make_backend) if chosen(settings) else None

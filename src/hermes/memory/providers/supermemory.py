@@ -76,6 +76,16 @@ class SupermemoryBackend:
         found = self.client.search(self.namespace(user), query=query, limit=limit)
         return [text for r in found.results if (text := r.memory or r.chunk)]
 
+    def note(self, user: str, target: str, action: str, entry: str) -> None:
+        """An added note entry becomes a document of the user's namespace. Removals are not
+        mirrored: the namespace API has no way to delete one document's memories."""
+        if action == "add":
+            self.client.add(
+                self.namespace(user),
+                content=f"A note kept about the user: {entry}",
+                metadata={"hermes_note": target},
+            )
+
     def forget(self, user: str) -> int:
         from supermemory.errors import NotFoundError
 

@@ -18,6 +18,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from hermes.memory.providers.backend import CallDropped
+
 log = logging.getLogger(__name__)
 
 
@@ -151,6 +153,11 @@ class Worker:
             return
         try:
             result = job.run()
+        except CallDropped as exc:
+            self._drop(job, str(exc))
+            if job.future is not None:
+                job.future.set_exception(exc)
+            return
         except Exception as exc:
             self.failed += 1
             self.errors[job.label] = f"{job.label} failed: {type(exc).__name__}: {exc}"

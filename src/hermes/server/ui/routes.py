@@ -34,9 +34,14 @@ def _error(status: int, message: str, code: str) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
+def _home(request: Request) -> str:
+    """`/ui/` where this dashboard is served (`/p/<name>/ui/` for a named profile)."""
+    return request.scope.get("root_path", "") + "/ui/"
+
+
 @router.get("")
-async def root() -> RedirectResponse:
-    return RedirectResponse("/ui/", status_code=307)
+async def root(request: Request) -> RedirectResponse:
+    return RedirectResponse(_home(request), status_code=307)
 
 
 def _file(request: Request, target: Path) -> Response:
@@ -130,7 +135,7 @@ async def login(request: Request) -> Response:
     response: Response = (
         JSONResponse(_session_body(request, sign_in, user))
         if wants_json
-        else RedirectResponse("/ui/", status_code=303)
+        else RedirectResponse(_home(request), status_code=303)
     )
     ui_auth.set_cookie(request, response, sign_in)
     return response

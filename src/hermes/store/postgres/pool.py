@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from hermes.store.base import SchemaStatus, StoreError, StoreUnavailableError
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 MIGRATION_LOCK = 0x4845524D  # pg_advisory_lock key held while migrating ("HERM")
 PRESENCE_NAMESPACE = 0x48525053  # first key of every replica's presence lock ("HRPS")
 CONNECT_TIMEOUT_S = 5
+EXTENSIONS = ("pg_trgm", "btree_gin")  # what the migrations create (schema.py)
 POOL_WAIT_S = 5.0
 
 
@@ -113,6 +115,7 @@ class Database:
         with self.connection() as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
             try:
+                _ensure_schema(conn)
                 _ensure_table(conn)
                 have = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
                 for migration in sorted(migrations, key=lambda m: m.version):
@@ -153,6 +156,23 @@ def _lost_connection(exc: psycopg.Error) -> bool:
     if state is None:
         return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
     return state.startswith(("08", "57P", "53"))
+
+
+def _ensure_schema(conn: psycopg.Connection[Any]) -> None:
+    """A URL whose search_path names a schema of its own first (a named profile sharing the
+    database, `hermes.config.database`) gets that schema, and the extensions the tables use
+    are put in `public` first, where every schema's search_path finds them."""
+    row = conn.execute("SHOW search_path").fetchone()
+    first = str(row[0] if row else "").split(",")[0].strip().strip('"')
+    if not first or first in ("$user", "public"):
+        return
+    for extension in EXTENSIONS:
+        conn.execute(
+            sql.SQL("CREATE EXTENSION IF NOT EXISTS {} WITH SCHEMA public").format(
+                sql.Identifier(extension)
+            )
+        )
+    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(first)))
 
 
 def _ensure_table(conn: psycopg.Connection[Any]) -> None:

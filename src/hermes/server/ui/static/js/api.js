@@ -1,6 +1,12 @@
 // The dashboard's only way to the server: fetch with the sign-in cookie and, on every
 // state-changing method, the X-CSRF-Token header the API requires alongside the cookie.
 
+/** Where this dashboard's profile is served: '' for the default profile, '/p/NAME' when the
+ * page is /p/NAME/ui/ (SPEC §16); every path the dashboard asks for goes under it. */
+export const base = (location.pathname.match(/^\/p\/[a-z0-9][a-z0-9_-]{0,63}(?=\/ui(\/|$))/) || [''])[0];
+
+function url(path) { return path.startsWith('/') ? base + path : path; }
+
 let csrf = '';
 let onSignedOut = () => {};
 
@@ -31,7 +37,7 @@ async function failure(res) {
 
 /** api('GET', '/api/sessions?limit=50') → parsed JSON (or text); throws Error(message). */
 export async function api(method, path, body, options = {}) {
-  const res = await fetch(path, {
+  const res = await fetch(url(path), {
     method,
     credentials: 'same-origin',
     headers: headers(method, body !== undefined, options.headers),
@@ -48,7 +54,7 @@ export async function api(method, path, body, options = {}) {
  * options.signal to stop reading (the run goes on: stop it with /v1/runs/{id}/stop). */
 export async function stream(path, body, onEvent, options = {}) {
   const method = body === undefined || body === null ? 'GET' : 'POST';
-  const res = await fetch(path, {
+  const res = await fetch(url(path), {
     method,
     credentials: 'same-origin',
     headers: { ...headers(method, method === 'POST', options.headers), Accept: 'text/event-stream' },

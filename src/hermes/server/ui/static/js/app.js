@@ -1,7 +1,8 @@
 // The dashboard shell: sign-in, the navigation built from screens/index.js, hash routing
 // (#/<screen>/<params…>) and the ctx every screen's render(root, ctx) receives.
 import { h, clear, errorBox } from './dom.js';
-import { api, stream, setCsrf, setSignedOutHandler } from './api.js';
+import { api, base, stream, setCsrf, setSignedOutHandler } from './api.js';
+import { profileSwitcher, rememberProfiles } from './profiles.js';
 import { screens } from './screens/index.js';
 
 const main = document.getElementById('main');
@@ -69,6 +70,8 @@ function shell() {
   }
   clear(who);
   who.append(
+    profileSwitcher(),
+    ' ',
     h('span', { class: 'muted' }, session.scope === 'owner' ? (session.open ? 'owner (open server)' : 'owner') : `user ${session.user}`),
     ' ',
     h('button', { type: 'button', id: 'signout', onclick: signOut }, 'Sign out'),
@@ -89,7 +92,7 @@ function showSignIn(message) {
   clear(main);
   const key = h('input', { type: 'password', name: 'key', id: 'key', autocomplete: 'current-password', required: true, 'aria-describedby': 'key-help' });
   const note = h('p', { class: 'error', role: 'alert', id: 'signin-error' }, message || '');
-  const form = h('form', { class: 'card signin', method: 'post', action: '/ui/login' },
+  const form = h('form', { class: 'card signin', method: 'post', action: `${base}/ui/login` },
     h('h1', {}, 'Sign in'),
     h('label', { for: 'key' }, 'Key'),
     key,
@@ -101,13 +104,14 @@ function showSignIn(message) {
     event.preventDefault();
     note.textContent = '';
     try {
-      const res = await fetch('/ui/login', {
+      const res = await fetch(`${base}/ui/login`, {
         method: 'POST', credentials: 'same-origin',
         headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
         body: JSON.stringify({ key: key.value }),
       });
       const body = await res.json();
       if (!res.ok) throw new Error(body.error ? body.error.message : res.statusText);
+      await rememberProfiles(key.value); // the other profiles this key opens (switcher)
       key.value = '';
       start(body);
     } catch (err) {
@@ -131,7 +135,7 @@ window.addEventListener('hashchange', route);
 
 (async () => {
   try {
-    const res = await fetch('/ui/session', { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+    const res = await fetch(`${base}/ui/session`, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
     if (res.ok) start(await res.json());
     else showSignIn();
   } catch (err) {

@@ -1,10 +1,11 @@
 // Users (admin): every end user with their activity, an archive of one (zip download), and
 // forgetting one everywhere behind a confirm step (type the user id).
 import { h, clear, errorBox } from '../dom.js';
+import { base } from '../api.js';
 import { useStyles, table, paged, typedConfirm, stamp, note } from '../admin/kit.js';
 
 function exportLink(id) {
-  return h('a', { href: `/api/users/${encodeURIComponent(id)}/export`, download: `hermes-user-${id}.zip`, class: 'export' }, 'Export');
+  return h('a', { href: `${base}/api/users/${encodeURIComponent(id)}/export`, download: `hermes-user-${id}.zip`, class: 'export' }, 'Export');
 }
 
 export default {
