@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import httpx
@@ -136,3 +137,43 @@ async def test_open_server_signs_in_with_any_key(settings: Settings) -> None:
         res = await a.client.post("/ui/login", json={"key": "anything"})
         assert res.status_code == 200 and res.json()["open"] is True
         assert (await a.client.post("/api/memory", json={})).status_code == 403
+
+
+async def test_the_cookie_is_secure_over_tls_and_a_key_in_the_url_signs_nobody_in(
+    ui: Api,
+) -> None:
+    transport = httpx.ASGITransport(ui.app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://hermes.test") as tls:
+        cookie = (await tls.post("/ui/login", json={"key": SERVER_KEY})).headers["set-cookie"]
+        assert "secure" in cookie.lower() and "httponly" in cookie.lower()
+    plain = (await ui.client.post("/ui/login", json={"key": SERVER_KEY})).headers["set-cookie"]
+    assert "secure" not in plain.lower()  # plain loopback HTTP: a Secure cookie would be lost
+    ui.client.cookies.clear()
+    for path in [f"/ui/?key={SERVER_KEY}", f"/ui/session?key={SERVER_KEY}"]:
+        res = await ui.client.get(path)
+        assert "set-cookie" not in res.headers, path
+    assert (await ui.client.get(f"/ui/session?key={SERVER_KEY}")).status_code == 401
+    res = await ui.client.post(f"/ui/login?key={SERVER_KEY}")
+    assert res.status_code == 400 and "set-cookie" not in res.headers
+    assert (await ui.client.get(f"/api/sessions?api_key={SERVER_KEY}")).status_code == 401
+
+
+async def test_a_reload_revalidates_each_file_without_sending_it_again(ui: Api) -> None:
+    for path in ["/ui/", "/ui/static/js/app.js"]:
+        first = await ui.client.get(path)
+        assert first.status_code == 200 and first.content
+        assert first.headers["cache-control"] == "no-cache"
+        again = await ui.client.get(path, headers={"If-None-Match": first.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+        assert "default-src 'self'" in again.headers["content-security-policy"]
+        stale = await ui.client.get(path, headers={"If-None-Match": '"0-0"'})
+        assert stale.status_code == 200 and stale.content == first.content
+
+
+async def test_every_preloaded_module_is_served(ui: Api) -> None:
+    page = (await ui.client.get("/ui/")).text
+    preloaded = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)
+    assert len(preloaded) > 10
+    for href in preloaded:
+        res = await ui.client.get(href)
+        assert res.status_code == 200 and res.headers["content-type"].startswith("text/javascript")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hermes.recall.ranking import SemanticSearch
 from hermes.recall.search import search_hits
 from hermes.store.base import SessionRecord, Store
 
-TITLE_SCAN_MAX = 5_000  # newest sessions whose titles a search reads
 HITS_PER_SESSION = 3  # message hits asked for per session wanted (several hits share one)
 
 
@@ -28,34 +28,28 @@ def session_json(r: SessionRecord) -> dict[str, Any]:
     }
 
 
-def _title_matches(store: Store, scope: str, words: list[str]) -> list[SessionRecord]:
-    found: list[SessionRecord] = []
-    offset = 0
-    while offset < TITLE_SCAN_MAX:
-        batch = store.list_sessions(scope, limit=500, offset=offset)
-        if not batch:
-            break
-        offset += len(batch)
-        for r in batch:
-            title = (r.title or "").casefold()
-            if title and all(w in title for w in words):
-                found.append(r)
-    return found
-
-
 def search_sessions(
-    store: Store, scope: str, query: str, source: str | None, limit: int, offset: int
+    store: Store,
+    scope: str,
+    query: str,
+    source: str | None,
+    limit: int,
+    offset: int,
+    semantic: SemanticSearch | None = None,
 ) -> list[dict[str, Any]]:
     """Sessions whose title holds every word of `query` (newest first), then those whose
-    messages match it (best first, with the best message's snippet)."""
+    messages match it (best first, with the best message's snippet). With `semantic` (search
+    by meaning) titles are not scanned and messages near the query's meaning count too."""
     words = query.casefold().split()
     results: dict[str, dict[str, Any]] = {}
-    for r in _title_matches(store, scope, words):
+    wanted = offset + limit
+    for r in store.sessions_titled(scope, words, wanted) if semantic is None else []:
         if source and r.source != source:
             continue
         results[r.id] = {**session_json(r), "match": {"in": "title"}}
-    wanted = offset + limit
-    hits = search_hits(store, scope, query, limit=min(wanted * HITS_PER_SESSION, 500))
+    hits = search_hits(
+        store, scope, query, limit=min(wanted * HITS_PER_SESSION, 500), semantic=semantic
+    )
     for hit in hits:
         if hit.session_id in results or len(results) >= wanted:
             continue

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from hermes.memory import embeddings
+from hermes.recall.component import Recall
+from hermes.recall.ranking import SemanticSearch
 from hermes.runtime import Runtime
 from hermes.server.deps import (
     get_runtime,
@@ -103,6 +106,31 @@ async def _record(store: Store, scope: str, session_id: str) -> SessionRecord:
     return record
 
 
+async def _meaning(runtime: Runtime) -> SemanticSearch:
+    """The runtime's semantic index (loading the model on first use), or a 400 saying why
+    search by meaning is off and what turns it on."""
+    recall = runtime.services.find(Recall)
+    why = "this server has no recall component"
+    if recall is not None:
+        try:
+            index = await asyncio.to_thread(recall.semantic, wait=True)
+        except embeddings.EmbeddingsUnavailableError as exc:
+            index, why = None, str(exc)
+        else:
+            why = f"semantic search is {embeddings.status(runtime.settings)}"
+            if runtime.store.vectors is None:
+                why = "this store keeps no vectors"
+        if index is not None:
+            return index
+    raise APIError(
+        400,
+        f"Search by meaning is off ({why}); set search.embeddings in config.yaml "
+        "(see `hermes doctor`), or search by words (mode=words).",
+        code="meaning_search_off",
+        param="mode",
+    )
+
+
 # ------------------------------------------------------------------------------ routes
 
 
@@ -118,15 +146,20 @@ async def list_sessions(
         None, max_length=1000, description="Words to find in titles and messages."
     ),
     source: str | None = Query(None, max_length=64, description="Only this source (api, cli…)."),
+    mode: Literal["words", "meaning"] = Query(
+        "words", description="With `q`: match its words, or its meaning too (semantic search)."
+    ),
     runtime: Runtime = Depends(get_runtime),
     scope: str = Depends(get_scope),
 ) -> dict[str, Any]:
     """Most recently active first; with `q`, sessions whose title or messages match, best
-    first, each with the best-matching message's snippet."""
+    first, each with the best-matching message's snippet; `mode=meaning` also finds messages
+    that say the same thing in other words (needs `search.embeddings`)."""
     store = runtime.store
     if q is not None and q.strip():
+        semantic = await _meaning(runtime) if mode == "meaning" else None
         found = await asyncio.to_thread(
-            search_sessions, store, scope, q.strip(), source, limit, offset
+            search_sessions, store, scope, q.strip(), source, limit, offset, semantic
         )
         return {"sessions": found}
     records = await asyncio.to_thread(

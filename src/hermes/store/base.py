@@ -554,6 +554,11 @@ class Store(CompactionStore, Protocol):
         self, scope: str, *, limit: int = 50, offset: int = 0, source: str | None = None
     ) -> list[SessionRecord]: ...
 
+    def sessions_titled(self, scope: str, words: Sequence[str], limit: int) -> list[SessionRecord]:
+        """Up to `limit` sessions whose title holds every one of `words` (case-insensitive,
+        as substrings), most recently active first: one query, however many sessions."""
+        ...
+
     def set_system_prompt(self, scope: str, session_id: str, prompt: str) -> None: ...
 
     def set_session_title(self, scope: str, session_id: str, title: str | None) -> bool:

@@ -174,6 +174,15 @@ CREATE TABLE hidden_messages (
 );
 """
 
+M020_MESSAGES_SEARCHABLE_INDEX = """
+CREATE INDEX messages_searchable ON messages (id)
+WHERE role IN ('user', 'assistant') AND coalesce(content, '') <> '';
+"""
+"""Migration 20: the messages the search views index (`message_exact`'s WHERE, word for
+word), so /health counts them from this small index (sqlite_health.SEARCHABLE_COUNT)
+instead of reading every message's text: ~0.5 s → ~0.1 s at a million messages on a loaded
+machine, paid by the dashboard's Status page once per health cache (5 s)."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial", _script(M001_INITIAL)),
     Migration(2, "prompts_and_locks", _script(M002_PROMPTS_AND_LOCKS)),
@@ -191,6 +200,7 @@ MIGRATIONS: list[Migration] = [
     Migration(17, "model_usage", _script(M017_MODEL_USAGE)),
     Migration(18, "shared_records", _script(M018_SHARED_RECORDS)),
     Migration(19, "quota_uses", _script(M019_QUOTA_USES)),
+    Migration(20, "messages_searchable_index", _script(M020_MESSAGES_SEARCHABLE_INDEX)),
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes.store.base import NewMessage, NewSession, ScopeStats
+from hermes.store.base import NewMessage, NewSession, ScopeStats, SessionRecord
 
 SCOPE_STATS_SQL = (
     "SELECT scope, COUNT(*), COALESCE(SUM(message_count), 0), MAX(updated_at) "
@@ -43,3 +43,21 @@ def message_row(scope: str, sid: str, idx: int, m: NewMessage, now: float) -> tu
         m.token_count,
         m.name,
     )
+
+
+def title_patterns(words: list[str]) -> list[str]:
+    """LIKE patterns (escape character `\\`) for the ASCII words a title must hold; words
+    with other letters are checked by `titled` alone (SQL case rules differ for them)."""
+    out = []
+    for word in words:
+        if word.isascii():
+            escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            out.append(f"%{escaped}%")
+    return out
+
+
+def titled(records: list[SessionRecord], words: list[str], limit: int) -> list[SessionRecord]:
+    """The records whose casefolded title holds every casefolded word, at most `limit`."""
+    wanted = [w.casefold() for w in words]
+    found = [r for r in records if r.title and all(w in r.title.casefold() for w in wanted)]
+    return found[:limit]

@@ -39,7 +39,7 @@ from hermes.store.migrations import (
 )
 from hermes.store.note_history import SQLiteNoteHistory
 from hermes.store.records import SQLiteRecords
-from hermes.store.rows import SCOPE_STATS_SQL, scope_stats_from
+from hermes.store.rows import SCOPE_STATS_SQL, scope_stats_from, title_patterns, titled
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
@@ -260,6 +260,16 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
         sql += " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
         params += [limit, offset]
         return [self._session(r) for r in self._read(sql, tuple(params))]
+
+    def sessions_titled(self, scope: str, words: Sequence[str], limit: int) -> list[SessionRecord]:
+        patterns = title_patterns(list(words))
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = ? AND title IS NOT NULL"
+        sql += " AND title LIKE ? ESCAPE '\\'" * len(patterns)
+        sql += " ORDER BY updated_at DESC, id"
+        if len(patterns) == len(words):  # SQL decided every word: no need to read more
+            sql += f" LIMIT {int(limit)}"
+        rows = self._read(sql, (scope, *patterns))
+        return titled([self._session(r) for r in rows], list(words), limit)
 
     def set_system_prompt(self, scope: str, session_id: str, prompt: str) -> None:
         with self._write() as conn:

@@ -44,13 +44,24 @@ async def root(request: Request) -> RedirectResponse:
     return RedirectResponse(_home(request), status_code=307)
 
 
+def _file(request: Request, target: Path) -> Response:
+    """The file, or 304 when the browser's copy is current: every page load revalidates
+    each file (no-cache, so an upgrade is seen at once) without sending it again."""
+    stat = target.stat()
+    etag = f'"{stat.st_mtime_ns:x}-{stat.st_size:x}"'
+    headers = {"Cache-Control": "no-cache", "ETag": etag}
+    if etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return FileResponse(target, headers=headers)
+
+
 @router.get("/")
-async def index() -> FileResponse:
-    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+async def index(request: Request) -> Response:
+    return _file(request, STATIC / "index.html")
 
 
 @router.get("/static/{path:path}")
-async def static(path: str) -> Response:
+async def static(request: Request, path: str) -> Response:
     """A file under static/ (known types only; no path may leave the folder)."""
     target = (STATIC / path).resolve()
     if (
@@ -59,7 +70,7 @@ async def static(path: str) -> Response:
         or not target.is_file()
     ):
         return _error(404, f"No dashboard file {path!r}.", "not_found")
-    return FileResponse(target, headers={"Cache-Control": "no-cache"})
+    return _file(request, target)
 
 
 def _same_origin(request: Request) -> bool:

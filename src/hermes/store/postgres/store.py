@@ -42,7 +42,14 @@ from hermes.store.postgres.search import PgSearch, index_sessions, refresh_vecto
 from hermes.store.postgres.shared import PgDocuments
 from hermes.store.postgres.usage import PgUsageStore
 from hermes.store.postgres.vectors import PgVectorStore
-from hermes.store.rows import SCOPE_STATS_SQL, message_row, scope_stats_from, session_row
+from hermes.store.rows import (
+    SCOPE_STATS_SQL,
+    message_row,
+    scope_stats_from,
+    session_row,
+    title_patterns,
+    titled,
+)
 from hermes.store.search_contract import Searcher, VectorStore
 
 _SESSION_COLUMNS = (
@@ -180,6 +187,16 @@ class PostgresStore(PgApiKeysMixin):
             params.append(source)
         sql += " ORDER BY updated_at DESC, id LIMIT %s OFFSET %s"
         return [SessionRecord(*r) for r in self._db.fetch(sql, (*params, limit, offset))]
+
+    def sessions_titled(self, scope: str, words: Sequence[str], limit: int) -> list[SessionRecord]:
+        patterns = title_patterns(list(words))
+        sql = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = %s AND title IS NOT NULL"
+        sql += " AND title ILIKE %s ESCAPE '\\'" * len(patterns)
+        sql += " ORDER BY updated_at DESC, id"
+        if len(patterns) == len(words):  # SQL decided every word: no need to read more
+            sql += f" LIMIT {int(limit)}"
+        rows = self._db.fetch(sql, (scope, *patterns))
+        return titled([SessionRecord(*r) for r in rows], list(words), limit)
 
     def list_scopes(self) -> list[str]:
         return [r[0] for r in self._db.fetch("SELECT DISTINCT scope FROM sessions ORDER BY 1")]

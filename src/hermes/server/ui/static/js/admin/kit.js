@@ -42,8 +42,8 @@ export function paged(where, items, draw, size = 25) {
 }
 
 /** A confirm step for something that cannot be undone: the button works only once the
- * exact `word` is typed. onConfirm() runs on the click. */
-export function typedConfirm({ word, prompt, action, onConfirm, id }) {
+ * exact `word` is typed. onConfirm() runs on the click (or Enter); Escape calls onCancel(). */
+export function typedConfirm({ word, prompt, action, onConfirm, onCancel, id }) {
   const input = h('input', { type: 'text', id: `${id}-input`, autocomplete: 'off', spellcheck: 'false', 'aria-label': prompt });
   const go = h('button', { type: 'submit', class: 'danger', id: `${id}-go`, disabled: true }, action);
   input.addEventListener('input', () => { go.disabled = input.value !== word; });
@@ -52,6 +52,9 @@ export function typedConfirm({ word, prompt, action, onConfirm, id }) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (input.value === word) onConfirm();
+  });
+  form.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && onCancel) { e.preventDefault(); onCancel(); }
   });
   setTimeout(() => input.focus(), 0);
   return form;

@@ -11,7 +11,9 @@ function path(id, rest = '') {
 
 async function listView(root, ctx) {
   const headers = { headers: scopeHeaders(ctx) };
-  const q = h('input', { type: 'search', id: 'session-search', placeholder: 'Words in titles or messages', 'aria-label': 'Search sessions' });
+  const q = h('input', { type: 'search', id: 'session-search', placeholder: 'Words, or what was meant', 'aria-label': 'Search sessions' });
+  const mode = h('select', { id: 'session-search-mode', 'aria-label': 'Search by' },
+    h('option', { value: 'words' }, 'by words'), h('option', { value: 'meaning' }, 'by meaning'));
   const list = h('ul', { class: 'plain', id: 'session-list' });
   let controls = null;
   async function reload() {
@@ -19,7 +21,7 @@ async function listView(root, ctx) {
     if (controls) controls.remove();
     const query = q.value.trim();
     const p = pager(list, async (offset, size) => {
-      const url = `/api/sessions?limit=${size}&offset=${offset}${query ? `&q=${encodeURIComponent(query)}` : ''}`;
+      const url = `/api/sessions?limit=${size}&offset=${offset}${query ? `&q=${encodeURIComponent(query)}&mode=${mode.value}` : ''}`;
       return (await ctx.api('GET', url, undefined, headers)).sessions;
     }, (s) => h('li', { class: 'card' },
       h('a', { href: `#/sessions/${encodeURIComponent(s.id)}` }, s.title || s.id),
@@ -30,7 +32,7 @@ async function listView(root, ctx) {
     list.after(controls);
     await p.load();
   }
-  const form = h('form', { class: 'row', role: 'search' }, q, h('button', { type: 'submit' }, 'Search'));
+  const form = h('form', { class: 'row', role: 'search' }, q, mode, h('button', { type: 'submit' }, 'Search'));
   form.addEventListener('submit', (e) => { e.preventDefault(); reload(); });
   root.append(h('h1', {}, 'Sessions'), userPicker(ctx, reload), form, list);
   await reload();
@@ -108,37 +110,56 @@ async function detailView(root, ctx, id, focus) {
   const extra = h('div', {});
   root.append(h('p', {}, h('a', { href: '#/sessions' }, '← All sessions')), heading, facts, rename, actions, note, extra, transcript);
 
+  // A long transcript opens at its newest messages (or around the turn asked for);
+  // "Older messages" and "Newer messages" page through the rest, 100 at a time.
   const size = 100;
-  const start = focus !== undefined ? Math.max(0, Math.floor(focus / size) * size) : 0;
-  let offset = start;
-  const more = h('button', { type: 'button', class: 'more' }, 'Load more');
-  transcript.after(more);
-  let summaries = new Map();
-  async function load() {
-    const page = await ctx.api('GET', path(id, `/messages?offset=${offset}&limit=${size}`), undefined, opts);
-    if (offset === start) {
-      summaries = new Map((page.compressions || []).filter((c) => c.summary).map((c) => [c.head_end ?? c.upto ?? 0, c.summary]));
-      clear(extra);
-      if ((page.hidden_ranges || []).length) {
+  const total = info.message_count || 0;
+  const start = focus !== undefined ? Math.max(0, focus - size / 2) : Math.max(0, total - size);
+  let first = start; // the lowest index shown
+  let next = start; // the next index to load going newer
+  const older = h('button', { type: 'button', id: 'older' }, 'Older messages');
+  const newer = h('button', { type: 'button', class: 'more', id: 'newer' }, 'Newer messages');
+  transcript.before(older);
+  transcript.after(newer);
+  let summaries = null;
+  async function page(offset, limit) {
+    const got = await ctx.api('GET', path(id, `/messages?offset=${offset}&limit=${limit}`), undefined, opts);
+    if (summaries === null) {
+      const shown = (got.compressions || []).filter((c) => c.summary);
+      summaries = new Map(shown.map((c) => [c.head_end ?? c.upto ?? 0, c.summary]));
+      if ((got.hidden_ranges || []).length) {
         extra.append(h('p', { class: 'muted' }, 'Undone turns (kept, not in the prompt): ',
-          page.hidden_ranges.map(([a, b]) => `#${a}–#${b - 1}`).join(', ')));
+          got.hidden_ranges.map(([a, b]) => `#${a}–#${b - 1}`).join(', ')));
       }
-      const shown = (page.compressions || []).filter((c) => c.summary);
-      if (shown.length && !page.messages.some((m) => summaries.has(m.index))) {
+      if (shown.length && !got.messages.some((m) => summaries.has(m.index))) {
         for (const c of shown) extra.append(h('div', { class: 'msg system summary' }, h('strong', {}, 'Compression summary: '), c.summary));
+        summaries = new Map(); // shown above, once
       }
     }
-    for (const m of page.messages) transcript.append(...messageNode(m, summaries));
-    offset += page.messages.length;
-    more.hidden = page.messages.length < size;
+    return got.messages;
   }
-  more.addEventListener('click', () => load().catch((err) => { note.textContent = err.message; }));
-  if (start > 0) {
-    const earlier = h('button', { type: 'button' }, 'From the start');
-    earlier.addEventListener('click', () => ctx.navigate(`#/sessions/${encodeURIComponent(id)}`));
-    extra.before(earlier);
+  async function loadNewer() {
+    const got = await page(next, size);
+    for (const m of got) transcript.append(...messageNode(m, summaries));
+    next += got.length;
+    newer.hidden = got.length < size || next >= total;
   }
-  await load();
+  async function loadOlder() {
+    const from = Math.max(0, first - size);
+    const got = await page(from, first - from);
+    const anchor = transcript.firstChild;
+    const height = document.documentElement.scrollHeight;
+    for (const m of got) for (const node of messageNode(m, summaries)) transcript.insertBefore(node, anchor);
+    window.scrollBy(0, document.documentElement.scrollHeight - height); // stay on what was read
+    first = from;
+    older.hidden = first === 0;
+    if (!older.hidden) older.focus();
+  }
+  const failed = (err) => { note.textContent = err.message; };
+  older.addEventListener('click', () => loadOlder().catch(failed));
+  newer.addEventListener('click', () => loadNewer().catch(failed));
+  older.hidden = first === 0;
+  await loadNewer();
   if (focus !== undefined) {
     const target = document.getElementById(`turn-${focus}`);
     if (target) { target.classList.add('focus'); target.scrollIntoView({ block: 'center' }); target.focus(); }

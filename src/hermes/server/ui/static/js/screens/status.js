@@ -37,7 +37,16 @@ export default {
       h('dt', {}, 'Uptime'), h('dd', {}, started ? uptime(Date.now() / 1000 - started) : ''),
       h('dt', {}, 'Signed in as'), h('dd', {}, ctx.isAdmin ? 'owner' : `user ${ctx.user}`),
     ));
-    const rows = Object.entries(health.parts || health.components || {}).map(([name, part]) => {
+    const parts = Object.entries(health.parts || health.components || {});
+    if (health.store) { // the store's own report: schema, integrity, search index
+      const st = health.store;
+      const detail = [st.error, st.integrity && st.integrity !== 'ok' ? `integrity: ${st.integrity}` : '',
+        st.search_index && st.search_index !== 'ok' ? `search index: ${st.search_index}` : '',
+        st.schema_version ? `schema ${st.schema_version}` : '', st.journal_mode ? `journal ${st.journal_mode}` : '']
+        .filter(Boolean).join(' · ');
+      parts.unshift(['store', { status: st.ok ? 'ok' : 'error', detail }]);
+    }
+    const rows = parts.map(([name, part]) => {
       const state = part.status || (part.ok ? 'ok' : 'unknown');
       const why = [part.reason, part.error, part.detail].filter(Boolean).join(' — ');
       return h('tr', { class: `part status-${state}` },

@@ -23,12 +23,18 @@ export default {
       filter, error, panel, list);
     let users = [];
 
-    function forget(id) {
+    function forget(id, opener) {
+      const cancel = () => {
+        clear(panel);
+        const again = opener && opener.isConnected ? opener : list.querySelector(`button.forget[data-user="${CSS.escape(id)}"]`);
+        if (again) again.focus(); // back where the keyboard was
+      };
       clear(panel).append(typedConfirm({
         id: 'forget-confirm',
         word: id,
         prompt: `Forget user “${id}” everywhere (notes and their history, sessions, search, jobs, keys, pairing). Type the user id to confirm:`,
         action: 'Forget',
+        onCancel: cancel,
         onConfirm: async () => {
           try {
             const counts = await ctx.api('DELETE', `/api/users/${encodeURIComponent(id)}`);
@@ -37,7 +43,7 @@ export default {
             await load();
           } catch (err) { error.textContent = err.message; }
         },
-      }), h('button', { type: 'button', onclick: () => clear(panel) }, 'Cancel'));
+      }), h('button', { type: 'button', id: 'forget-cancel', onclick: cancel }, 'Cancel (Esc)'));
     }
 
     function draw() {
@@ -50,7 +56,7 @@ export default {
         ['Messages', (u) => String(u.messages ?? 0)],
         ['Last active', (u) => stamp(u.last_active) || 'never'],
         ['', (u) => h('div', { class: 'row' }, exportLink(u.id),
-          h('button', { type: 'button', class: 'danger forget', 'data-user': u.id, onclick: () => forget(u.id) }, 'Forget…'))],
+          h('button', { type: 'button', class: 'danger forget', 'data-user': u.id, onclick: (e) => forget(u.id, e.currentTarget) }, 'Forget…'))],
       ], rows, (u) => ({ 'data-user': u.id })));
     }
 
