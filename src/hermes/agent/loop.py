@@ -20,6 +20,7 @@ from hermes.agent.client_tools import (
     resume_results,
 )
 from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
+from hermes.agent.images import ImageView, has_images, save_images
 from hermes.agent.locks import HeldSession, SessionLocks, run_settled
 from hermes.agent.memory_providers import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
@@ -65,6 +66,7 @@ class _Turn:
     tool_steps: int = 0
     """Steps of this request that ran tools; a forcing tool_choice applies before the first."""
     by_model: dict[str, tuple[Usage, int]] = field(default_factory=dict)
+    images: ImageView | None = None
 
 
 @dataclass
@@ -315,6 +317,9 @@ class Agent:
             state.anchor_len = len(system) + len(history) - 1
         kept = [*history, *opening] if seeded else opening
         new = [_new_message(m, history) for m in kept if m["role"] != "system"]
+        if req.images and not stateless:
+            await asyncio.to_thread(save_images, self.settings.home, req.scope, req.images.values())
+        vision = self.settings.model
         return _Turn(
             state=state,
             new=new,
@@ -322,6 +327,9 @@ class Agent:
             new_system_prompt=new_system_prompt,
             options=dict(req.model_options),
             client=client,
+            images=ImageView(
+                self.settings.home, req.scope, vision.vision, vision.image_turns, req.images
+            ),
         )
 
     async def _opening_messages(
@@ -370,6 +378,9 @@ class Agent:
                     observer.on_delta(text)
 
             messages = state.messages()
+            sent = messages
+            if turn.images is not None and has_images(messages):
+                sent = await asyncio.to_thread(turn.images.for_model, messages)
             # stream from upstream only when someone is watching the text arrive
             streaming = type(observer).on_delta is not TurnObserver.on_delta
             offered = self._offered_tools(turn, tools)
@@ -380,7 +391,7 @@ class Agent:
                     **{"gen_ai.request.model": requested, "hermes.model.streaming": streaming},
                 ) as span:
                     completion = await self.model.complete(
-                        messages,
+                        sent,
                         tools=offered,
                         on_delta=on_delta if streaming else None,
                         options=self._call_options(turn, offered is not None),

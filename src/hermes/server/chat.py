@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
+from hermes.models.images import image_limits
 from hermes.runtime import Runtime
 from hermes.server.deps import (
     SESSION_HEADER,
@@ -47,6 +48,7 @@ def _turn_request(call: ChatCall, session_id: str | None, scope: str) -> TurnReq
         model_options=call.options,
         client_tools=call.client_tools,
         tool_results=call.tool_results,
+        images=call.images.blobs if call.images is not None else {},
     )
 
 
@@ -86,7 +88,10 @@ async def chat_completions(request: Request) -> Response:
     raw = await request.body()
     settings = runtime.settings.server
     call = parse_chat_body(
-        raw, default_model=settings.model_name, ignore_client_tools=settings.ignore_client_tools
+        raw,
+        default_model=settings.model_name,
+        ignore_client_tools=settings.ignore_client_tools,
+        image_limits=image_limits(runtime.settings),
     )
     call.model = model_or_404(call.model, runtime.settings)
     req = _turn_request(call, session_id, scope)

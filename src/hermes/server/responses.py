@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
+from hermes.models.images import image_limits
 from hermes.runtime import Runtime
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.server.deps import (
@@ -137,7 +138,9 @@ async def create_response(request: Request) -> Response:
     scope = await get_scope(request)
     header = session_from_headers(request)
     call = parse_responses_body(
-        await request.body(), default_model=runtime.settings.server.model_name
+        await request.body(),
+        default_model=runtime.settings.server.model_name,
+        image_limits=image_limits(runtime.settings),
     )
     call.model = model_or_404(call.model, runtime.settings)
     session_id = await _session_for(request, call, header, scope)
@@ -155,6 +158,7 @@ async def create_response(request: Request) -> Response:
         model_options=call.options,
         client_tools=call.client_tools,
         tool_results=call.tool_results,
+        images=call.images.blobs if call.images is not None else {},
     )
     builder = ResponseBuilder(call, response_id)
 
