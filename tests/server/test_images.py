@@ -5,8 +5,6 @@ oversize images are refused; the transcript keeps the text and a reference, neve
 from __future__ import annotations
 
 import base64
-import struct
-import zlib
 from typing import Any
 
 import pytest
@@ -14,31 +12,10 @@ import pytest
 from hermes.config.settings import Settings
 from hermes.scopes import scope_root
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
+from tests.media import a_png, data_url
 
 from .conftest import Api, open_api
 from .test_basics import assert_envelope
-
-
-def a_png(width: int = 4, height: int = 3, rgb: tuple[int, int, int] = (200, 30, 30)) -> bytes:
-    """A real PNG, made here: IHDR, one zlib-compressed IDAT of solid colour, IEND."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-        )
-
-    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
-
-
-def data_url(data: bytes, mime: str = "image/png") -> str:
-    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
 
 
 def image_part(url: str, detail: str | None = None) -> dict[str, Any]:
