@@ -1,0 +1,118 @@
+"""Photos and voice notes beyond Telegram: WhatsApp images and voice notes (Graph media ids)
+and Slack shared files (`url_private_download` with the bot token) reach a vision model as
+images and the speech-to-text endpoint as recordings, through each platform's stand-in."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from hermes.testing.fake_model import FakeModel, Text
+from tests.media import a_png, a_recording, data_url
+from tests.standins.slack_api import SlackAPI
+from tests.standins.whatsapp_api import WhatsAppCloudAPI
+
+from .conftest import Served
+from .test_slack import OWNER as SLACK_OWNER
+from .test_slack import slack_env
+from .test_whatsapp import OWNER as WA_OWNER
+from .test_whatsapp import says, wa_env
+
+VISION = {"HERMES_VISION": "true"}
+
+
+@pytest.fixture
+async def wa() -> AsyncIterator[WhatsAppCloudAPI]:
+    async with WhatsAppCloudAPI() as api:
+        yield api
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[SlackAPI]:
+    async with SlackAPI() as api:
+        yield api
+
+
+@pytest.fixture
+async def wa_served(
+    wa: WhatsAppCloudAPI, serve_gateway: Callable[..., Any]
+) -> AsyncIterator[Served]:
+    env = {**wa_env(wa), **VISION}
+    async with serve_gateway(env, "whatsapp", config={"api_base": wa.base_url}) as s:
+        yield s
+
+
+@pytest.fixture
+async def slack_served(slack: SlackAPI, serve_gateway: Callable[..., Any]) -> AsyncIterator[Served]:
+    env = {**slack_env(slack), **VISION}
+    async with serve_gateway(env, "slack", config={"api_base": slack.base_url}) as s:
+        await slack.wait_connected()
+        yield s
+
+
+async def test_whatsapp_image_reaches_the_model_with_its_caption(
+    wa_served: Served, wa: WhatsAppCloudAPI, fake: FakeModel
+) -> None:
+    png = a_png(rgb=(1, 2, 250))
+    wa.media["IMG1"] = (png, "image/png")
+    fake.enqueue(Text("A blue square."))
+    image = {"type": "image", "image": {"id": "IMG1", "mime_type": "image/png", "caption": "hue?"}}
+    assert await says(wa_served, wa, WA_OWNER, "", message=image) == 200
+    await wa.wait_for_sent(1)
+    assert wa.texts() == ["A blue square."]
+    assert fake.images() == [data_url(png)]
+    stored = wa_served.gateway.runtime.store.get_messages("default", f"whatsapp:{WA_OWNER}")
+    assert any(m.role == "user" and (m.content or "").startswith("hue?") for m in stored)
+
+
+async def test_whatsapp_voice_note_is_transcribed(
+    wa_served: Served, wa: WhatsAppCloudAPI, fake: FakeModel
+) -> None:
+    wa.media["AUD1"] = (a_recording(), "audio/ogg; codecs=opus")
+    fake.transcripts.append("book a table for two")
+    fake.enqueue(Text("Booked."))
+    voice = {"type": "audio", "audio": {"id": "AUD1", "mime_type": "audio/ogg", "voice": True}}
+    assert await says(wa_served, wa, WA_OWNER, "", message=voice) == 200
+    await wa.wait_for_sent(1)
+    assert fake.audio and fake.audio[0]["bytes"] > 1000
+    assert fake.chat_requests()[-1]["messages"][-1] == {
+        "role": "user",
+        "content": "book a table for two",
+    }
+
+
+async def test_slack_shared_image_reaches_the_model(
+    slack_served: Served, slack: SlackAPI, fake: FakeModel
+) -> None:
+    png = a_png(rgb=(250, 250, 0))
+    fake.enqueue(Text("Yellow."))
+    shared = slack.share(png, "shot.png", "image/png")
+    await slack.dm(SLACK_OWNER, "what colour?", subtype="file_share", files=[shared])
+    await slack.wait_for_sent(1)
+    assert slack.texts() == ["Yellow."]
+    assert slack.downloads == [shared["id"]]
+    assert fake.images() == [data_url(png)]
+    first = fake.chat_requests()[-1]["messages"][-1]["content"][0]
+    assert first == {"type": "text", "text": "what colour?"}
+
+
+async def test_slack_voice_clip_is_transcribed_and_files_go_only_to_slack_hosts(
+    slack_served: Served, slack: SlackAPI, fake: FakeModel
+) -> None:
+    fake.transcripts.append("summarise my day")
+    fake.enqueue(Text("Busy."), Text("noted"))
+    clip = slack.share(a_recording(), "audio_message.webm", "audio/webm", subtype="slack_audio")
+    await slack.dm(SLACK_OWNER, "", subtype="file_share", files=[clip])
+    await slack.wait_for_sent(1)
+    assert fake.chat_requests()[-1]["messages"][-1]["content"] == "summarise my day"
+    # a file URL on another host never gets the bot token: the file is not fetched
+    elsewhere = {
+        **slack.share(b"x", "a.txt", "text/plain"),
+        "url_private_download": "http://127.0.0.2:9/a",
+    }
+    await slack.dm(SLACK_OWNER, "and this", subtype="file_share", files=[elsewhere])
+    await slack.wait_for_sent(2)
+    assert fake.chat_requests()[-1]["messages"][-1]["content"] == "and this"
+    assert slack.downloads == [clip["id"]]
