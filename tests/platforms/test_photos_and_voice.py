@@ -1,6 +1,7 @@
-"""Photos and voice notes beyond Telegram: WhatsApp images and voice notes (Graph media ids)
-and Slack shared files (`url_private_download` with the bot token) reach a vision model as
-images and the speech-to-text endpoint as recordings, through each platform's stand-in."""
+"""Photos and voice notes beyond Telegram: WhatsApp images and voice notes (Graph media ids),
+Slack shared files (`url_private_download` with the bot token) and Discord attachments (the
+CDN) reach a vision model as images and the speech-to-text endpoint as recordings, through
+each platform's stand-in."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import pytest
 
 from hermes.testing.fake_model import FakeModel, Text
 from tests.media import a_png, a_recording, data_url
+from tests.standins.discord_api import DiscordAPI
 from tests.standins.slack_api import SlackAPI
 from tests.standins.whatsapp_api import WhatsAppCloudAPI
 
 from .conftest import Served
+from .test_discord import OWNER as DC_OWNER
+from .test_discord import dc_env
 from .test_slack import OWNER as SLACK_OWNER
 from .test_slack import slack_env
 from .test_whatsapp import OWNER as WA_OWNER
@@ -116,3 +120,41 @@ async def test_slack_voice_clip_is_transcribed_and_files_go_only_to_slack_hosts(
     await slack.wait_for_sent(2)
     assert fake.chat_requests()[-1]["messages"][-1]["content"] == "and this"
     assert slack.downloads == [clip["id"]]
+
+
+@pytest.fixture
+async def dc() -> AsyncIterator[DiscordAPI]:
+    async with DiscordAPI() as api:
+        yield api
+
+
+@pytest.fixture
+async def dc_served(dc: DiscordAPI, serve_gateway: Callable[..., Any]) -> AsyncIterator[Served]:
+    env = {**dc_env(dc), **VISION}
+    config = {"api_base": dc.base_url, "guild_ready_timeout": 0.2}
+    async with serve_gateway(env, "discord", config=config) as s:
+        await dc.wait_ready()
+        yield s
+
+
+async def test_discord_image_attachment_reaches_the_model(
+    dc_served: Served, dc: DiscordAPI, fake: FakeModel
+) -> None:
+    png = a_png(rgb=(0, 128, 128))
+    fake.enqueue(Text("Teal."))
+    await dc.user_says(DC_OWNER, "colour?", files=[(png, "pic.png", "image/png")])
+    await dc.wait_for_sent(1)
+    assert dc.texts() == ["Teal."]
+    assert fake.images() == [data_url(png)]
+    assert len(dc.downloads) == 1
+
+
+async def test_discord_voice_message_is_transcribed(
+    dc_served: Served, dc: DiscordAPI, fake: FakeModel
+) -> None:
+    fake.transcripts.append("what is on my calendar")
+    fake.enqueue(Text("Nothing today."))
+    await dc.user_says(DC_OWNER, "", voice=a_recording())
+    await dc.wait_for_sent(1)
+    assert fake.audio and fake.audio[0]["filename"].endswith("voice-message.ogg")
+    assert fake.chat_requests()[-1]["messages"][-1]["content"] == "what is on my calendar"
