@@ -1,6 +1,6 @@
 """Photos and voice notes beyond Telegram: WhatsApp images and voice notes (Graph media ids),
-Slack shared files (`url_private_download` with the bot token) and Discord attachments (the
-CDN) reach a vision model as images and the speech-to-text endpoint as recordings, through
+Slack shared files (`url_private_download` with the bot token), Discord attachments (the
+CDN) and Matrix m.image / m.audio (the homeserver's media repository, real Synapse) reach a vision model as images and the speech-to-text endpoint as recordings, through
 each platform's stand-in."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from hermes.testing.fake_model import FakeModel, Text
 from tests.media import a_png, a_recording, data_url
 from tests.standins.discord_api import DiscordAPI
 from tests.standins.slack_api import SlackAPI
+from tests.standins.synapse import Synapse
 from tests.standins.whatsapp_api import WhatsAppCloudAPI
 
 from .conftest import Served
 from .test_discord import OWNER as DC_OWNER
 from .test_discord import dc_env
+from .test_matrix import matrix_env, membership, people, replies  # noqa: F401 (a fixture)
 from .test_slack import OWNER as SLACK_OWNER
 from .test_slack import slack_env
 from .test_whatsapp import OWNER as WA_OWNER
@@ -158,3 +160,26 @@ async def test_discord_voice_message_is_transcribed(
     await dc.wait_for_sent(1)
     assert fake.audio and fake.audio[0]["filename"].endswith("voice-message.ogg")
     assert fake.chat_requests()[-1]["messages"][-1]["content"] == "what is on my calendar"
+
+
+async def test_matrix_image_and_audio_reach_the_model(
+    synapse: Synapse,
+    people: dict[str, Any],  # noqa: F811 (the fixture of test_matrix)
+    serve_gateway: Callable[..., Any],
+    fake: FakeModel,
+) -> None:
+    env = {**matrix_env(synapse, people), **VISION}
+    async with serve_gateway(env, "matrix"):
+        owner, bot = people["owner"], people["bot"]
+        room = await owner.create_room([bot])
+        await membership(owner, room, bot)
+        png = a_png(rgb=(128, 0, 128))
+        fake.transcripts.append("remind me at five")
+        fake.enqueue(Text("Purple."), Text("Reminder set."))
+        await owner.send_media(room, "m.image", png, "image/png", "p.png", caption="which hue?")
+        await replies(owner, room, bot, 1)
+        assert fake.images() == [data_url(png)]
+        assert fake.chat_requests()[-1]["messages"][-1]["content"][0]["text"] == "which hue?"
+        await owner.send_media(room, "m.audio", a_recording(), "audio/ogg", "voice.ogg")
+        await replies(owner, room, bot, 2)
+        assert fake.chat_requests()[-1]["messages"][-1]["content"] == "remind me at five"
