@@ -9,7 +9,7 @@ without voice messages costs the user nothing but the audio (the failure is logg
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal
 
 from hermes.errors import HermesError
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = "opus"
+FORMAT: Final[Literal["opus"]] = "opus"
 """Ogg/Opus: what Telegram shows as a voice note (and what WhatsApp plays as one)."""
 
 

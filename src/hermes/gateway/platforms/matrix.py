@@ -315,8 +315,8 @@ class MatrixAdapter(PlatformAdapter):
         info = content.get("info") or {}
         name = str(content.get("filename") or event.body or "file")
         match = _MXC.match(str(event.url or ""))
-        size = info.get("size") if isinstance(info.get("size"), int) else 0
-        if match is None or size > MAX_FILE_BYTES:
+        size = info.get("size")
+        if match is None or (isinstance(size, int) and size > MAX_FILE_BYTES):
             log.warning("matrix: a %s was not downloaded", content.get("msgtype"))
             return inbound if inbound.text else None
         server, media_id = match["server"], match["media"]
