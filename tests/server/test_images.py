@@ -221,3 +221,27 @@ async def test_one_scope_never_sees_another_scopes_image(
     assert r.status_code == 200, r.text
     assert fake.images() == []
     assert fake.chat_requests()[-1]["messages"][-1]["content"] == "look\n[image]"
+
+
+def models_asked(fake: FakeModel) -> int:
+    return len([r for r in fake.records if r.method == "GET" and r.path.endswith("/models")])
+
+
+@pytest.mark.parametrize("sees", [True, False])
+async def test_unset_vision_is_taken_from_the_endpoints_model_list(
+    api: Api, fake: FakeModel, settings: Settings, sees: bool
+) -> None:
+    assert settings.model.vision is None
+    settings.model.context_length = 64000  # so only the vision question asks GET /models
+    fake.vision = sees
+    fake.enqueue(Text("ok"), Text("ok"), Text("ok") if sees else Text("text"))
+    for _ in range(2):
+        r = await api.chat([{"type": "text", "text": "see?"}, image_part("https://x.test/a.png")])
+        if sees:
+            assert r.status_code == 200, r.text
+            assert fake.images() == ["https://x.test/a.png"]
+        else:
+            assert_envelope(r, 400, "vision_not_enabled")
+    assert models_asked(fake) == 1  # asked once; the answer is kept
+    assert (await api.chat("hello")).status_code == 200
+    assert models_asked(fake) == 1  # a text-only request never asks

@@ -51,18 +51,17 @@ class ImageView:
 
     home: Path
     scope: str
-    vision: bool
     keep_turns: int
     blobs: Mapping[str, ImageBlob]
     """This request's images, by name: found here before the disk (a stateless turn's only)."""
 
-    def for_model(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`messages` with user markers as image parts (the newest `keep_turns` user messages)
-        or `[image]`; the same list when no message holds a marker."""
+    def for_model(self, messages: list[dict[str, Any]], vision: bool) -> list[dict[str, Any]]:
+        """`messages` with user markers as image parts (the newest `keep_turns` user messages,
+        when the model sees) or `[image]`; the same list when no message holds a marker."""
         if not has_images(messages):
             return messages
         users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-        shown = set(users[-self.keep_turns :]) if self.vision and self.keep_turns else set()
+        shown = set(users[-self.keep_turns :]) if vision and self.keep_turns else set()
         out = []
         for i, message in enumerate(messages):
             if not _has_marker(message):

@@ -31,6 +31,7 @@ from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
 from hermes.models.types import Completion, ToolCall, Usage, tool_result
+from hermes.models.vision import VisionSupport
 from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
@@ -152,6 +153,7 @@ class Agent:
         self.memory = MemoryLayers(memory)
         self.prompt_blocks = list(prompt_blocks)
         self.policy: ContextPolicy = policy or FullHistory(store)
+        self.vision = VisionSupport(settings, model)
         self.after_turn = list(after_turn)
         self.services = (services or Services()).derive(settings, self)
         self.services.provide(store, Store)  # type: ignore[type-abstract]
@@ -319,7 +321,7 @@ class Agent:
         new = [_new_message(m, history) for m in kept if m["role"] != "system"]
         if req.images and not stateless:
             await asyncio.to_thread(save_images, self.settings.home, req.scope, req.images.values())
-        vision = self.settings.model
+        model = self.settings.model
         return _Turn(
             state=state,
             new=new,
@@ -327,9 +329,7 @@ class Agent:
             new_system_prompt=new_system_prompt,
             options=dict(req.model_options),
             client=client,
-            images=ImageView(
-                self.settings.home, req.scope, vision.vision, vision.image_turns, req.images
-            ),
+            images=ImageView(self.settings.home, req.scope, model.image_turns, req.images),
         )
 
     async def _opening_messages(
@@ -380,7 +380,8 @@ class Agent:
             messages = state.messages()
             sent = messages
             if turn.images is not None and has_images(messages):
-                sent = await asyncio.to_thread(turn.images.for_model, messages)
+                sees = await self.vision.enabled()
+                sent = await asyncio.to_thread(turn.images.for_model, messages, sees)
             # stream from upstream only when someone is watching the text arrive
             streaming = type(observer).on_delta is not TurnObserver.on_delta
             offered = self._offered_tools(turn, tools)

@@ -65,9 +65,10 @@ class ModelSettings(_Section):
     prompt too long for its window where the next is larger)."""
     fallback_cooldown: float = Field(default=60.0, ge=0)
     """Seconds a failed model rests before turns try it first again (kept across restarts)."""
-    vision: bool = False
+    vision: bool | None = None
     """The model sees images: `image_url` / `input_image` parts and chat photos reach it as
-    OpenAI image parts (else they are refused with 400 `vision_not_enabled`)."""
+    OpenAI image parts (else they are refused with 400 `vision_not_enabled`). None (unset):
+    what the endpoint's `GET /models` says about the model (`hermes.models.vision`)."""
     image_max_bytes: int = Field(default=5_000_000, gt=0)
     """Largest image accepted (decoded bytes); larger ones are refused (413 over HTTP)."""
     images_per_message: int = Field(default=4, ge=1, le=32)

@@ -16,9 +16,8 @@ from hermes.gateway.base import AdapterError, Attachment, Inbound
 from hermes.gateway.chats import ChatWorker
 from hermes.gateway.live import LiveReply
 from hermes.gateway.speech import Speaker, SpeechUnavailable
-from hermes.gateway.vision import seen
+from hermes.gateway.vision import has_photos, seen
 from hermes.gateway.voice import NO_STT, Transcriber, TranscriptionUnavailable, spoken
-from hermes.models.images import image_limits
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import Gateway
@@ -86,7 +85,8 @@ class TurnMaker:
 
         heard_voice = bool(spoken(msg.attachments))
         msg = await self._heard(msg)
-        msg, images = await seen(msg, image_limits(gw.settings))
+        limits = await gw.agent.vision.limits() if has_photos(msg) else None
+        msg, images = await seen(msg, limits)
         invocation = await self._invocation(msg)
         session_id = await asyncio.to_thread(gw.sessions.current, worker.scope, worker.key)
         request = TurnRequest(

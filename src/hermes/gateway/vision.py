@@ -24,6 +24,10 @@ def _is_image(attachment: Attachment) -> bool:
     return attachment.kind == "photo" or (attachment.mime or "").startswith("image/")
 
 
+def has_photos(msg: Inbound) -> bool:
+    return any(_is_image(a) for a in msg.attachments)
+
+
 async def seen(msg: Inbound, limits: ImageLimits | None) -> tuple[Inbound, dict[str, ImageBlob]]:
     """The message with its photos as image markers, and their bytes by name."""
     if limits is None:

@@ -17,12 +17,8 @@ import binascii
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from hermes.errors import HermesError
-
-if TYPE_CHECKING:
-    from hermes.config.settings import Settings
 
 MARKER = re.compile(r"^\[image: (?P<ref>[0-9a-f]{64}\.(?:png|jpg|gif|webp)|https?://\S+)\]$", re.M)
 PLACEHOLDER = "[image]"
@@ -54,14 +50,6 @@ class ImageLimits:
 
     max_bytes: int
     per_message: int
-
-
-def image_limits(settings: Settings) -> ImageLimits | None:
-    """The limits images are taken under; None when `model.vision` is off (images refused)."""
-    model = settings.model
-    if not model.vision:
-        return None
-    return ImageLimits(model.image_max_bytes, model.images_per_message)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
-from hermes.models.images import image_limits
 from hermes.runtime import Runtime
 from hermes.server.deps import (
     SESSION_HEADER,
@@ -22,7 +21,7 @@ from hermes.server.idempotency import (
     StoredResponse,
     answer_once,
 )
-from hermes.server.model_names import model_or_404
+from hermes.server.model_names import image_limits, model_or_404
 from hermes.server.openai_compat import (
     ChatCall,
     ChunkWriter,
@@ -91,7 +90,7 @@ async def chat_completions(request: Request) -> Response:
         raw,
         default_model=settings.model_name,
         ignore_client_tools=settings.ignore_client_tools,
-        image_limits=image_limits(runtime.settings),
+        image_limits=await image_limits(runtime, raw),
     )
     call.model = model_or_404(call.model, runtime.settings)
     req = _turn_request(call, session_id, scope)

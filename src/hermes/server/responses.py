@@ -17,7 +17,6 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
-from hermes.models.images import image_limits
 from hermes.runtime import Runtime
 from hermes.scopes import InvalidIdError, validate_id
 from hermes.server.deps import (
@@ -28,7 +27,7 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import APIError, from_turn_error
-from hermes.server.model_names import model_or_404
+from hermes.server.model_names import image_limits, model_or_404
 from hermes.server.responses_stream import ResponseEvents
 from hermes.server.responses_wire import (
     ResponseBuilder,
@@ -137,10 +136,11 @@ async def create_response(request: Request) -> Response:
     runtime = await get_runtime(request)
     scope = await get_scope(request)
     header = session_from_headers(request)
+    raw = await request.body()
     call = parse_responses_body(
-        await request.body(),
+        raw,
         default_model=runtime.settings.server.model_name,
-        image_limits=image_limits(runtime.settings),
+        image_limits=await image_limits(runtime, raw),
     )
     call.model = model_or_404(call.model, runtime.settings)
     session_id = await _session_for(request, call, header, scope)

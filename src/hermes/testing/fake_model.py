@@ -186,6 +186,8 @@ class FakeModel:
         """Each transcription request: model, file name, content type and size."""
         self.speech: list[dict[str, Any]] = []
         """Each `/v1/audio/speech` request body (model, input, voice, response_format)."""
+        self.vision = False
+        """Whether GET /models says the model takes images (OpenRouter's `architecture`)."""
         self.speech_status = 200
         """Set to an error status to make `/v1/audio/speech` fail (a TTS outage)."""
 
@@ -718,6 +720,8 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if fake.context_length is not None:
             entry["context_length"] = fake.context_length
+        if fake.vision:
+            entry["architecture"] = {"input_modalities": ["text", "image"]}
         return entry
 
     def _send_error(
