@@ -183,3 +183,29 @@ async def test_matrix_image_and_audio_reach_the_model(
         await owner.send_media(room, "m.audio", a_recording(), "audio/ogg", "voice.ogg")
         await replies(owner, room, bot, 2)
         assert fake.chat_requests()[-1]["messages"][-1]["content"] == "remind me at five"
+
+
+async def test_matrix_voice_note_gets_a_spoken_reply_after_the_text(
+    synapse: Synapse,
+    people: dict[str, Any],  # noqa: F811 (the fixture of test_matrix)
+    serve_gateway: Callable[..., Any],
+    fake: FakeModel,
+) -> None:
+    env = {**matrix_env(synapse, people), "HERMES_TTS_MODE": "voice_in"}
+    async with serve_gateway(env, "matrix"):
+        owner, bot = people["owner"], people["bot"]
+        room = await owner.create_room([bot])
+        await membership(owner, room, bot)
+        fake.transcripts.append("say hello")
+        fake.enqueue(Text("Hello!"))
+        await owner.send_media(room, "m.audio", a_recording(), "audio/ogg", "voice.ogg")
+        text, voice = await replies(owner, room, bot, 2)
+        assert text["content"]["body"] == "Hello!"
+        assert voice["content"]["msgtype"] == "m.audio"
+        assert "org.matrix.msc3245.voice" in voice["content"]
+        assert fake.speech[0]["input"] == "Hello!"
+        r = await owner.http.get(
+            f"{synapse.url}/_matrix/client/v1/media/download/"
+            + voice["content"]["url"].removeprefix("mxc://")
+        )
+        assert r.status_code == 200 and r.content.startswith(b"RIFF")
