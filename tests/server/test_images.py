@@ -245,3 +245,24 @@ async def test_unset_vision_is_taken_from_the_endpoints_model_list(
     assert models_asked(fake) == 1  # asked once; the answer is kept
     assert (await api.chat("hello")).status_code == 200
     assert models_asked(fake) == 1  # a text-only request never asks
+
+
+async def test_a_large_image_is_taken_and_stored_whole(
+    vapi: Api, fake: FakeModel, vision: Settings
+) -> None:
+    """A body over 256 KB is parsed off the event loop; the image arrives byte for byte."""
+    vision.model.image_max_bytes = 1_000_000
+    big = a_png(rgb=(5, 5, 5)) + bytes(400_000)
+    fake.enqueue(Text("big"))
+    r = await vapi.client.post(
+        "/v1/responses",
+        json={
+            "input": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": data_url(big)}]}
+            ]
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert fake.images() == [data_url(big)]
+    [saved] = (scope_root(vision.home, "default") / "images").iterdir()
+    assert saved.read_bytes() == big

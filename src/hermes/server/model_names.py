@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 _SHOWN_CHARS = 100
 _IMAGE_PART_TYPES = (b'"image_url"', b'"input_image"')
+OFF_LOOP_BYTES = 256_000
+"""A body with images larger than this is parsed in a worker thread (base64 decode, hashing)."""
 
 
 async def image_limits(runtime: Runtime, raw: bytes) -> ImageLimits | None:

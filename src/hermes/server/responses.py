@@ -10,6 +10,8 @@ statelessly. Stored responses belong to the caller's scope (`X-Hermes-User-Id`).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 from typing import Any
 
@@ -27,7 +29,7 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import APIError, from_turn_error
-from hermes.server.model_names import image_limits, model_or_404
+from hermes.server.model_names import OFF_LOOP_BYTES, image_limits, model_or_404
 from hermes.server.responses_stream import ResponseEvents
 from hermes.server.responses_wire import (
     ResponseBuilder,
@@ -137,11 +139,14 @@ async def create_response(request: Request) -> Response:
     scope = await get_scope(request)
     header = session_from_headers(request)
     raw = await request.body()
-    call = parse_responses_body(
+    limits = await image_limits(runtime, raw)
+    parse = functools.partial(
+        parse_responses_body,
         raw,
         default_model=runtime.settings.server.model_name,
-        image_limits=await image_limits(runtime, raw),
+        image_limits=limits,
     )
+    call = await asyncio.to_thread(parse) if limits and len(raw) > OFF_LOOP_BYTES else parse()
     call.model = model_or_404(call.model, runtime.settings)
     session_id = await _session_for(request, call, header, scope)
     store = response_store(request)
