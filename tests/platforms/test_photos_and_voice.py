@@ -209,3 +209,20 @@ async def test_matrix_voice_note_gets_a_spoken_reply_after_the_text(
             + voice["content"]["url"].removeprefix("mxc://")
         )
         assert r.status_code == 200 and r.content.startswith(b"RIFF")
+
+
+async def test_whatsapp_voice_note_gets_a_spoken_reply(
+    wa: WhatsAppCloudAPI, serve_gateway: Callable[..., Any], fake: FakeModel
+) -> None:
+    env = {**wa_env(wa), "HERMES_TTS_MODE": "voice_in"}
+    async with serve_gateway(env, "whatsapp", config={"api_base": wa.base_url}) as served:
+        wa.media["AUD2"] = (a_recording(), "audio/ogg")
+        fake.transcripts.append("good morning")
+        fake.enqueue(Text("Morning!"))
+        voice = {"type": "audio", "audio": {"id": "AUD2", "mime_type": "audio/ogg", "voice": True}}
+        assert await says(served, wa, WA_OWNER, "", message=voice) == 200
+        await wa.wait_for_sent(2)
+        text, audio = wa.sent
+        assert text["text"]["body"] == "Morning!" and audio["type"] == "audio"
+        data, mime = wa.media[audio["audio"]["id"]]
+        assert mime == "audio/ogg" and data.startswith(b"RIFF")
