@@ -89,13 +89,15 @@ async def test_a_voice_note_is_answered_in_text_and_then_in_voice(
     gw = await started(home, "tts:\n  mode: voice_in\n  voice: nova\n")
     try:
         fake.transcripts.append("what time is it")
-        fake.enqueue(Text("It is noon."), Text("Plain text answer."))
+        fake.enqueue(Text("It is **noon**, see [the clock](https://time.test)."), Text("Typed."))
         await tg.user_says(OWNER, voice=a_recording())
         await until(lambda: tg.state.voices)
-        assert texts(tg) == ["It is noon."]
+        assert len(texts(tg)) == 1 and "noon" in texts(tg)[0]
         [voice] = tg.state.voices
         assert voice["method"] == "sendVoice" and voice["data"].startswith(b"RIFF")
-        assert fake.speech[0]["input"] == "It is noon." and fake.speech[0]["voice"] == "nova"
+        # spoken as words: no Markdown marks, no URL
+        assert fake.speech[0]["input"] == "It is noon, see the clock."
+        assert fake.speech[0]["voice"] == "nova" and fake.speech[0]["response_format"] == "opus"
         # a typed message gets text only under voice_in
         await tg.user_says(OWNER, "and typed?")
         await tg.wait_for_sent(2)

@@ -9,6 +9,7 @@ without voice messages costs the user nothing but the audio (the failure is logg
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Final, Literal
 
 from hermes.errors import HermesError
@@ -20,6 +21,16 @@ log = logging.getLogger(__name__)
 
 FORMAT: Final[Literal["opus"]] = "opus"
 """Ogg/Opus: what Telegram shows as a voice note (and what WhatsApp plays as one)."""
+
+
+_LINK = re.compile(r"\[([^\]\n]+)\]\((?:https?://|mailto:)[^)\s]+\)")
+_MARKS = re.compile(r"(\*\*|__|\*|`+|~~|^#{1,6}\s+|^>\s?)", re.M)
+
+
+def spoken_text(markdown: str) -> str:
+    """What a voice reads of a Markdown answer: link texts without their URLs, no emphasis
+    marks, backticks or heading signs (a voice would read them out)."""
+    return _MARKS.sub("", _LINK.sub(r"\1", markdown)).strip()
 
 
 class SpeechUnavailable(HermesError):
@@ -55,7 +66,7 @@ class Speaker:
             response = await client.audio.speech.create(
                 model=self.model,
                 voice=self.voice,
-                input=text[: self.max_chars],
+                input=spoken_text(text)[: self.max_chars],
                 response_format=FORMAT,
             )
             data = await response.aread()

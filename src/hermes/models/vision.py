@@ -76,7 +76,7 @@ class VisionSupport:
         name = self.settings.model.name
         try:
             entries = await self.model.list_models()
-        except ModelError as exc:
+        except (ModelError, OSError, ValueError) as exc:
             log.info("could not ask the model endpoint whether it sees images: %s", exc)
             return False
         for entry in entries:
