@@ -1,6 +1,7 @@
 """Photos and voice notes beyond Telegram: WhatsApp images and voice notes (Graph media ids),
 Slack shared files (`url_private_download` with the bot token), Discord attachments (the
-CDN) and Matrix m.image / m.audio (the homeserver's media repository, real Synapse) reach a vision model as images and the speech-to-text endpoint as recordings, through
+CDN), Mattermost files (the files API) and Matrix m.image / m.audio (the homeserver's media
+repository, real Synapse) reach a vision model as images and the speech-to-text endpoint as recordings, through
 each platform's stand-in."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 from hermes.testing.fake_model import FakeModel, Text
 from tests.media import a_png, a_recording, data_url
 from tests.standins.discord_api import DiscordAPI
+from tests.standins.mattermost_api import Mattermost
 from tests.standins.slack_api import SlackAPI
 from tests.standins.synapse import Synapse
 from tests.standins.whatsapp_api import WhatsAppCloudAPI
@@ -21,6 +23,8 @@ from .conftest import Served
 from .test_discord import OWNER as DC_OWNER
 from .test_discord import dc_env
 from .test_matrix import matrix_env, membership, people, replies  # noqa: F401 (a fixture)
+from .test_mattermost import OWNER as MM_OWNER
+from .test_mattermost import mm, mm_env  # noqa: F401 (a fixture)
 from .test_slack import OWNER as SLACK_OWNER
 from .test_slack import slack_env
 from .test_whatsapp import OWNER as WA_OWNER
@@ -226,3 +230,22 @@ async def test_whatsapp_voice_note_gets_a_spoken_reply(
         assert text["text"]["body"] == "Morning!" and audio["type"] == "audio"
         data, mime = wa.media[audio["audio"]["id"]]
         assert mime == "audio/ogg" and data.startswith(b"RIFF")
+
+
+async def test_mattermost_image_and_voice_recording_reach_the_model(
+    mm: Mattermost,  # noqa: F811 (the fixture of test_mattermost)
+    serve_gateway: Callable[..., Any],
+    fake: FakeModel,
+) -> None:
+    async with serve_gateway({**mm_env(mm), **VISION}, "mattermost"):
+        await mm.wait_connected()
+        png = a_png(rgb=(240, 120, 0))
+        fake.transcripts.append("order more coffee")
+        fake.enqueue(Text("Orange."), Text("Ordered."))
+        await mm.user_says(MM_OWNER, "tone?", file_ids=[mm.add_file(png, "c.png", "image/png")])
+        await mm.wait_for_posts(1)
+        assert fake.images() == [data_url(png)]
+        recording = mm.add_file(a_recording(), "voice.m4a", "audio/mp4")
+        await mm.user_says(MM_OWNER, "", file_ids=[recording])
+        await mm.wait_for_posts(2)
+        assert fake.chat_requests()[-1]["messages"][-1]["content"] == "order more coffee"
