@@ -81,7 +81,7 @@ async def test_text_parts_are_collapsed(api: Api, fake: FakeModel) -> None:
                 }
             ],
             "messages[0].content[1]",
-            "unsupported_content_type",
+            "vision_not_enabled",
         ),
         (
             [

@@ -41,6 +41,8 @@ class DiscordAPI(LoopbackServer):
         self._seq = itertools.count(1)
         self._ids = itertools.count(950000000000000001)
         self._ready = asyncio.Condition()
+        self.files: dict[str, tuple[bytes, str]] = {}
+        self.downloads: list[str] = []
 
     def routes(self, app: web.Application) -> None:
         app.router.add_get("/ws", self._ws)
@@ -50,6 +52,7 @@ class DiscordAPI(LoopbackServer):
         app.router.add_post("/api/v10/channels/{channel}/messages", self._create)
         app.router.add_patch("/api/v10/channels/{channel}/messages/{message}", self._edit)
         app.router.add_post("/api/v10/channels/{channel}/typing", self._typing)
+        app.router.add_get("/attachments/{channel}/{id}/{name}", self._attachment)
 
     # -- REST ------------------------------------------------------------------------------
 
@@ -151,6 +154,31 @@ class DiscordAPI(LoopbackServer):
             return refused
         self.typing.append(request.match_info["channel"])
         return web.Response(status=204)
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        """The CDN: an attachment's bytes by its URL (no token, as on cdn.discordapp.com)."""
+        found = self.files.get(request.match_info["id"])
+        if found is None:
+            return web.Response(status=404)
+        self.downloads.append(request.match_info["id"])
+        return web.Response(body=found[0], content_type=found[1])
+
+    def attachment(
+        self, channel: str, data: bytes, filename: str, content_type: str, flags: int = 0
+    ) -> dict[str, Any]:
+        """An attachment object as a MESSAGE_CREATE carries it (flags 1<<13: a voice message)."""
+        attachment_id = str(next(self._ids))
+        self.files[attachment_id] = (data, content_type)
+        url = f"{self.base_url}/attachments/{channel}/{attachment_id}/{filename}"
+        return {
+            "id": attachment_id,
+            "filename": filename,
+            "size": len(data),
+            "url": url,
+            "proxy_url": url,
+            "content_type": content_type,
+            "flags": flags,
+        }
 
     def _message(
         self,
@@ -302,6 +330,8 @@ class DiscordAPI(LoopbackServer):
         channel: str | None = None,
         guild: bool = False,
         mention: bool = False,
+        files: list[tuple[bytes, str, str]] | None = None,
+        voice: bytes | None = None,
     ) -> dict[str, Any]:
         """A MESSAGE_CREATE from `user`: a DM (channel `dm<user>`) unless `channel` is given."""
         author = {
@@ -318,6 +348,10 @@ class DiscordAPI(LoopbackServer):
         message = self._message(
             target, text, author, guild=GUILD if guild else None, mentions=mentions
         )
+        message["attachments"] = [self.attachment(target, *f) for f in files or []]
+        if voice is not None:
+            note = self.attachment(target, voice, "voice-message.ogg", "audio/ogg", 1 << 13)
+            message["attachments"].append({**note, "duration_secs": 1.0, "waveform": "AAAA"})
         assert self._socket is not None
         await self._dispatch(self._socket, "MESSAGE_CREATE", message)
         return message

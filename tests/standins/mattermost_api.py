@@ -1,6 +1,7 @@
 """A loopback stand-in for a Mattermost server, written from the API v4 reference: bearer-token
 auth, `GET /api/v4/users/me`, `POST /api/v4/posts`, `PUT /api/v4/posts/{id}/patch`,
-`POST /api/v4/users/me/typing`, and `/api/v4/websocket`, which sends `hello` and then a
+`POST /api/v4/users/me/typing`, `GET /api/v4/files/{id}` and `/files/{id}/info` (files a post
+carries in `file_ids`, added with `add_file`), and `/api/v4/websocket`, which sends `hello` and then a
 `posted` event (the post as a JSON string, `channel_type`, `mentions` as a JSON string) for each
 message. Scripted failures answer 429 with `X-RateLimit-Reset`. Tests make people write with
 `user_says` and read the chat as it shows now (edits applied) from `posts`."""
@@ -32,6 +33,8 @@ class Mattermost(LoopbackServer):
         self._ids = (f"post{n:022d}" for n in itertools.count(1))
         self._sockets: set[web.WebSocketResponse] = set()
         self._seq = itertools.count(1)
+        self.files: dict[str, tuple[bytes, str, str]] = {}
+        self._file_ids = (f"file{n:022d}" for n in itertools.count(1))
 
     def routes(self, app: web.Application) -> None:
         app.router.add_get("/api/v4/users/me", self._me)
@@ -39,6 +42,8 @@ class Mattermost(LoopbackServer):
         app.router.add_put("/api/v4/posts/{id}/patch", self._patch)
         app.router.add_post("/api/v4/users/me/typing", self._typing)
         app.router.add_get("/api/v4/websocket", self._websocket)
+        app.router.add_get("/api/v4/files/{id}/info", self._file_info)
+        app.router.add_get("/api/v4/files/{id}", self._file)
 
     async def stop(self) -> None:
         await self.drop_sockets()
@@ -59,6 +64,7 @@ class Mattermost(LoopbackServer):
         direct: bool = True,
         root_id: str = "",
         mention: bool = False,
+        file_ids: list[str] | None = None,
     ) -> str:
         post_id = next(self._ids)
         post = {
@@ -70,6 +76,7 @@ class Mattermost(LoopbackServer):
             "message": f"@{BOT_NAME} {text}" if mention else text,
             "type": "",
             "props": {},
+            "file_ids": file_ids or [],
         }
         data = {
             "channel_type": "D" if direct else "O",
@@ -81,6 +88,19 @@ class Mattermost(LoopbackServer):
             {"event": "posted", "data": data, "broadcast": {"channel_id": channel}}
         )
         return post_id
+
+    async def wait_connected(self, within: float = 10.0) -> None:
+        """Until a websocket listens (a post sent before would reach no one)."""
+        deadline = time.monotonic() + within
+        while not self._sockets:
+            assert time.monotonic() < deadline, "mattermost stand-in: no websocket connected"
+            await asyncio.sleep(0.01)
+
+    def add_file(self, data: bytes, name: str, mime: str) -> str:
+        """An uploaded file (as `POST /files` would keep it); its id for `user_says(file_ids=)`."""
+        file_id = next(self._file_ids)
+        self.files[file_id] = (data, name, mime)
+        return file_id
 
     def fail_route(self, route: str, status: int, reset: float = 1.0) -> None:
         """The next request to `route` ("posts", "patch") answers `status` (429: rate limited)."""
@@ -115,6 +135,22 @@ class Mattermost(LoopbackServer):
                 headers = {"X-RateLimit-Reset": str(reset)} if status == 429 else {}
                 return web.json_response({"message": "failure"}, status=status, headers=headers)
         return None
+
+    async def _file_info(self, request: web.Request) -> web.Response:
+        refused = self._refused(request, "files")
+        found = self.files.get(request.match_info["id"])
+        if refused or found is None:
+            return refused or web.json_response({"message": "not found"}, status=404)
+        data, name, mime = found
+        info = {"id": request.match_info["id"], "name": name, "mime_type": mime, "size": len(data)}
+        return web.json_response(info)
+
+    async def _file(self, request: web.Request) -> web.Response:
+        refused = self._refused(request, "files")
+        found = self.files.get(request.match_info["id"])
+        if refused or found is None:
+            return refused or web.json_response({"message": "not found"}, status=404)
+        return web.Response(body=found[0], content_type=found[2])
 
     async def _me(self, request: web.Request) -> web.Response:
         refused = self._refused(request, "me")

@@ -6,6 +6,8 @@ the official slack_sdk can be tested without the internet.
   server), `chat.postMessage`, `chat.update`, `reactions.add`, `reactions.remove`. Answers use
   Slack's envelope `{"ok": true, …}` / `{"ok": false, "error": "…"}`; scripted failures can
   be HTTP 429 with `Retry-After` (rate limits) or `ok: false` errors.
+* `GET /files-pri/{team}-{file id}/{name}` serves a shared file's bytes (`url_private_download`)
+  to the bot token only; `share(...)` makes the file object a `file_share` message carries.
 * `GET /socket` is the Socket Mode websocket: it greets with `{"type": "hello"}`, pushes
   envelopes (`events_api`, `slash_commands`) with an `envelope_id`, and records the acks the
   app must send back. `drop()` closes the socket as Slack does on a refresh.
@@ -41,10 +43,41 @@ class SlackAPI(LoopbackServer):
         self._sockets: list[web.WebSocketResponse] = []
         self._ts = itertools.count(1)
         self._connected = asyncio.Condition()
+        self.files: dict[str, tuple[bytes, str]] = {}
+        self.downloads: list[str] = []
 
     def routes(self, app: web.Application) -> None:
         app.router.add_get("/socket", self._socket)
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/files-pri/{team_file}/{name}", self._file)
+
+    # -- files -----------------------------------------------------------------------------
+
+    def share(self, data: bytes, name: str, mimetype: str, **extra: Any) -> dict[str, Any]:
+        """A file object as Slack puts it in `event.files` (`subtype: file_share`)."""
+        file_id = f"F{next(self._ts):08d}"
+        self.files[file_id] = (data, mimetype)
+        url = f"{self.base_url}/files-pri/{TEAM}-{file_id}/{name}"
+        return {
+            "id": file_id,
+            "name": name,
+            "mimetype": mimetype,
+            "filetype": name.rsplit(".", 1)[-1],
+            "size": len(data),
+            "url_private": url,
+            "url_private_download": url + "?download=1",
+            **extra,
+        }
+
+    async def _file(self, request: web.Request) -> web.Response:
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        file_id = request.match_info["team_file"].partition("-")[2]
+        if token != self.bot_token or file_id not in self.files:
+            # Slack answers an unauthorised download with its sign-in page, not the bytes
+            return web.Response(status=302, headers={"Location": "/signin"})
+        self.downloads.append(file_id)
+        data, mimetype = self.files[file_id]
+        return web.Response(body=data, content_type=mimetype)
 
     # -- Web API ---------------------------------------------------------------------------
 

@@ -189,6 +189,31 @@ class Person:
         path = f"/rooms/{room}/send/m.room.message/t{next(_txn)}-{time.time_ns()}"
         return str((await self.call("PUT", path, content))["event_id"])
 
+    async def upload(self, data: bytes, mime: str, name: str) -> str:
+        """Put a file in the homeserver's media repository; its `mxc://` URI."""
+        r = await self.http.post(
+            f"{self.server.url}/_matrix/media/v3/upload",
+            params={"filename": name},
+            content=data,
+            headers={"Content-Type": mime},
+        )
+        assert r.status_code == 200, r.text
+        return str(r.json()["content_uri"])
+
+    async def send_media(
+        self, room: str, msgtype: str, data: bytes, mime: str, name: str, caption: str = ""
+    ) -> str:
+        """An m.image / m.audio message (caption in `body`, the file name in `filename`)."""
+        uri = await self.upload(data, mime, name)
+        content = {
+            "msgtype": msgtype,
+            "body": caption or name,
+            "filename": name,
+            "url": uri,
+            "info": {"mimetype": mime, "size": len(data)},
+        }
+        return await self.send_raw(room, "m.room.message", content)
+
     async def send_raw(self, room: str, kind: str, content: dict[str, Any]) -> str:
         path = f"/rooms/{room}/send/{kind}/t{next(_txn)}-{time.time_ns()}"
         return str((await self.call("PUT", path, content))["event_id"])

@@ -2,7 +2,8 @@
 real python-telegram-bot library can be tested (and benchmarked) without the internet.
 
 Serves `/bot<token>/<method>` for getMe, getUpdates (long polling with offset/timeout),
-sendMessage, editMessageText, sendChatAction, getFile, and `/file/bot<token>/<path>`. Answers
+sendMessage, editMessageText, sendChatAction, sendVoice, sendAudio (multipart uploads), getFile,
+and `/file/bot<token>/<path>`. Answers
 use the Bot API's envelope: `{"ok": true, "result": …}` or `{"ok": false, "error_code": …,
 "description": …, "parameters": {"retry_after": …}}`. HTML `parse_mode` is checked the way
 Telegram does (known tags, balanced, valid entities) and rejected with 400 "Bad Request:
@@ -98,6 +99,8 @@ class StandIn:
     actions: list[dict[str, Any]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
+    voices: list[dict[str, Any]] = field(default_factory=list)
+    """sendVoice / sendAudio calls: the fields, plus `method` and the uploaded `data`."""
 
 
 @dataclass
@@ -200,15 +203,18 @@ class TelegramBotAPI:
             message["message_thread_id"] = thread_id
             message["is_topic_message"] = True
         if photo is not None:
+            # Telegram sends several sizes, smallest first; the thumbnail is not the photo
+            thumb_id = self._add_file(b"thumbnail bytes", "photos/t.jpg")
             file_id = self._add_file(photo, "photos/p.jpg")
             message["photo"] = [
+                {"file_id": thumb_id, "file_unique_id": f"u{thumb_id}", "width": 9, "height": 9},
                 {
                     "file_id": file_id,
                     "file_unique_id": f"u{file_id}",
                     "width": 90,
                     "height": 90,
                     "file_size": len(photo),
-                }
+                },
             ]
         if document is not None:
             name, data, mime = document
@@ -283,7 +289,13 @@ class TelegramBotAPI:
         form = await request.post()
         params: dict[str, Any] = {}
         for key, value in form.items():
-            if isinstance(value, str):
+            if isinstance(value, web.FileField):
+                params[key] = {
+                    "filename": value.filename,
+                    "content_type": value.content_type,
+                    "data": value.file.read(),
+                }
+            elif isinstance(value, str):
                 try:
                     params[key] = json.loads(value)
                 except ValueError:
@@ -403,6 +415,30 @@ class TelegramBotAPI:
             "date": int(time.time()),
             "chat": {"id": int(params["chat_id"]), "type": "private"},
             "text": params["text"],
+        }
+
+    def _m_sendVoice(self, params: dict[str, Any]) -> Any:
+        return self._audio("sendVoice", "voice", params)
+
+    def _m_sendAudio(self, params: dict[str, Any]) -> Any:
+        return self._audio("sendAudio", "audio", params)
+
+    def _audio(self, method: str, field_name: str, params: dict[str, Any]) -> Any:
+        upload = params.get(field_name)
+        if not isinstance(upload, dict) or not upload.get("data"):
+            return _error(400, f"Bad Request: there is no {field_name} in the request")
+        message_id = next(self._message_ids)
+        self.state.voices.append({**params, "method": method, "data": upload["data"]})
+        return {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": {"id": int(params["chat_id"]), "type": "private"},
+            field_name: {
+                "file_id": f"V{message_id}",
+                "file_unique_id": f"uV{message_id}",
+                "duration": 1,
+                "file_size": len(upload["data"]),
+            },
         }
 
     def _m_sendChatAction(self, params: dict[str, Any]) -> bool:

@@ -7,6 +7,7 @@ Graph side (`api_base` = `base_url`, version in the path):
   "contacts": [...], "messages": [{"id": "wamid…"}]}`; text bodies over 4,096 characters are
   refused (code 100); typing indicators (`"status": "read"`) are recorded apart;
 * `GET /{version}/{media-id}` → `{"url": …}`, and the URL serves the bytes with the token.
+* `POST /{version}/{phone-number-id}/media` (multipart upload) → `{"id": …}` for an audio reply.
 Errors use Graph's envelope `{"error": {"message", "type", "code", "fbtrace_id"}}`.
 
 Webhook side: `payload(...)` builds a `whatsapp_business_account` notification and
@@ -52,6 +53,7 @@ class WhatsAppCloudAPI(LoopbackServer):
     def routes(self, app: web.Application) -> None:
         app.router.add_get("/media/{media_id}", self._media_bytes)
         app.router.add_post("/{version}/{phone}/messages", self._messages)
+        app.router.add_post("/{version}/{phone}/media", self._upload)
         app.router.add_get("/{version}/{node}", self._node)
 
     def _authorized(self, request: web.Request) -> bool:
@@ -78,6 +80,19 @@ class WhatsAppCloudAPI(LoopbackServer):
             return self._unauthorized()
         data, mime = self.media[request.match_info["media_id"]]
         return web.Response(body=data, content_type=mime)
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """`POST /{phone-number-id}/media` (multipart `file`, `type`, `messaging_product`)."""
+        if not self._authorized(request):
+            return self._unauthorized()
+        form = await request.post()
+        upload = form.get("file")
+        if not isinstance(upload, web.FileField) or form.get("messaging_product") != "whatsapp":
+            body = graph_error(100, "(#100) The parameter file is required.")
+            return web.json_response(body, status=400)
+        media_id = f"UP{next(self._ids)}"
+        self.media[media_id] = (upload.file.read(), upload.content_type)
+        return web.json_response({"id": media_id})
 
     async def _messages(self, request: web.Request) -> web.Response:
         if not self._authorized(request):

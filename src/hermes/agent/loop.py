@@ -20,6 +20,7 @@ from hermes.agent.client_tools import (
     resume_results,
 )
 from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
+from hermes.agent.images import ImageView, has_images, save_images
 from hermes.agent.locks import HeldSession, SessionLocks, run_settled
 from hermes.agent.memory_providers import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
@@ -30,6 +31,7 @@ from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
 from hermes.models.errors import ContextLengthExceededError
 from hermes.models.types import Completion, ToolCall, Usage, tool_result
+from hermes.models.vision import VisionSupport
 from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
@@ -65,6 +67,7 @@ class _Turn:
     tool_steps: int = 0
     """Steps of this request that ran tools; a forcing tool_choice applies before the first."""
     by_model: dict[str, tuple[Usage, int]] = field(default_factory=dict)
+    images: ImageView | None = None
 
 
 @dataclass
@@ -150,6 +153,7 @@ class Agent:
         self.memory = MemoryLayers(memory)
         self.prompt_blocks = list(prompt_blocks)
         self.policy: ContextPolicy = policy or FullHistory(store)
+        self.vision = VisionSupport(settings, model)
         self.after_turn = list(after_turn)
         self.services = (services or Services()).derive(settings, self)
         self.services.provide(store, Store)  # type: ignore[type-abstract]
@@ -322,6 +326,9 @@ class Agent:
             state.anchor_len = len(system) + len(history) - 1
         kept = [*history, *opening] if seeded else opening
         new = [_new_message(m, history) for m in kept if m["role"] != "system"]
+        if req.images and not stateless:
+            await asyncio.to_thread(save_images, self.settings.home, req.scope, req.images.values())
+        model = self.settings.model
         return _Turn(
             state=state,
             new=new,
@@ -329,6 +336,7 @@ class Agent:
             new_system_prompt=new_system_prompt,
             options=dict(req.model_options),
             client=client,
+            images=ImageView(self.settings.home, req.scope, model.image_turns, req.images),
         )
 
     async def _opening_messages(
@@ -377,6 +385,10 @@ class Agent:
                     observer.on_delta(text)
 
             messages = state.messages()
+            sent = messages
+            if turn.images is not None and has_images(messages):
+                sees = await self.vision.enabled()
+                sent = await asyncio.to_thread(turn.images.for_model, messages, sees)
             # stream from upstream only when someone is watching the text arrive
             streaming = type(observer).on_delta is not TurnObserver.on_delta
             offered = self._offered_tools(turn, tools)
@@ -387,7 +399,7 @@ class Agent:
                     **{"gen_ai.request.model": requested, "hermes.model.streaming": streaming},
                 ) as span:
                     completion = await self.model.complete(
-                        messages,
+                        sent,
                         tools=offered,
                         on_delta=on_delta if streaming else None,
                         options=self._call_options(turn, offered is not None),

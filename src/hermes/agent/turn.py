@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
+from hermes.models.images import ImageBlob
 from hermes.models.types import ToolCall, Usage
 from hermes.store.base import DEFAULT_SCOPE, MessageRecord
 from hermes.tools.approval import Approver
@@ -58,6 +59,9 @@ class TurnRequest:
     """Tools the caller runs itself: calling one pauses the turn (see agent.client_tools)."""
     tool_results: list[dict[str, Any]] | None = None
     """`tool` messages answering the calls a paused turn handed back; resumes that turn."""
+    images: dict[str, ImageBlob] = field(default_factory=dict)
+    """The bytes behind the image markers of this request's messages (`hermes.models.images`),
+    by name: stored with the session's images, and what a stateless turn shows its model."""
 
 
 @dataclass

@@ -73,6 +73,16 @@ class ModelSettings(_Section):
     prompt too long for its window where the next is larger)."""
     fallback_cooldown: float = Field(default=60.0, ge=0)
     """Seconds a failed model rests before turns try it first again (kept across restarts)."""
+    vision: bool | None = None
+    """The model sees images: `image_url` / `input_image` parts and chat photos reach it as
+    OpenAI image parts (else they are refused with 400 `vision_not_enabled`). None (unset):
+    what the endpoint's `GET /models` says about the model (`hermes.models.vision`)."""
+    image_max_bytes: int = Field(default=5_000_000, gt=0)
+    """Largest image accepted (decoded bytes); larger ones are refused (413 over HTTP)."""
+    images_per_message: int = Field(default=4, ge=1, le=32)
+    image_turns: int = Field(default=3, ge=0)
+    """Images of the last this-many user messages are sent to the model again; older ones
+    reach it as the text `[image]` (they cost ~1,500 tokens each on every call)."""
 
 
 class SpeechToTextSettings(_Section):
@@ -86,6 +96,21 @@ class SpeechToTextSettings(_Section):
     """None: the model's key when the endpoint is the model's."""
     max_bytes: int = Field(default=25_000_000, gt=0)
     """Longer recordings are not sent (OpenAI's own limit is 25 MB)."""
+
+
+class TextToSpeechSettings(_Section):
+    """Spoken replies through an OpenAI-compatible `/v1/audio/speech` endpoint."""
+
+    mode: Literal["off", "voice_in", "always"] = "off"
+    """`voice_in`: a reply to a voice note is also sent as audio; `always`: every reply."""
+    base_url: str | None = None
+    """None: the model endpoint (`model.base_url`)."""
+    model: str = "tts-1"
+    voice: str = "alloy"
+    api_key: SecretStr | None = None
+    """None: the model's key when the endpoint is the model's."""
+    max_chars: int = Field(default=4000, gt=0)
+    """Longer replies are spoken only up to here (OpenAI's own limit is 4,096 characters)."""
 
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9._/@-]{1,64}$")
@@ -461,6 +486,7 @@ class Settings(_Section):
 
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     stt: SpeechToTextSettings = Field(default_factory=SpeechToTextSettings)
+    tts: TextToSpeechSettings = Field(default_factory=TextToSpeechSettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
@@ -544,6 +570,9 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_GATEWAY_STREAMING": "gateway.streaming",
     "HERMES_STT_BASE_URL": "stt.base_url",
     "HERMES_STT_MODEL": "stt.model",
+    "HERMES_TTS_MODE": "tts.mode",
+    "HERMES_TTS_BASE_URL": "tts.base_url",
+    "HERMES_VISION": "model.vision",
     "HERMES_WORKDIR": "tools.workdir",
     "SEARXNG_URL": "web.search.searxng_url",
     "BRAVE_API_KEY": "web.search.brave_api_key",

@@ -155,3 +155,12 @@ class PlatformAdapter(ABC):
     async def typing(self, chat: str, thread: str | None = None) -> None:
         """Show that an answer is being written; a no-op where the platform has no such thing."""
         return None
+
+    voice_replies: bool = False
+    """Whether `send_voice` sends audio (spoken replies, `tts.mode`)."""
+
+    async def send_voice(
+        self, chat: str, audio: bytes, *, thread: str | None = None, reply_to: str | None = None
+    ) -> str | None:
+        """Send `audio` (Ogg/Opus) as a voice message; only where `voice_replies` is True."""
+        raise AdapterError(f"{self.name} cannot send voice messages", retryable=False)

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 from hermes.agent.invocations import Invocation, SlashInvocations
 from hermes.agent.turn import TurnObserver, TurnRequest
 from hermes.gateway.approvals import ChatApprover
-from hermes.gateway.base import Attachment, Inbound
+from hermes.gateway.base import AdapterError, Attachment, Inbound
 from hermes.gateway.chats import ChatWorker
 from hermes.gateway.live import LiveReply
+from hermes.gateway.speech import Speaker, SpeechUnavailable
+from hermes.gateway.vision import has_photos, seen
 from hermes.gateway.voice import NO_STT, Transcriber, TranscriptionUnavailable, spoken
 
 if TYPE_CHECKING:
@@ -71,6 +73,7 @@ class TurnMaker:
         self._typing_tasks: set[asyncio.Task[None]] = set()
         self.transcriber = Transcriber(gateway.settings)
         self._told_no_stt: set[str] = set()  # chats told that voice notes cannot be heard
+        self.speaker = Speaker(gateway.settings)
 
     async def run(self, msg: Inbound, steering: asyncio.Queue[str], worker: ChatWorker) -> None:
         """The worker's turn runner: never raises except for cancellation."""
@@ -80,7 +83,10 @@ class TurnMaker:
         async def say(text: str) -> None:
             await gw.say(msg, text)
 
+        heard_voice = bool(spoken(msg.attachments))
         msg = await self._heard(msg)
+        limits = await gw.agent.vision.limits() if has_photos(msg) else None
+        msg, images = await seen(msg, limits)
         invocation = await self._invocation(msg)
         session_id = await asyncio.to_thread(gw.sessions.current, worker.scope, worker.key)
         request = TurnRequest(
@@ -93,6 +99,7 @@ class TurnMaker:
             toolset=gw.agent.toolset_for(scope, msg.platform),
             approver=ChatApprover(worker, say, msg.identity, gw.settings.gateway.approval_timeout),
             steering=steering,
+            images=images,
         )
         done = asyncio.Event()
         typing = asyncio.get_running_loop().create_task(self._typing(msg, done))
@@ -113,10 +120,27 @@ class TurnMaker:
         finally:
             done.set()  # an indicator request in flight finishes on its own
         worker.answered = True
-        if live is not None and await self._finish_live(live, msg, result.content):
+        if not (live is not None and await self._finish_live(live, msg, result.content)):
+            if result.content.strip():
+                await gw.say(msg, result.content, reply=True)
+        if result.content.strip() and self.speaker.wanted(heard_voice):
+            await self._speak(msg, result.content)
+
+    async def _speak(self, msg: Inbound, text: str) -> None:
+        """The answer also as a voice message (`tts.mode`), after the text: never raises."""
+        adapter = self.gw.adapters.get(msg.platform)
+        if adapter is None or not adapter.voice_replies:
             return
-        if result.content.strip():
-            await gw.say(msg, result.content, reply=True)
+        try:
+            audio = await self.speaker.speak(text)
+            await adapter.send_voice(msg.chat, audio, thread=msg.thread, reply_to=msg.message_id)
+        except (SpeechUnavailable, AdapterError) as exc:
+            log.warning("gateway: no spoken reply for %s: %s", msg.session_key, exc)
+            return
+        except Exception as exc:  # the text is out already; audio is only an extra
+            log.warning("gateway: the spoken reply for %s failed: %r", msg.session_key, exc)
+            return
+        self.gw.count_out(msg.platform)
 
     def _live_reply(self, msg: Inbound) -> LiveReply | None:
         adapter = self.gw.adapters.get(msg.platform)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 
 from fastapi import APIRouter, Request
@@ -21,7 +23,7 @@ from hermes.server.idempotency import (
     StoredResponse,
     answer_once,
 )
-from hermes.server.model_names import model_or_404
+from hermes.server.model_names import OFF_LOOP_BYTES, image_limits, model_or_404
 from hermes.server.openai_compat import (
     ChatCall,
     ChunkWriter,
@@ -47,6 +49,7 @@ def _turn_request(call: ChatCall, session_id: str | None, scope: str) -> TurnReq
         model_options=call.options,
         client_tools=call.client_tools,
         tool_results=call.tool_results,
+        images=call.images.blobs if call.images is not None else {},
     )
 
 
@@ -85,9 +88,16 @@ async def chat_completions(request: Request) -> Response:
     session_id = session_from_headers(request)
     raw = await request.body()
     settings = runtime.settings.server
-    call = parse_chat_body(
-        raw, default_model=settings.model_name, ignore_client_tools=settings.ignore_client_tools
+    limits = await image_limits(runtime, raw)
+    parse = functools.partial(
+        parse_chat_body,
+        raw,
+        default_model=settings.model_name,
+        ignore_client_tools=settings.ignore_client_tools,
+        image_limits=limits,
     )
+    # decoding and hashing megabytes of base64 would stall every other request meanwhile
+    call = await asyncio.to_thread(parse) if limits and len(raw) > OFF_LOOP_BYTES else parse()
     call.model = model_or_404(call.model, runtime.settings)
     req = _turn_request(call, session_id, scope)
     if call.stream:

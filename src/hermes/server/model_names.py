@@ -7,11 +7,28 @@ endpoints agree because both ask this module.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hermes.config.settings import ServerSettings, Settings
+from hermes.models.images import ImageLimits
 from hermes.server.errors import APIError
+
+if TYPE_CHECKING:
+    from hermes.runtime import Runtime
 
 _SHOWN_CHARS = 100
 HERMES = ServerSettings.model_fields["model_name"].default
+_IMAGE_PART_TYPES = (b'"image_url"', b'"input_image"')
+OFF_LOOP_BYTES = 256_000
+"""A body with images larger than this is parsed in a worker thread (base64 decode, hashing)."""
+
+
+async def image_limits(runtime: Runtime, raw: bytes) -> ImageLimits | None:
+    """The limits a request's images are taken under, None when the model does not see. Only
+    a body naming an image part asks (so a text request never waits on `GET /models`)."""
+    if not any(kind in raw for kind in _IMAGE_PART_TYPES):
+        return None
+    return await runtime.agent.vision.limits()
 
 
 def offered_models(settings: Settings) -> list[str]:

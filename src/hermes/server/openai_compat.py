@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
+from hermes.models.images import ImageLimits, ImageRefused, ImageSink
 from hermes.models.types import ToolCall, Usage, tool_calls_json, tool_result
 from hermes.server.errors import APIError
 from hermes.text import find_lone_surrogate, may_hold_surrogates
@@ -86,14 +87,59 @@ class ChatCall:
     options: dict[str, Any] = field(default_factory=dict)
     client_tools: ClientTools | None = None
     tool_results: list[dict[str, Any]] | None = None
+    images: ImageSink | None = None
+    """The images the request's messages carry (as marker lines in their text)."""
 
 
 def bad_request(message: str, param: str | None, code: str = "invalid_value") -> APIError:
     return APIError(400, message, code=code, param=param)
 
 
-def collapse_content(content: Any, where: str) -> str:
-    """Message content (string or list of parts) → text; non-text parts are refused by name."""
+IMAGE_PART_TYPES = frozenset({"image_url", "input_image"})
+_DETAILS = (None, "auto", "low", "high")
+
+
+def image_refused(exc: ImageRefused, param: str) -> APIError:
+    return APIError(exc.status, str(exc), code=exc.code, param=param)
+
+
+def _image_marker(part: dict[str, Any], here: str, images: ImageSink | None, count: int) -> str:
+    """An image part as its marker line (`hermes.models.images`), or the 400 that says why not.
+
+    Chat sends `{"image_url": {"url", "detail"}}` or a bare string; Responses sends
+    `{"image_url": "...", "detail"}` or a `file_id`."""
+    if images is None:
+        raise bad_request(
+            f"{here} is an image, and this Hermes does not send images to its model. If the "
+            "model can see images, set `model.vision: true` in config.yaml (HERMES_VISION=1).",
+            here,
+            "vision_not_enabled",
+        )
+    if part.get("file_id") is not None:
+        raise bad_request(
+            f"{here} names an uploaded file; Hermes has no file store, so send the image as "
+            "`image_url` (an http(s) or data:image/... URL).",
+            here,
+            "unsupported_content_type",
+        )
+    raw = part.get("image_url")
+    url, detail = (raw.get("url"), raw.get("detail")) if isinstance(raw, dict) else (raw, None)
+    detail = part.get("detail", detail)
+    if detail not in _DETAILS:
+        raise bad_request(
+            f"{here}.detail must be auto, low or high.", f"{here}.detail", "invalid_content_part"
+        )
+    try:
+        return images.marker(url, here, count)
+    except ImageRefused as exc:
+        raise image_refused(exc, here) from None
+
+
+def collapse_content(content: Any, where: str, images: ImageSink | None = None) -> str:
+    """Message content (string or list of parts) → text; non-text parts are refused by name.
+
+    With `images` (a user message while `model.vision` is on) image parts become marker lines
+    and their bytes join the sink; without, an image part is 400 `vision_not_enabled`."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -104,6 +150,7 @@ def collapse_content(content: Any, where: str) -> str:
             where,
         )
     texts: list[str] = []
+    seen = 0
     for j, part in enumerate(content):
         here = f"{where}[{j}]"
         if not isinstance(part, dict):
@@ -111,10 +158,14 @@ def collapse_content(content: Any, where: str) -> str:
                 f'{here} must be an object like {{"type": "text", "text": "..."}}.', here
             )
         kind = part.get("type")
+        if kind in IMAGE_PART_TYPES:
+            seen += 1
+            texts.append(_image_marker(part, here, images, seen))
+            continue
         if kind not in TEXT_PART_TYPES:
             raise bad_request(
-                f"{here} is a {kind!r} part; Hermes passes only text to the model, so "
-                'send text parts (type "text").',
+                f"{here} is a {kind!r} part; Hermes passes text and images to the model, so "
+                'send text parts (type "text") or image parts (type "image_url").',
                 here,
                 "unsupported_content_type",
             )
@@ -316,7 +367,9 @@ def _tool_calls(where: str, raw: Any) -> list[dict[str, Any]]:
     return tool_calls_json(calls)
 
 
-def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] | None:
+def _message(
+    i: int, message: Any, ignore_client_tools: bool, images: ImageSink | None
+) -> dict[str, Any] | None:
     """One request message normalised; None for client tool traffic that is being ignored."""
     where = f"messages[{i}]"
     if not isinstance(message, dict):
@@ -327,7 +380,7 @@ def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] 
             f"{where}.role must be one of system, developer, user, assistant, tool; got {role!r}.",
             f"{where}.role",
         )
-    text = collapse_content(message.get("content"), f"{where}.content")
+    text = collapse_content(message.get("content"), f"{where}.content", _images_for(role, images))
     if role == "tool":
         if ignore_client_tools:
             return None
@@ -339,6 +392,13 @@ def _message(i: int, message: Any, ignore_client_tools: bool) -> dict[str, Any] 
         calls = _tool_calls(where, message["tool_calls"])
         return {"role": "assistant", "content": text or None, "tool_calls": calls}
     return {"role": role, "content": text}
+
+
+def _images_for(role: Any, images: ImageSink | None) -> ImageSink | None:
+    """Images are taken in user messages only: an image part anywhere else is refused."""
+    if images is None or role == "user":
+        return images
+    return ImageSink(ImageLimits(images.limits.max_bytes, 0))
 
 
 def _split_turn(
@@ -372,7 +432,13 @@ def _split_turn(
     return [m for _, m in convo[:-1]], last["content"], None
 
 
-def parse_chat_body(raw: bytes, *, default_model: str, ignore_client_tools: bool) -> ChatCall:
+def parse_chat_body(
+    raw: bytes,
+    *,
+    default_model: str,
+    ignore_client_tools: bool,
+    image_limits: ImageLimits | None = None,
+) -> ChatCall:
     """Validate a /v1/chat/completions body; the last user message (or the trailing tool
     results) becomes the new turn, everything before it the history."""
     try:
@@ -396,8 +462,9 @@ def parse_chat_body(raw: bytes, *, default_model: str, ignore_client_tools: bool
         raise bad_request("`messages` must be a non-empty list of chat messages.", "messages")
     systems: list[str] = []
     convo: list[tuple[int, dict[str, Any]]] = []
+    images = ImageSink(image_limits) if image_limits is not None else None
     for i, message in enumerate(messages):
-        normal = _message(i, message, ignore_client_tools)
+        normal = _message(i, message, ignore_client_tools, images)
         if normal is None:
             continue
         if normal["role"] in SYSTEM_ROLES:
@@ -415,6 +482,7 @@ def parse_chat_body(raw: bytes, *, default_model: str, ignore_client_tools: bool
         options=options,
         client_tools=tools,
         tool_results=results,
+        images=images if images is not None and images.blobs else None,
     )
 
 

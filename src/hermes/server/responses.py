@@ -10,6 +10,8 @@ statelessly. Stored responses belong to the caller's scope (`X-Hermes-User-Id`).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 from typing import Any
 
@@ -27,7 +29,7 @@ from hermes.server.deps import (
     session_from_headers,
 )
 from hermes.server.errors import APIError, from_turn_error
-from hermes.server.model_names import model_or_404
+from hermes.server.model_names import OFF_LOOP_BYTES, image_limits, model_or_404
 from hermes.server.responses_stream import ResponseEvents
 from hermes.server.responses_wire import (
     ResponseBuilder,
@@ -136,9 +138,15 @@ async def create_response(request: Request) -> Response:
     runtime = await get_runtime(request)
     scope = await get_scope(request)
     header = session_from_headers(request)
-    call = parse_responses_body(
-        await request.body(), default_model=runtime.settings.server.model_name
+    raw = await request.body()
+    limits = await image_limits(runtime, raw)
+    parse = functools.partial(
+        parse_responses_body,
+        raw,
+        default_model=runtime.settings.server.model_name,
+        image_limits=limits,
     )
+    call = await asyncio.to_thread(parse) if limits and len(raw) > OFF_LOOP_BYTES else parse()
     call.model = model_or_404(call.model, runtime.settings)
     session_id = await _session_for(request, call, header, scope)
     store = response_store(request)
@@ -155,6 +163,7 @@ async def create_response(request: Request) -> Response:
         model_options=call.options,
         client_tools=call.client_tools,
         tool_results=call.tool_results,
+        images=call.images.blobs if call.images is not None else {},
     )
     builder = ResponseBuilder(call, response_id)
 

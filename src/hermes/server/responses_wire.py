@@ -17,6 +17,7 @@ from typing import Any
 
 from hermes.agent.client_tools import ClientTools
 from hermes.agent.turn import TurnResult
+from hermes.models.images import ImageLimits, ImageSink
 from hermes.models.types import ToolCall, Usage, tool_calls_json, tool_result
 from hermes.server.openai_compat import (
     SYSTEM_ROLES,
@@ -72,6 +73,8 @@ class ResponsesCall:
     previous_response_id: str | None = None
     conversation: str | None = None
     echo: dict[str, Any] = field(default_factory=dict)
+    images: ImageSink | None = None
+    """The images the input carries (as marker lines in the messages' text)."""
 
 
 def _check_fields(body: dict[str, Any]) -> None:
@@ -184,8 +187,9 @@ def _append_call(messages: list[dict[str, Any]], item: dict[str, Any], where: st
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
 
 
-def input_messages(raw: Any) -> list[dict[str, Any]]:
-    """`input` (a string or a list of items) as chat messages."""
+def input_messages(raw: Any, images: ImageSink | None = None) -> list[dict[str, Any]]:
+    """`input` (a string or a list of items) as chat messages; `images` (vision on) takes
+    the `input_image` parts of user messages."""
     if isinstance(raw, str):
         return [{"role": "user", "content": raw}]
     if not isinstance(raw, list) or not raw:
@@ -203,7 +207,8 @@ def input_messages(raw: Any) -> list[dict[str, Any]]:
                     f"{where}.role must be user, assistant, system or developer; got {role!r}.",
                     f"{where}.role",
                 )
-            text = collapse_content(item.get("content"), f"{where}.content")
+            sink = images if role == "user" or images is None else _no_images(images)
+            text = collapse_content(item.get("content"), f"{where}.content", sink)
             messages.append({"role": role, "content": text})
         elif kind == "function_call":
             _append_call(messages, item, where)
@@ -223,6 +228,10 @@ def input_messages(raw: Any) -> list[dict[str, Any]]:
                 "unsupported_input_item",
             )
     return messages
+
+
+def _no_images(images: ImageSink) -> ImageSink:
+    return ImageSink(ImageLimits(images.limits.max_bytes, 0))
 
 
 def _split(convo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str, Any]:
@@ -251,7 +260,9 @@ def _conversation(raw: Any) -> str | None:
     raise bad_request('`conversation` must be an id string or {"id": "..."}.', "conversation")
 
 
-def parse_responses_body(raw: bytes, *, default_model: str) -> ResponsesCall:
+def parse_responses_body(
+    raw: bytes, *, default_model: str, image_limits: ImageLimits | None = None
+) -> ResponsesCall:
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -265,7 +276,8 @@ def parse_responses_body(raw: bytes, *, default_model: str) -> ResponsesCall:
         raise bad_request("Missing `input`: send the user's message.", "input")
     options = _options(body)
     tools = _tools(body)
-    messages = input_messages(body["input"])
+    images = ImageSink(image_limits) if image_limits is not None else None
+    messages = input_messages(body["input"], images)
     instructions = body.get("instructions")
     systems = [instructions] if instructions else []
     systems += [m["content"] for m in messages if m["role"] in SYSTEM_ROLES and m["content"]]
@@ -293,6 +305,7 @@ def parse_responses_body(raw: bytes, *, default_model: str) -> ResponsesCall:
         previous_response_id=previous,
         conversation=conversation,
         echo=echo,
+        images=images if images is not None and images.blobs else None,
     )
 
 

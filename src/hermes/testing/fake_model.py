@@ -184,6 +184,12 @@ class FakeModel:
         """What `/v1/audio/transcriptions` answers, in order (then "fake transcript")."""
         self.audio: list[dict[str, Any]] = []
         """Each transcription request: model, file name, content type and size."""
+        self.speech: list[dict[str, Any]] = []
+        """Each `/v1/audio/speech` request body (model, input, voice, response_format)."""
+        self.vision = False
+        """Whether GET /models says the model takes images (OpenRouter's `architecture`)."""
+        self.speech_status = 200
+        """Set to an error status to make `/v1/audio/speech` fail (a TTS outage)."""
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -280,6 +286,17 @@ class FakeModel:
         """Bodies of chat-completion requests only."""
         with self._lock:
             return [r.body for r in self._records if _is_chat_path(r.path)]
+
+    def images(self, i: int = -1) -> list[str]:
+        """The image URLs the `i`-th chat request sent, in message order (vision tests)."""
+        body = self.chat_requests()[i]
+        return [
+            part["image_url"]["url"]
+            for message in body.get("messages") or []
+            if isinstance(message.get("content"), list)
+            for part in message["content"]
+            if part.get("type") == "image_url"
+        ]
 
     def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[dict]:
         """Block until at least `n` requests have arrived; raise AssertionError on timeout."""
@@ -410,6 +427,9 @@ class _Handler(BaseHTTPRequestHandler):
         if _strip_v1(self.path.split("?", 1)[0]) == "/audio/transcriptions":
             self._answer_transcription()
             return
+        if _strip_v1(self.path.split("?", 1)[0]) == "/audio/speech":
+            self._answer_speech()
+            return
         try:
             raw = self._read_body()
             body = json.loads(raw) if raw else {}
@@ -427,6 +447,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not _is_chat_path(record.path):
             self._send_error(404, f"fake model: no route for POST {record.path}", "not_found")
+            return
+        problem = _bad_image_part(body)
+        if problem is not None:
+            self._send_error(400, f"fake model: {problem}", "invalid_image_url")
             return
         response = self.server.fake._next_response(body)
         try:
@@ -507,6 +531,29 @@ class _Handler(BaseHTTPRequestHandler):
             )
             text = fake.transcripts.pop(0) if fake.transcripts else "fake transcript"
         self._send_json(200, {"text": text})
+
+    def _answer_speech(self) -> None:
+        """`/v1/audio/speech` (JSON: model, input, voice): a short generated WAV, longer for
+        longer input, or `fake.speech_status` when a test makes it fail."""
+        raw = self._read_body()
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {}
+        record = self._record(body if isinstance(body, dict) else {})
+        if not self._authorised(record):
+            return
+        fake = self.server.fake
+        with fake._lock:
+            fake.speech.append(dict(body) if isinstance(body, dict) else {})
+            status = fake.speech_status
+        text = body.get("input") if isinstance(body, dict) else None
+        if status != 200:
+            self._send_error(status, "fake model: speech is failing", "speech_failed")
+        elif not isinstance(text, str) or not text or not isinstance(body.get("voice"), str):
+            self._send_error(400, "fake model: input and voice are required", "invalid_request")
+        else:
+            self._send(200, _wav(0.05 + min(len(text), 400) / 4000), "audio/wav")
 
     def _answer_embeddings(self, body: dict) -> None:
         """Vectors for `input` (a string or a list of them): hashed words, not meaning; texts
@@ -673,6 +720,8 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if fake.context_length is not None:
             entry["context_length"] = fake.context_length
+        if fake.vision:
+            entry["architecture"] = {"input_modalities": ["text", "image"]}
         return entry
 
     def _send_error(
@@ -718,6 +767,39 @@ def _hashed_words(text: str) -> list[float]:
     if not any(vector):
         vector[0] = 1.0
     return vector
+
+
+def _bad_image_part(body: dict) -> str | None:
+    """What OpenAI would refuse in the request's image parts (a URL that is no http(s) or
+    data:image URL), so a Hermes that sends a malformed part fails the test."""
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else []:
+            if not isinstance(part, dict) or part.get("type") != "image_url":
+                continue
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else None
+            if not isinstance(url, str) or not url.startswith(
+                ("http://", "https://", "data:image/")
+            ):
+                return f"invalid image_url part {str(part)[:80]}"
+            if message.get("role") != "user":
+                return "image parts are only allowed in user messages"
+    return None
+
+
+def _wav(seconds: float, rate: int = 8000) -> bytes:
+    """A mono 8-bit WAV of a quiet square wave, as made-up speech."""
+    import io
+    import wave
+
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(1)
+        out.setframerate(rate)
+        out.writeframes(bytes(140 if (i // 20) % 2 else 116 for i in range(int(rate * seconds))))
+    return buffer.getvalue()
 
 
 def _strip_v1(path: str) -> str:

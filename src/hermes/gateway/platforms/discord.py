@@ -24,8 +24,12 @@ import contextlib
 import logging
 import re
 import warnings
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
+import httpx
 import yarl
 from pydantic import Field, SecretStr
 
@@ -33,6 +37,7 @@ from hermes.config.fields import CommaList
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
+    Attachment,
     Inbound,
     InboundHandler,
     PlatformAdapter,
@@ -41,6 +46,7 @@ from hermes.gateway.base import (
     require_library,
 )
 from hermes.gateway.platforms import PlatformSpec, needs
+from hermes.gateway.platforms.downloads import MAX_FILE_BYTES, fetch, safe_name
 from hermes.gateway.platforms.telegram_format import split_text
 
 log = logging.getLogger(__name__)
@@ -68,6 +74,10 @@ def _import_discord() -> Any:
 _NO_VOICE_NOTICE = _NoVoiceNotice()
 
 
+CDN_HOSTS = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
+"""Where Discord serves attachments; other URLs in a message are not fetched."""
+
+
 class DiscordConfig(PlatformConfig):
     """`gateway.discord.*` (DISCORD_BOT_TOKEN → token, DISCORD_ALLOWED_USERS)."""
 
@@ -89,9 +99,10 @@ class DiscordAdapter(PlatformAdapter):
     live_edits = True
     message_limit = LIMIT
 
-    def __init__(self, cfg: DiscordConfig) -> None:
+    def __init__(self, cfg: DiscordConfig, files_dir: Path) -> None:
         assert cfg.token is not None
         self.cfg = cfg
+        self.files_dir = files_dir
         self.client: Any = None
         self._runner: asyncio.Task[None] | None = None
         self._handler: InboundHandler | None = None
@@ -199,8 +210,43 @@ class DiscordAdapter(PlatformAdapter):
 
     async def _on_message(self, message: Any) -> None:
         inbound = self._normalize(message)
+        if inbound is not None and message.attachments:
+            inbound = await self._with_files(inbound, message.attachments)
         if inbound is not None and self._handler is not None:
             await self._handler(inbound)
+
+    async def _with_files(self, inbound: Inbound, attachments: list[Any]) -> Inbound:
+        """Attachments (images, voice messages, files) saved under gateway/files/discord, from
+        Discord's CDN only; one that cannot be saved is named to the model by its URL."""
+        saved: list[Attachment] = []
+        unsaved: list[str] = []
+        async with httpx.AsyncClient(timeout=60, follow_redirects=False) as client:
+            for item in attachments[:10]:
+                url, name = str(item.url), str(item.filename or "file")
+                if not self._cdn_host(url) or (item.size or 0) > MAX_FILE_BYTES:
+                    unsaved.append(url)
+                    continue
+                path = (
+                    self.files_dir
+                    / safe_name(inbound.chat)
+                    / f"{inbound.message_id}_{safe_name(name)}"
+                )
+                try:
+                    saved.append(await fetch(client, url, path, name=name, mime=item.content_type))
+                except (AdapterError, OSError) as exc:
+                    log.warning("discord: could not save an attachment: %s", exc)
+                    unsaved.append(url)
+        text = inbound.text
+        if unsaved:
+            text = f"{text}\n\n[The user attached: {' '.join(unsaved)}]".strip()
+        return replace(inbound, text=text, attachments=(*inbound.attachments, *saved))
+
+    def _cdn_host(self, url: str) -> bool:
+        parts = urlsplit(url)
+        own = urlsplit(self.cfg.api_base).hostname
+        return parts.scheme in ("http", "https") and (
+            parts.hostname in CDN_HOSTS or parts.hostname == own
+        )
 
     def _normalize(self, message: Any) -> Inbound | None:
         discord = _import_discord()
@@ -232,10 +278,7 @@ class DiscordAdapter(PlatformAdapter):
             text = re.sub(rf"<@!?{me.id}>", "", text).strip()
         else:
             chat = str(channel.id)
-        attachments = " ".join(a.url for a in message.attachments)
-        if attachments:
-            text = f"{text}\n\n[The user attached: {attachments}]".strip()
-        if not text:
+        if not text and not message.attachments:
             return None
         ref = message.reference
         return Inbound(
@@ -304,7 +347,7 @@ class DiscordAdapter(PlatformAdapter):
 
 
 def _create(settings: Settings) -> PlatformAdapter:
-    return DiscordAdapter(read_config(settings))
+    return DiscordAdapter(read_config(settings), settings.home / "gateway" / "files" / "discord")
 
 
 PLATFORM = PlatformSpec(name="discord", configured=needs("discord", "token"), create=_create)

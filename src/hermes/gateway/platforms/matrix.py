@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from pydantic import SecretStr
 
 from hermes.config.settings import Settings
@@ -48,6 +51,7 @@ from hermes.gateway.base import (
     require_library,
 )
 from hermes.gateway.platforms import PlatformSpec
+from hermes.gateway.platforms.downloads import MAX_FILE_BYTES, fetch, safe_name
 from hermes.gateway.platforms.telegram_format import split_text, to_html
 from hermes.store.base import DEFAULT_SCOPE
 
@@ -61,6 +65,8 @@ SESSION_DOCUMENT = "gateway/matrix_session.json"
 """Where the session lives in a shared database (the same JSON as the file)."""
 SYNC_TIMEOUT_MS = 30000
 TYPING_MS = 5000
+_MXC = re.compile(r"^mxc://(?P<server>[A-Za-z0-9.:\[\]-]+)/(?P<media>[A-Za-z0-9_-]+)$")
+_MEDIA_KINDS = {"m.image": "photo", "m.audio": "audio", "m.video": "video", "m.file": "document"}
 _PRE = re.compile(r"(<pre>.*?</pre>)", re.S)
 
 
@@ -113,8 +119,11 @@ class MatrixAdapter(PlatformAdapter):
         inviters: frozenset[str],
         pairing: PairingStore,
         session_file: Path | None = None,
+        *,
+        files_dir: Path,
     ) -> None:
         self.cfg = cfg
+        self.files_dir = files_dir
         self.session_file = session_file
         self.documents: DocumentStore | None = None
         self.homeserver = (cfg.api_base or cfg.homeserver or "").rstrip("/")
@@ -254,6 +263,8 @@ class MatrixAdapter(PlatformAdapter):
             for room_id, room in resp.rooms.join.items():
                 for event in room.timeline.events:
                     inbound = self._normalize(nio, room_id, event)
+                    if inbound is not None and isinstance(event, nio.RoomMessageMedia):
+                        inbound = await self._with_media(inbound, event)
                     if inbound is not None:
                         await handler(inbound)
 
@@ -291,20 +302,62 @@ class MatrixAdapter(PlatformAdapter):
                     room_id,
                 )
             return None
-        if not isinstance(event, nio.RoomMessageText | nio.RoomMessageNotice):
+        media = isinstance(event, nio.RoomMessageMedia)
+        if not (media or isinstance(event, nio.RoomMessageText | nio.RoomMessageNotice)):
             return None
-        relates = (event.source.get("content") or {}).get("m.relates_to") or {}
+        content = event.source.get("content") or {}
+        relates = content.get("m.relates_to") or {}
         thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
         reply_to = (relates.get("m.in_reply_to") or {}).get("event_id")
+        text = _strip_reply_fallback(event.body)
+        if media:  # `body` is a caption only when a `filename` is given beside it
+            filename = content.get("filename")
+            text = text if filename and filename != event.body else ""
         return Inbound(
             platform=self.name,
             chat=room_id,
             thread=thread,
             sender=event.sender,
-            text=_strip_reply_fallback(event.body),
+            text=text,
             message_id=event.event_id,
             reply_to=reply_to,
         )
+
+    async def _with_media(self, inbound: Inbound, event: Any) -> Inbound | None:
+        """An m.image / m.audio / m.file saved under gateway/files/matrix, downloaded from the
+        bot's own homeserver (authenticated media, else the older unauthenticated path)."""
+        content = event.source.get("content") or {}
+        info = content.get("info") or {}
+        name = str(content.get("filename") or event.body or "file")
+        match = _MXC.match(str(event.url or ""))
+        size = info.get("size")
+        if match is None or (isinstance(size, int) and size > MAX_FILE_BYTES):
+            log.warning("matrix: a %s was not downloaded", content.get("msgtype"))
+            return inbound if inbound.text else None
+        server, media_id = match["server"], match["media"]
+        path = (
+            self.files_dir
+            / safe_name(inbound.chat)
+            / f"{safe_name(inbound.message_id or '')}_{safe_name(name)}"
+        )
+        mime = info.get("mimetype") if isinstance(info.get("mimetype"), str) else None
+        token = getattr(self.client, "access_token", None) or ""
+        async with httpx.AsyncClient(
+            base_url=self.homeserver, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as http:
+            for route in (
+                f"/_matrix/client/v1/media/download/{server}/{media_id}",
+                f"/_matrix/media/v3/download/{server}/{media_id}",
+            ):
+                try:
+                    saved = await fetch(http, route, path, name=name, mime=mime)
+                except (AdapterError, OSError) as exc:
+                    log.info("matrix: %s: %s", route.split("/download")[0], exc)
+                    continue
+                kind = _MEDIA_KINDS.get(str(content.get("msgtype")), saved.kind)
+                return replace(inbound, attachments=(replace(saved, kind=kind),))
+        log.warning("matrix: could not download %s", event.url)
+        return inbound if inbound.text else None
 
     # -- outbound --------------------------------------------------------------------------
 
@@ -347,6 +400,40 @@ class MatrixAdapter(PlatformAdapter):
                 content["m.relates_to"] = relates
             last = await self._send_event(room, content)
         return last
+
+    voice_replies = True
+
+    async def send_voice(
+        self, chat: str, audio: bytes, *, thread: str | None = None, reply_to: str | None = None
+    ) -> str | None:
+        """Upload the audio to the homeserver, then an m.audio event marked as a voice message
+        (MSC3245, which Element shows as one)."""
+        nio = _import_nio()
+        room, thread = room_and_thread(chat, thread)
+        client = await self._client()
+        try:
+            uploaded, _ = await client.upload(
+                io.BytesIO(audio),
+                content_type="audio/ogg",
+                filename="reply.ogg",
+                filesize=len(audio),
+            )
+        except OSError as exc:
+            raise AdapterError(f"the Matrix homeserver could not be reached: {exc}") from None
+        if not isinstance(uploaded, nio.UploadResponse):
+            raise AdapterError(f"Matrix refused the audio upload: {uploaded}")
+        content: dict[str, Any] = {
+            "msgtype": "m.audio",
+            "body": "reply.ogg",
+            "url": uploaded.content_uri,
+            "info": {"mimetype": "audio/ogg", "size": len(audio)},
+            "org.matrix.msc1767.audio": {},
+            "org.matrix.msc3245.voice": {},
+        }
+        relates = _relation(thread, reply_to)
+        if relates:
+            content["m.relates_to"] = relates
+        return await self._send_event(room, content)
 
     async def _send_event(self, room: str, content: dict[str, Any]) -> str:
         nio = _import_nio()
@@ -422,7 +509,8 @@ def _create(settings: Settings) -> PlatformAdapter:
     owners = {o.partition(":")[2] for o in settings.gateway.owner if o.startswith("matrix:")}
     session = settings.home / "gateway" / "matrix_session.json"
     inviters = frozenset(cfg.allowed_users) | frozenset(owners)
-    return MatrixAdapter(cfg, inviters, PairingStore(settings.home), session)
+    files = settings.home / "gateway" / "files" / "matrix"
+    return MatrixAdapter(cfg, inviters, PairingStore(settings.home), session, files_dir=files)
 
 
 PLATFORM = PlatformSpec(name="matrix", configured=_configured, create=_create)

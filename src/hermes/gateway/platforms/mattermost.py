@@ -15,14 +15,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 from pydantic import SecretStr
 
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
+    Attachment,
     Inbound,
     InboundHandler,
     PlatformAdapter,
@@ -30,6 +35,7 @@ from hermes.gateway.base import (
     read_platform_config,
 )
 from hermes.gateway.platforms import PlatformSpec, needs
+from hermes.gateway.platforms.downloads import MAX_FILE_BYTES, fetch, safe_name
 from hermes.gateway.platforms.telegram_format import split_text
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,8 @@ LIMIT = 16383
 SEND_ATTEMPTS = 4
 MAX_WAIT = 30.0
 HEARTBEAT = 30.0
+_FILE_ID = re.compile(r"^[a-z0-9]{26}$")
+"""Mattermost ids: 26 lowercase letters and digits."""
 
 
 class MattermostConfig(PlatformConfig):
@@ -56,9 +64,10 @@ class MattermostAdapter(PlatformAdapter):
     live_edits = True
     message_limit = LIMIT
 
-    def __init__(self, cfg: MattermostConfig) -> None:
+    def __init__(self, cfg: MattermostConfig, files_dir: Path) -> None:
         assert cfg.url and cfg.token
         self.base = cfg.url.rstrip("/")
+        self.files_dir = files_dir
         self._token = cfg.token.get_secret_value()
         self.user_id = ""
         self.username = ""
@@ -81,9 +90,13 @@ class MattermostAdapter(PlatformAdapter):
                 async for frame in ws:
                     if frame.type != aiohttp.WSMsgType.TEXT:
                         break
-                    inbound = self._inbound(frame.data)
-                    if inbound is not None:
-                        await handler(inbound)
+                    found = self._inbound(frame.data)
+                    if found is None:
+                        continue
+                    inbound, file_ids = found
+                    if file_ids:
+                        inbound = await self._with_files(inbound, file_ids)
+                    await handler(inbound)
         except aiohttp.ClientError as exc:
             if self._stopping:
                 return
@@ -103,7 +116,8 @@ class MattermostAdapter(PlatformAdapter):
 
     # -- inbound ---------------------------------------------------------------------------
 
-    def _inbound(self, raw: str) -> Inbound | None:
+    def _inbound(self, raw: str) -> tuple[Inbound, list[str]] | None:
+        """A `posted` event as the message and the ids of the files attached to it."""
         try:
             event = json.loads(raw)
             if event.get("event") != "posted":
@@ -114,8 +128,14 @@ class MattermostAdapter(PlatformAdapter):
             return None
         sender = str(post.get("user_id") or "")
         text = str(post.get("message") or "")
-        if not sender or sender == self.user_id or post.get("type") or not text.strip():
-            return None  # our own posts, system messages (joins, header changes), empty ones
+        raw_ids = post.get("file_ids")
+        file_ids = (
+            [str(f) for f in raw_ids if isinstance(f, str)] if isinstance(raw_ids, list) else []
+        )
+        if not sender or sender == self.user_id or post.get("type"):
+            return None  # our own posts, system messages (joins, header changes)
+        if not text.strip() and not file_ids:
+            return None
         direct = data.get("channel_type") == "D"
         if not direct and not self._mentioned(data, text):
             return None
@@ -130,7 +150,33 @@ class MattermostAdapter(PlatformAdapter):
             thread=thread,
             sender_name=str(data.get("sender_name") or "").lstrip("@") or None,
             message_id=post_id,
-        )
+        ), file_ids[:10]
+
+    async def _with_files(self, inbound: Inbound, file_ids: list[str]) -> Inbound:
+        """Attached files (photos, voice recordings, documents) saved under
+        gateway/files/mattermost: their info, then their bytes, from the server's files API."""
+        saved: list[Attachment] = []
+        async with httpx.AsyncClient(
+            base_url=f"{self.base}/api/v4", headers=self._headers(), timeout=60
+        ) as http:
+            for file_id in file_ids:
+                if not _FILE_ID.match(file_id):
+                    continue
+                try:
+                    info = (await http.get(f"/files/{file_id}/info")).raise_for_status().json()
+                    if int(info.get("size") or 0) > MAX_FILE_BYTES:
+                        raise AdapterError(f"{info.get('name')!r} is over {MAX_FILE_BYTES} bytes")
+                    name = str(info.get("name") or file_id)
+                    folder = self.files_dir / safe_name(inbound.chat)
+                    path = folder / f"{inbound.message_id}_{safe_name(name)}"
+                    saved.append(
+                        await fetch(
+                            http, f"/files/{file_id}", path, name=name, mime=info.get("mime_type")
+                        )
+                    )
+                except (httpx.HTTPError, ValueError, AdapterError, OSError) as exc:
+                    log.warning("mattermost: could not save an attached file: %s", exc)
+        return replace(inbound, attachments=(*inbound.attachments, *saved))
 
     def _mentioned(self, data: dict[str, Any], text: str) -> bool:
         try:
@@ -223,7 +269,8 @@ def _why(payload: Any) -> str:
 
 
 def _create(settings: Settings) -> PlatformAdapter:
-    return MattermostAdapter(read_config(settings))
+    files = settings.home / "gateway" / "files" / "mattermost"
+    return MattermostAdapter(read_config(settings), files)
 
 
 PLATFORM = PlatformSpec(

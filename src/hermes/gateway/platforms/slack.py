@@ -27,14 +27,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 from pydantic import Field, SecretStr
 
 from hermes.config.fields import CommaList
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
+    Attachment,
     Inbound,
     InboundHandler,
     PlatformAdapter,
@@ -44,6 +49,7 @@ from hermes.gateway.base import (
 )
 from hermes.gateway.commands import NAMES as COMMAND_NAMES
 from hermes.gateway.platforms import PlatformSpec, needs
+from hermes.gateway.platforms.downloads import MAX_FILE_BYTES, fetch, safe_name
 from hermes.gateway.platforms.telegram_format import split_text
 
 log = logging.getLogger(__name__)
@@ -52,6 +58,7 @@ LIMIT = 4000
 WORKING = "eyes"
 DOWN_FOR = 60.0  # seconds the socket may stay down before the supervisor restarts the adapter
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+EMPTY = "(empty message)"
 FALLBACK_ERRORS = {"invalid_blocks", "invalid_arguments", "msg_too_long", "invalid_attachments"}
 
 
@@ -127,9 +134,10 @@ class SlackAdapter(PlatformAdapter):
     message_limit = LIMIT
     edit_interval = 1.2  # chat.update is a Tier 3 method: about 50 calls a minute
 
-    def __init__(self, cfg: SlackConfig) -> None:
+    def __init__(self, cfg: SlackConfig, files_dir: Path) -> None:
         assert cfg.bot_token is not None and cfg.app_token is not None
         self.cfg = cfg
+        self.files_dir = files_dir
         self.api_url = cfg.api_base.rstrip("/") + "/api/"
         self.web: Any = None
         self.socket: Any = None
@@ -241,7 +249,45 @@ class SlackAdapter(PlatformAdapter):
         if self.cfg.allowed_teams and team not in self.cfg.allowed_teams:
             log.info("slack: dropped an event from workspace %s (not in allowed_teams)", team)
             return
+        files = (payload.get("event") or {}).get("files") if req.type == "events_api" else None
+        if files:
+            inbound = await self._with_files(inbound, files)
         await self._handler(inbound)
+
+    async def _with_files(self, inbound: Inbound, files: list[Any]) -> Inbound:
+        """Shared files (photos, voice clips, documents) saved under gateway/files/slack. Their
+        `url_private_download` needs the bot token, which is sent only to Slack's own hosts."""
+        assert self.cfg.bot_token is not None
+        token = self.cfg.bot_token.get_secret_value()
+        saved: list[Attachment] = []
+        async with httpx.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=60, follow_redirects=True
+        ) as client:
+            for item in files[:10]:
+                if not isinstance(item, dict):
+                    continue
+                url = str(item.get("url_private_download") or item.get("url_private") or "")
+                name = str(item.get("name") or item.get("id") or "file")
+                if not self._slack_host(url) or int(item.get("size") or 0) > MAX_FILE_BYTES:
+                    log.warning("slack: a shared file %r was not downloaded", name)
+                    continue
+                folder = self.files_dir / safe_name(inbound.chat)
+                path = folder / f"{inbound.message_id}_{safe_name(name)}"
+                try:
+                    saved.append(
+                        await fetch(client, url, path, name=name, mime=item.get("mimetype"))
+                    )
+                except (AdapterError, OSError) as exc:
+                    log.warning("slack: could not save a shared file: %s", exc)
+        text = "" if inbound.text == EMPTY else inbound.text
+        return replace(inbound, text=text, attachments=(*inbound.attachments, *saved))
+
+    def _slack_host(self, url: str) -> bool:
+        host = urlsplit(url).hostname or ""
+        own = urlsplit(self.cfg.api_base).hostname or ""
+        return urlsplit(url).scheme in ("http", "https") and (
+            host == own or host == "slack.com" or host.endswith(".slack.com")
+        )
 
     def _from_event(self, event: dict[str, Any], team: str | None) -> Inbound | None:
         kind = event.get("type")
@@ -268,7 +314,7 @@ class SlackAdapter(PlatformAdapter):
             chat=channel,
             thread=thread,
             sender=user,
-            text=text.strip() or "(empty message)",
+            text=text.strip() or EMPTY,
             message_id=ts,
             meta={"team": team},
         )
@@ -377,7 +423,7 @@ def _send_error(exc: Any) -> AdapterError:
 
 
 def _create(settings: Settings) -> PlatformAdapter:
-    return SlackAdapter(read_config(settings))
+    return SlackAdapter(read_config(settings), settings.home / "gateway" / "files" / "slack")
 
 
 PLATFORM = PlatformSpec(

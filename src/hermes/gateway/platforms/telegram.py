@@ -328,6 +328,30 @@ class TelegramAdapter(PlatformAdapter):
                 raise AdapterError(f"Telegram refused the edit: {exc}", retryable=False) from None
             await self._call("editMessageText", chat, piece, message_id=int(message_id))
 
+    voice_replies = True
+
+    async def send_voice(
+        self, chat: str, audio: bytes, *, thread: str | None = None, reply_to: str | None = None
+    ) -> str | None:
+        """sendVoice: Ogg/Opus shows as a voice note in the chat."""
+        tg = _import_telegram()
+        bot = await self._ensure_bot()
+        extra: dict[str, Any] = {}
+        if thread:
+            extra["message_thread_id"] = int(thread)
+        if reply_to:
+            extra["reply_parameters"] = tg.ReplyParameters(
+                int(reply_to), allow_sending_without_reply=True
+            )
+        try:
+            async with self._slots:
+                sent = await bot.send_voice(
+                    chat, tg.InputFile(audio, filename="reply.ogg"), **extra
+                )
+        except tg.error.TelegramError as exc:
+            raise AdapterError(f"Telegram refused the voice message: {exc}") from None
+        return str(sent.message_id)
+
     async def typing(self, chat: str, thread: str | None = None) -> None:
         if self._slots.locked():
             return  # cosmetic: never queue an indicator behind real answers

@@ -275,6 +275,37 @@ class WhatsAppAdapter(WebhookAdapter):
             last = messages[0].get("id") or last
         return last
 
+    voice_replies = True
+
+    async def send_voice(
+        self, chat: str, audio: bytes, *, thread: str | None = None, reply_to: str | None = None
+    ) -> str | None:
+        """Upload the audio (`POST /{phone-number-id}/media`), then an audio message with its
+        media id: Ogg/Opus shows as a voice message."""
+        url = f"{self.base}/{self.cfg.phone_number_id}/media"
+        try:
+            reply = await self._http().post(
+                url,
+                data={"messaging_product": "whatsapp", "type": "audio/ogg"},
+                files={"file": ("reply.ogg", audio, "audio/ogg")},
+            )
+        except httpx.HTTPError as exc:
+            raise AdapterError(f"the WhatsApp Graph API could not be reached: {exc}") from None
+        if reply.status_code >= 400:
+            raise _graph_error(reply, "uploading audio")
+        media_id = reply.json().get("id")
+        body: dict[str, Any] = {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": chat,
+            "type": "audio",
+            "audio": {"id": media_id},
+        }
+        if reply_to:
+            body["context"] = {"message_id": reply_to}
+        answer = await self._post(chat, body)
+        return ((answer.get("messages") or [{}])[0]).get("id")
+
     async def typing(self, chat: str, thread: str | None = None) -> None:
         """Cloud API typing indicator: marks the person's last message read and shows
         "typing…" for up to 25 s (needs that message's id, so only after they wrote)."""
