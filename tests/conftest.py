@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -57,6 +58,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     from tests import tiers
 
     tiers.mark_integration(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection built (every imported module, every test item) out of the
+    garbage collector's reach: a full collection then walks only what tests make, where it
+    walked hundreds of thousands of long-lived objects (the compat clients' libraries) each
+    time, in CPython's own collections and in the teardowns that call `gc.collect()`."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
