@@ -92,6 +92,23 @@ def hermetic_env(
 
 
 @pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This process's SQLite database migrated once by the real code (tests/sqlite_template.py)."""
+    from tests import sqlite_template
+
+    return sqlite_template.make_template(tmp_path_factory.mktemp("template") / "state.db")
+
+
+@pytest.fixture(autouse=True)
+def sqlite_from_template(migrated_sqlite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new SQLite store starts as a copy of `migrated_sqlite`: the same schema, without
+    running every migration again in every test."""
+    from tests import sqlite_template
+
+    sqlite_template.install(monkeypatch, migrated_sqlite)
+
+
+@pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """The URL of this test run's own PostgreSQL database (created once, dropped at the end)."""
     from tests import pg
