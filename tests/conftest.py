@@ -9,8 +9,9 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -89,6 +90,26 @@ def hermetic_env(
         monkeypatch.setattr("hermes.memory.embeddings.extra_installed", lambda: False)
     monkeypatch.setenv("TZ", "UTC")
     return home
+
+
+@pytest.fixture(autouse=True)
+def plugin_entry_points_per_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed plugins are looked up once per `sys.path`, not at every runtime built: the
+    lookup reads every installed distribution's metadata (hundreds, with the test extra). A
+    test that installs a plugin puts a folder on `sys.path` (tests/dists.py), so it is seen."""
+    monkeypatch.setattr("hermes.plugins._plugin_entry_points", _entry_points_for_path)
+
+
+_ENTRY_POINTS: dict[tuple[str, ...], tuple[Any, ...]] = {}
+
+
+def _entry_points_for_path() -> tuple[Any, ...]:
+    from hermes.plugins import ENTRY_POINT_GROUP
+
+    key = tuple(sys.path)
+    if key not in _ENTRY_POINTS:
+        _ENTRY_POINTS[key] = tuple(entry_points(group=ENTRY_POINT_GROUP))
+    return _ENTRY_POINTS[key]
 
 
 @pytest.fixture(scope="session")
