@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -65,6 +67,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tiers.mark_integration(items)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection built (every imported module, every test item) out of the
+    garbage collector's reach: a full collection then walks only what tests make, where it
+    walked hundreds of thousands of long-lived objects (the compat clients' libraries) each
+    time, in CPython's own collections and in the teardowns that call `gc.collect()`."""
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True)
 def hermetic_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
@@ -85,6 +96,43 @@ def hermetic_env(
         monkeypatch.setattr("hermes.memory.embeddings.extra_installed", lambda: False)
     monkeypatch.setenv("TZ", "UTC")
     return home
+
+
+@pytest.fixture(autouse=True)
+def plugin_entry_points_per_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed plugins are looked up once per `sys.path`, not at every runtime built: the
+    lookup reads every installed distribution's metadata (hundreds, with the test extra). A
+    test that installs a plugin puts a folder on `sys.path` (tests/dists.py), so it is seen."""
+    monkeypatch.setattr("hermes.plugins._plugin_entry_points", _entry_points_for_path)
+
+
+_ENTRY_POINTS: dict[tuple[str, ...], tuple[Any, ...]] = {}
+
+
+def _entry_points_for_path() -> tuple[Any, ...]:
+    from hermes.plugins import ENTRY_POINT_GROUP
+
+    key = tuple(sys.path)
+    if key not in _ENTRY_POINTS:
+        _ENTRY_POINTS[key] = tuple(entry_points(group=ENTRY_POINT_GROUP))
+    return _ENTRY_POINTS[key]
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This process's SQLite database migrated once by the real code (tests/sqlite_template.py)."""
+    from tests import sqlite_template
+
+    return sqlite_template.make_template(tmp_path_factory.mktemp("template") / "state.db")
+
+
+@pytest.fixture(autouse=True)
+def sqlite_from_template(migrated_sqlite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new SQLite store starts as a copy of `migrated_sqlite`: the same schema, without
+    running every migration again in every test."""
+    from tests import sqlite_template
+
+    sqlite_template.install(monkeypatch, migrated_sqlite)
 
 
 @pytest.fixture(scope="session")

@@ -181,8 +181,14 @@ def test_the_graph_sees_every_import_that_can_run() -> None:
     }
 
 
-def test_the_real_graph_has_the_edges_it_should() -> None:
-    graph = module_graph()
+@pytest.fixture(scope="module")
+def real_graph() -> Graph:
+    """Hermes' import graph, parsed once for the tests below (the sources do not change)."""
+    return module_graph()
+
+
+def test_the_real_graph_has_the_edges_it_should(real_graph: Graph) -> None:
+    graph = real_graph
     assert "hermes.agent.context" in graph["hermes.agent.loop"]  # top level
     assert "hermes.models.client" in graph["hermes.runtime"]  # function-local
     assert len(graph) > 150 and sum(map(len, graph.values())) > 500
@@ -198,15 +204,15 @@ def test_a_cycle_is_reported_with_the_modules_that_make_it() -> None:
     assert "a -> b (via hermes.a.x -> hermes.b.y)" in _describe(parts, _cycles(parts))
 
 
-def test_no_import_cycle_between_modules() -> None:
-    graph = module_graph()
+def test_no_import_cycle_between_modules(real_graph: Graph) -> None:
+    graph = real_graph
     cycles = _cycles(graph)
     if cycles:
         pytest.fail("import cycles between modules:\n" + _describe(graph, cycles))
 
 
-def test_no_dependency_cycle_between_parts() -> None:
-    graph = part_graph(module_graph())
+def test_no_dependency_cycle_between_parts(real_graph: Graph) -> None:
+    graph = part_graph(real_graph)
     cycles = _cycles(graph)
     if cycles:
         pytest.fail("dependency cycles between parts of hermes:\n" + _describe(graph, cycles))

@@ -32,6 +32,19 @@ def test_a_subprocess_is_found_through_the_helpers_a_test_calls() -> None:
     assert "executable" in names_used(_calls_a_helper)  # through run_cli_subprocess's own code
 
 
+SERVER_CONFIG = {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]}}
+
+
+def _configures_a_server() -> None:
+    str(SERVER_CONFIG)
+
+
+def test_a_command_line_in_a_constant_is_a_subprocess() -> None:
+    """An MCP server configured as `sys.executable -m ...` is started as a process."""
+    assert "executable" in names_used(_configures_a_server)
+    assert "executable" not in names_used(_in_process)
+
+
 def _in_process() -> None:
     run_cli("--version")
 

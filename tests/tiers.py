@@ -10,6 +10,7 @@ test's or fixture's code refers to, so indirect use through a fixture counts too
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator
 
@@ -69,7 +70,28 @@ def names_used(func: Callable[..., object], seen: set[int] | None = None) -> set
         called = scope.get(name)
         if isinstance(called, types.FunctionType) and called.__module__.startswith("tests"):
             names |= names_used(called, seen)
+        elif _names_the_interpreter(called):
+            names.add("executable")  # a command line in a constant (an MCP server's config)
     return names
+
+
+# by value, in a set (not looked into): naming `sys.executable` here, or keeping it in a
+# string or tuple, would mark every test that calls into this module
+_INTERPRETER = frozenset({sys.executable})
+
+
+def _names_the_interpreter(value: object, depth: int = 0) -> bool:
+    """Whether a constant (a dict, list or tuple, nested) holds `sys.executable`: a command
+    something will start as a process."""
+    if isinstance(value, str):
+        return value in _INTERPRETER
+    if depth > 4:
+        return False
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return any(_names_the_interpreter(v, depth + 1) for v in value)
+    return False
 
 
 def _fixture_funcs(item: pytest.Item) -> Iterable[Callable[..., object]]:

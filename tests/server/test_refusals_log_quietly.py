@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -171,7 +172,9 @@ async def test_a_non_ascii_id_is_refused_by_header_name_never_echoed(
     error = r.json()["error"]
     assert error["param"] == header and header in error["message"]
     assert error["code"] in ("invalid_session_id", "invalid_user_id")
+    # a random hex id (x-request-id) may hold "caf" by chance: it echoes nothing
+    echoing = [v for v in r.headers.values() if not re.fullmatch(r"[0-9a-f-]+", v)]
     for spelling in ("café", "cafÃ©", "caf"):
         assert spelling not in r.text
-        assert all(spelling not in value for value in r.headers.values())
+        assert all(spelling not in value for value in echoing)
     assert fake.chat_requests() == []
