@@ -465,14 +465,15 @@ def test_the_reply_to_a_follow_up_question_comes_with_its_hit(store: SQLiteStore
     add(
         store,
         "default",
-        "told",  # the friend's turn after the hit tells something too: no reply joins
+        "told",  # the friend's turn after the hit asks nothing: no reply joins
         ("user", "The library has a novel section now."),
-        ("assistant", "Oh nice! Which branch?"),
+        ("assistant", "Oh nice, I love that branch."),
         ("user", "The one by the station, open late on Fridays."),
     )
+    deeper = replace(DEFAULT_CONFIG, replies=3)  # the hit ranks second ("told" is newer)
     hits = [
         (h.session_id, h.index)
-        for h in rank_messages(store.search, "default", "Which novel kept me up?")
+        for h in rank_messages(store.search, "default", "Which novel kept me up?", config=deeper)
     ]
     assert ("chat", 2) in hits[:3]
     assert hits.index(("chat", 2)) == hits.index(("chat", 0)) + 1  # just below its hit
@@ -481,5 +482,31 @@ def test_the_reply_to_a_follow_up_question_comes_with_its_hit(store: SQLiteStore
     hits = [
         (h.session_id, h.index)
         for h in rank_messages(store.search, "default", "Which novel kept me up?", config=off)
+    ]
+    assert ("chat", 2) not in hits
+
+
+def test_a_follow_up_that_tells_and_then_asks_brings_its_reply(store: SQLiteStore) -> None:
+    """Real friends rarely only ask: "Wow, that looks great! How long have you been
+    painting?" The answer ("Seven years now") shares no word with the question asked of
+    the past; the turn ending with a question is enough for the reply to join its hit
+    (the rule before wanted a turn that only asks)."""
+    add(
+        store,
+        "default",
+        "chat",
+        ("user", "Here is the painting I finished, a lake at sunrise."),
+        ("assistant", "Wow, that looks great! Since when do you do this?"),
+        ("user", "Seven years now, ever since college."),
+        ("assistant", "Amazing, keep going."),
+    )
+    add(store, "default", "other", ("user", "Nice weather for a walk today."))
+    question = "How long has she been painting?"
+    hits = [(h.session_id, h.index) for h in rank_messages(store.search, "default", question)]
+    assert hits.index(("chat", 2)) == hits.index(("chat", 0)) + 1
+    off = replace(DEFAULT_CONFIG, replies=0)
+    hits = [
+        (h.session_id, h.index)
+        for h in rank_messages(store.search, "default", question, config=off)
     ]
     assert ("chat", 2) not in hits

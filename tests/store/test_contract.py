@@ -299,6 +299,10 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
     assert {m.index: m.asks for m in found} == asks
     described = describe(store, "default", [m.message_id for m in found])
     assert [m.asks for m in described] == list(asks.values())
+    # ... and which end by asking something back (a question after what they tell)
+    back = {0: True, 1: True, 2: False, 3: True, 4: True, 5: True}
+    assert {m.index: m.asks_back for m in found} == back
+    assert [m.asks_back for m in described] == list(back.values())
 
 
 def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store) -> None:

@@ -45,6 +45,9 @@ class TextMatch:
     speaker: str | None = None  # the message's `name`, when people are named
     text_key: int = 0  # equal for the same text by the same speaker (`text_key()`); 0: unknown
     asks: bool = False  # the message only asks a question (`only_asks()`): it holds no answer
+    # the message ends by asking the other person something (`asks_back()`): the speaker's
+    # next turn likely answers it ("Wow! How long have you been painting?" / "Seven years")
+    asks_back: bool = False
 
     def with_score(self, score: float) -> TextMatch:
         """This match with another score (dataclasses.replace costs several times more, and
@@ -60,12 +63,13 @@ class TextMatch:
             self.speaker,
             self.text_key,
             self.asks,
+            self.asks_back,
         )
 
 
 QUESTION_MARKS = "?？"
 SENTENCE_ENDS = ".!。！"
-"""The characters of `only_asks`, which `store.vector_sql.PG_ONLY_ASKS` writes in SQL."""
+"""The characters of `only_asks` and `asks_back`, which `store.vector_sql.PG_ONLY_ASKS` writes in SQL."""
 
 
 def only_asks(content: str | None) -> bool:
@@ -75,6 +79,12 @@ def only_asks(content: str | None) -> bool:
     store.vector_sql.PG_ONLY_ASKS."""
     text = (content or "").strip()
     return text.endswith(tuple(QUESTION_MARKS)) and not any(c in text for c in SENTENCE_ENDS)
+
+
+def asks_back(content: str | None) -> bool:
+    """Whether a message ends with a question ("That looks great! Where was it?"), full-width
+    mark too. Same rule as store.vector_sql.PG_ASKS_BACK."""
+    return (content or "").rstrip().endswith(tuple(QUESTION_MARKS))
 
 
 def text_key(content: str | None, speaker: str | None) -> int:

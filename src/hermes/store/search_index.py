@@ -23,6 +23,7 @@ from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
     TextMatch,
+    asks_back,
     only_asks,
     text_key,
 )
@@ -147,6 +148,7 @@ def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
         speaker=row[6],
         text_key=text_key(row[7], row[6]),
         asks=only_asks(row[7]),
+        asks_back=asks_back(row[7]),
     )
 
 

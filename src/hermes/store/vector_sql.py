@@ -29,6 +29,9 @@ PG_ONLY_ASKS = (
     f"(m.content ~ '[{QUESTION_MARKS}][[:space:]]*$' AND m.content !~ '[{SENTENCE_ENDS}]')"
 )
 
+# `store.search_contract.asks_back` in PostgreSQL: ends with a question mark
+PG_ASKS_BACK = f"(m.content ~ '[{QUESTION_MARKS}][[:space:]]*$')"
+
 
 def from_starts(
     starts: Mapping[str, int] | None, mark: str, scope: str | None, column: str = "m"
