@@ -212,6 +212,29 @@ def test_a_question_naming_a_speaker_favours_that_speakers_turns(store: SQLiteSt
     check(store)
 
 
+def test_a_question_naming_two_speakers_favours_its_subjects_turns(
+    store: SQLiteStore,
+) -> None:
+    """ "What does Ann think about Bob's move?": Ann's view answers it, though Bob's own turn
+    about his move shares more of its words; the first name is the subject."""
+    store.ensure_session("default", "c1", source="import")
+    store.append_messages(
+        "default",
+        "c1",
+        [
+            NewMessage("user", "Bob: I decided to move to Lisbon, the move is in May.", name="Bob"),
+            NewMessage("assistant", "Ann: Brave! I think it will be great for you.", name="Ann"),
+            NewMessage("user", "Bob: Thanks! The move still scares me a bit.", name="Bob"),
+        ],
+    )
+    question = "What does Ann think about Bob's move?"
+    hits = rank_messages(store.search, "default", question, limit=3)
+    assert (hits[0].session_id, hits[0].index) == ("c1", 1)
+    every = replace(DEFAULT_CONFIG, first_named=False)  # both named speakers boosted
+    hits = rank_messages(store.search, "default", question, limit=3, config=every)
+    assert (hits[0].session_id, hits[0].index) != ("c1", 1)
+
+
 def test_import_and_export_keep_speaker_names(store: SQLiteStore) -> None:
     from hermes.store.transfer import export_sessions, import_sessions, parse_jsonl
 

@@ -72,6 +72,18 @@ def asks_about_now(query: str) -> bool:
     return bool(_NOW.intersection(words)) or "these days" in " ".join(words)
 
 
+def asked_about(text: str, speakers: frozenset[str] | set[str]) -> frozenset[str]:
+    """Whose turns answer a question: of the scope's `speakers` (lowercased) that it names,
+    the first. A question names its subject first ("What does Melanie think about
+    Caroline's decision?", "How does Nate feel about Joanna's setbacks?"): the second name
+    is what the subject talks about, and boosting its speaker's turns too ranks what they
+    said of themselves above the answer."""
+    for word in _WORD.findall(text[:MAX_QUERY_CHARS].lower()):
+        if word in speakers:
+            return frozenset({word})
+    return frozenset()
+
+
 def query_words(text: str) -> frozenset[str]:
     """Every lowercased word of the query (names included), for matching speakers."""
     return frozenset(_WORD.findall(text[:MAX_QUERY_CHARS].lower()))
