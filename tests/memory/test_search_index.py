@@ -235,6 +235,23 @@ def test_a_question_naming_two_speakers_favours_its_subjects_turns(
     assert (hits[0].session_id, hits[0].index) != ("c1", 1)
 
 
+def test_a_question_asking_when_favours_the_turn_that_says_when(store: SQLiteStore) -> None:
+    """ "When did I run the charity race?" is answered by the turn that places the race in
+    time, not by a later mention of it, which recency would otherwise put first."""
+    add(store, "default", "told", ("user", "I ran a charity race last Saturday."), ts=1_000.0)
+    add(store, "default", "later", ("user", "The charity race photos are online."), ts=9_000.0)
+    question = "When did I run the charity race?"
+    hits = rank_messages(store.search, "default", question)
+    assert hits[0].session_id == "told"
+    off = replace(DEFAULT_CONFIG, when=0.0)
+    assert rank_messages(store.search, "default", question, config=off)[0].session_id == "later"
+    # a question not asking when is left as it was
+    what = "What about the charity race?"
+    assert [h.session_id for h in rank_messages(store.search, "default", what)] == [
+        h.session_id for h in rank_messages(store.search, "default", what, config=off)
+    ]
+
+
 def test_import_and_export_keep_speaker_names(store: SQLiteStore) -> None:
     from hermes.store.transfer import export_sessions, import_sessions, parse_jsonl
 

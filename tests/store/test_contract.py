@@ -305,6 +305,29 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
     assert [m.asks_back for m in described] == list(back.values())
 
 
+@pytest.mark.parametrize(
+    ("text", "dated"),
+    [
+        ("I ran a charity race last Saturday.", True),
+        ("Two weeks ago the concert was loud.", True),
+        ("We met on the 15th, after the concert.", True),
+        ("The concert in June was loud.", True),
+        ("YESTERDAY the concert was loud.", True),
+        ("The concert was loud; I may go again.", False),
+        ("The concert lasted forever.", False),  # "last" only as a whole word
+        ("The concert had 15 bands.", False),
+    ],
+)
+def test_matches_say_which_messages_tell_when(store: Store, text: str, dated: bool) -> None:
+    """Both backends read a message's time words alike (Python and a PostgreSQL regex)."""
+    store.ensure_session("default", "s", source="api")
+    store.append_messages("default", "s", [NewMessage("user", text)])
+    (found,) = store.search.match_messages("default", ["concert", "race"], view="message")
+    assert found.tells_when is dated
+    (described_as,) = describe(store, "default", [found.message_id])
+    assert described_as.tells_when is dated
+
+
 def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store) -> None:
     store.ensure_session("default", "s", source="api")
     store.append_messages(

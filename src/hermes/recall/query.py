@@ -84,6 +84,16 @@ def asked_about(text: str, speakers: frozenset[str] | set[str]) -> frozenset[str
     return frozenset()
 
 
+_ASKS_WHEN = re.compile(r"^\W*(?:when|how long ago|what (?:date|day|month|year|time))\b", re.I)
+
+
+def asks_when(query: str) -> bool:
+    """Whether a question asks when something happened ("When did Jon open his studio?"):
+    the turn that tells it says when (`search_contract.tells_when`), where later mentions
+    of the same event ("the studio is doing great") do not."""
+    return _ASKS_WHEN.match(query[:MAX_QUERY_CHARS]) is not None
+
+
 def query_words(text: str) -> frozenset[str]:
     """Every lowercased word of the query (names included), for matching speakers."""
     return frozenset(_WORD.findall(text[:MAX_QUERY_CHARS].lower()))

@@ -12,6 +12,7 @@ bench/recall.py (its ablation table removes one at a time):
 - speaker awareness: a turn said by the person the question names (the first it names:
   its subject) counts triple (the store drops a name that is in too many rows from
   candidate picking, so it counts here);
+- a question asking when favours turns that say when ("last Friday", "on the 15th");
 - date awareness: a turn from the day, month or year the question names counts double,
   and only such turns count in the semantic lists (by meaning, "what was she up to in
   May?" is near small talk from every month);
@@ -39,6 +40,7 @@ from hermes.recall.query import (
     all_terms,
     asked_about,
     asks_about_now,
+    asks_when,
     likely_role,
     named_period,
     query_terms,
@@ -80,6 +82,10 @@ class RankConfig:
     context: float = 0.5  # a neighbouring turn's similarity added to a message's own ...
     context_weight: float = 0.35  # ... and the weight of that ranking in the fusion
     period: float = 1.0  # boost for a turn from the time the question names ("in May 2023")
+    # boost, for a question asking when, of a turn that says when ("last Friday"): LoCoMo
+    # dev temporal R@1 .660 -> .686, all R@1 .470 -> .475; every leave-one-conversation-out
+    # fold chose it among 0, 0.25, 0.5 and 1
+    when: float = 0.25
     period_only: bool = True  # ... and the semantic lists keep only turns from then
     unnamed_meaning: bool = True  # embed the question with its speakers' names as pronouns
     speaker_meaning: float = 0.35  # weight of the semantic list of the named speaker's turns
@@ -142,6 +148,7 @@ def _fuse(
     words: frozenset[str],
     period: tuple[float, float] | None = None,
     now: bool = False,
+    when: bool = False,
 ) -> list[Ranked]:
     """Scores normalised to the best candidate, a role prior, recency to break ties (or,
     with `now`, a question about the present, to favour the newest statements)."""
@@ -163,6 +170,8 @@ def _fuse(
             score *= 1.0 + config.speaker
         if period is not None and period[0] <= c.timestamp < period[1]:
             score *= 1.0 + config.period
+        if when and c.tells_when:
+            score *= 1.0 + config.when
         if now:  # the newer of two statements is likelier what is true now
             score *= 1.0 + config.present * time_pos[c.timestamp]
         score += config.recency * time_pos[c.timestamp]
@@ -217,7 +226,8 @@ def rank_messages(
         ]
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
-    ranked = _fuse(cands, config, likely_role(query), subject, period, now)
+    dated = config.when > 0 and asks_when(query)
+    ranked = _fuse(cands, config, likely_role(query), subject, period, now, dated)
     if config.replies:
         ranked = _with_replies(searcher, scope, ranked, config.replies)
     return _diversify(ranked, config)[:limit]

@@ -7,6 +7,7 @@ see SQL. Kept free of `hermes.store` imports, so the store may depend on it and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
@@ -48,6 +49,7 @@ class TextMatch:
     # the message ends by asking the other person something (`asks_back()`): the speaker's
     # next turn likely answers it ("Wow! How long have you been painting?" / "Seven years")
     asks_back: bool = False
+    tells_when: bool = False  # the message says when something happened (`tells_when()`)
 
     def with_score(self, score: float) -> TextMatch:
         """This match with another score (dataclasses.replace costs several times more, and
@@ -64,6 +66,7 @@ class TextMatch:
             self.text_key,
             self.asks,
             self.asks_back,
+            self.tells_when,
         )
 
 
@@ -85,6 +88,24 @@ def asks_back(content: str | None) -> bool:
     """Whether a message ends with a question ("That looks great! Where was it?"), full-width
     mark too. Same rule as store.vector_sql.PG_ASKS_BACK."""
     return (content or "").rstrip().endswith(tuple(QUESTION_MARKS))
+
+
+# words that place an event in time, English ("last Friday", "two weeks ago", "on the 15th",
+# "in June"; not "may", more often a verb); one pattern for both backends (PostgreSQL:
+# store.vector_sql.PG_TELLS_WHEN), without braces: that search's SQL goes through format()
+WHEN_WORDS = (
+    "yesterday|today|tonight|tomorrow|last|ago|next|recently|earlier|weekend|week|month|year"
+    "|(?:mon|tues|wednes|thurs|fri|satur|sun)day|[0-9][0-9]?(?:st|nd|rd|th)"
+    "|january|february|march|april|june|july|august|september|october|november|december"
+)
+_TELLS_WHEN = re.compile(rf"\b(?:{WHEN_WORDS})\b", re.IGNORECASE)
+
+
+def tells_when(content: str | None) -> bool:
+    """Whether a message places something in time ("I ran a charity race last Saturday"):
+    a question asking when is answered by such a turn, not by a later mention of the same
+    event. Same rule as store.vector_sql.PG_TELLS_WHEN."""
+    return _TELLS_WHEN.search(content or "") is not None
 
 
 def text_key(content: str | None, speaker: str | None) -> int:
@@ -161,11 +182,13 @@ class StoredVector(NamedTuple):
     name: str | None
     text_key: int  # as the backend's matches key the text (`text_key()`)
     asks: bool  # `only_asks()`
+    tells_when: bool  # `tells_when()`
 
     @classmethod
-    def read(cls, row: Sequence[Any], key: int, asks: bool) -> StoredVector:
+    def read(cls, row: Sequence[Any], key: int, asks: bool, when: bool) -> StoredVector:
         """From a backend's row (id, session id, vector, speaker, index, role, timestamp,
-        source, name, ...), with the text key and asks flag it worked out."""
+        source, name, ...), with the text key and the asks and tells-when flags it worked
+        out."""
         return cls(
             int(row[0]),
             row[1],
@@ -178,6 +201,7 @@ class StoredVector(NamedTuple):
             row[8],
             key,
             asks,
+            when,
         )
 
 

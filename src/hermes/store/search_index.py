@@ -25,6 +25,7 @@ from hermes.store.search_contract import (
     TextMatch,
     asks_back,
     only_asks,
+    tells_when,
     text_key,
 )
 from hermes.store.search_schema import (
@@ -149,6 +150,7 @@ def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
         text_key=text_key(row[7], row[6]),
         asks=only_asks(row[7]),
         asks_back=asks_back(row[7]),
+        tells_when=tells_when(row[7]),
     )
 
 

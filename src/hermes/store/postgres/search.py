@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from hermes.store.base import StoreError
-from hermes.store.postgres.predicates import ASKS_BACK, CONVERSATIONAL, ONLY_ASKS
+from hermes.store.postgres.predicates import ASKS_BACK, CONVERSATIONAL, ONLY_ASKS, TELLS_WHEN
 from hermes.store.search_contract import SearchIndexHealth, SearchView, TextMatch, text_key
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
-    f"md5(m.content), {ONLY_ASKS}, {ASKS_BACK} "
+    f"md5(m.content), {ONLY_ASKS}, {ASKS_BACK}, {TELLS_WHEN} "
 )
 
 _VECTORS = f"""
@@ -126,7 +126,7 @@ SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document fre
 # a common word took 0.3-1 s).
 _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
-    md5(m.content), {ONLY_ASKS}, {ASKS_BACK}
+    md5(m.content), {ONLY_ASKS}, {ASKS_BACK}, {TELLS_WHEN}
 FROM (
     SELECT c.id, {{score}} AS score
     FROM (
@@ -295,7 +295,7 @@ class PgSearch:
         hits = " + ".join(["(m.content ILIKE %s)::int"] * len(patterns))
         sql = (
             f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, ({hits}) AS score, "
-            f"m.name, md5(m.content), {ONLY_ASKS}, {ASKS_BACK} "
+            f"m.name, md5(m.content), {ONLY_ASKS}, {ASKS_BACK}, {TELLS_WHEN} "
             f"FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE m.unsegmented AND m.scope = %s AND m.content ILIKE ANY(%s) "
             f"AND NOT (m.session_id = ANY(%s)) ORDER BY score DESC, m.id LIMIT %s"
@@ -333,6 +333,7 @@ class PgSearch:
             text_key=text_key(r[8], r[7]),
             asks=bool(r[9]),
             asks_back=bool(r[10]),
+            tells_when=bool(r[11]),
         )
 
     def message_snippets(
