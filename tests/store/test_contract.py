@@ -318,14 +318,15 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
         ("The concert had 15 bands.", False),
     ],
 )
-def test_matches_say_which_messages_tell_when(store: Store, text: str, dated: bool) -> None:
-    """Both backends read a message's time words alike (Python and a PostgreSQL regex)."""
+def test_the_search_says_which_messages_tell_when(store: Store, text: str, dated: bool) -> None:
+    """Both backends read a message's time words alike (Python and a PostgreSQL regex),
+    and only in the scope asked about."""
     store.ensure_session("default", "s", source="api")
-    store.append_messages("default", "s", [NewMessage("user", text)])
-    (found,) = store.search.match_messages("default", ["concert", "race"], view="message")
-    assert found.tells_when is dated
-    (described_as,) = describe(store, "default", [found.message_id])
-    assert described_as.tells_when is dated
+    (record,) = store.append_messages("default", "s", [NewMessage("user", text)])
+    mid = record.id
+    assert store.search.tells_when("default", [mid]) == ({mid} if dated else set())
+    assert store.search.tells_when("other", [mid]) == set()
+    assert store.search.tells_when("default", []) == set()
 
 
 def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store) -> None:

@@ -148,7 +148,7 @@ def _fuse(
     words: frozenset[str],
     period: tuple[float, float] | None = None,
     now: bool = False,
-    when: bool = False,
+    dated: frozenset[int] | set[int] = frozenset(),
 ) -> list[Ranked]:
     """Scores normalised to the best candidate, a role prior, recency to break ties (or,
     with `now`, a question about the present, to favour the newest statements)."""
@@ -170,7 +170,7 @@ def _fuse(
             score *= 1.0 + config.speaker
         if period is not None and period[0] <= c.timestamp < period[1]:
             score *= 1.0 + config.period
-        if when and c.tells_when:
+        if c.message_id in dated:  # says when, and the question asks when
             score *= 1.0 + config.when
         if now:  # the newer of two statements is likelier what is true now
             score *= 1.0 + config.present * time_pos[c.timestamp]
@@ -226,7 +226,9 @@ def rank_messages(
         ]
         cands = _with_semantic(cands, lists, config, near)
     now = asks_about_now(query)
-    dated = config.when > 0 and asks_when(query)
+    dated: set[int] = set()
+    if config.when > 0 and asks_when(query):
+        dated = searcher.tells_when(scope, [c.message_id for c in cands])
     ranked = _fuse(cands, config, likely_role(query), subject, period, now, dated)
     if config.replies:
         ranked = _with_replies(searcher, scope, ranked, config.replies)

@@ -137,7 +137,6 @@ class _Places:
     source: np.ndarray  # its session's source, a code (`_Matrix.labels`)
     text_key: np.ndarray
     asks: np.ndarray
-    tells_when: np.ndarray
 
     @classmethod
     def of(cls, rows: Sequence[StoredVector], labels: _Codes) -> _Places:
@@ -149,7 +148,6 @@ class _Places:
             labels.codes((r.source for r in rows), n),
             np.fromiter((r.text_key for r in rows), dtype=np.int64, count=n),
             np.fromiter((r.asks for r in rows), dtype=bool, count=n),
-            np.fromiter((r.tells_when for r in rows), dtype=bool, count=n),
         )
 
     def joined(self, newer: _Places) -> _Places:
@@ -161,15 +159,7 @@ class _Places:
         return _Places(*(a[keep] for a in self.arrays()))
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return (
-            self.index,
-            self.role,
-            self.timestamp,
-            self.source,
-            self.text_key,
-            self.asks,
-            self.tells_when,
-        )
+        return (self.index, self.role, self.timestamp, self.source, self.text_key, self.asks)
 
 
 @dataclass
@@ -603,11 +593,10 @@ def _matches(
         matrix.speakers[top].tolist(),
         p.text_key[top].tolist(),
         p.asks[top].tolist(),
-        p.tells_when[top].tolist(),
         strict=True,
     )
     out = []
-    for mid, score, session, index, role, when, source, speaker, key, asks, dated in columns:
+    for mid, score, session, index, role, when, source, speaker, key, asks in columns:
         if score == -np.inf or (there is not None and mid not in there):
             continue
         said_by = speakers[speaker]
@@ -624,8 +613,6 @@ def _matches(
                 name,
                 key,
                 asks,
-                False,
-                dated,
             )
         )
     return out

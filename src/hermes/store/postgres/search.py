@@ -41,7 +41,7 @@ RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
-    f"md5(m.content), {ONLY_ASKS}, {ASKS_BACK}, {TELLS_WHEN} "
+    f"md5(m.content), {ONLY_ASKS}, {ASKS_BACK} "
 )
 
 _VECTORS = f"""
@@ -126,7 +126,7 @@ SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document fre
 # a common word took 0.3-1 s).
 _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
-    md5(m.content), {ONLY_ASKS}, {ASKS_BACK}, {TELLS_WHEN}
+    md5(m.content), {ONLY_ASKS}, {ASKS_BACK}
 FROM (
     SELECT c.id, {{score}} AS score
     FROM (
@@ -295,7 +295,7 @@ class PgSearch:
         hits = " + ".join(["(m.content ILIKE %s)::int"] * len(patterns))
         sql = (
             f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, ({hits}) AS score, "
-            f"m.name, md5(m.content), {ONLY_ASKS}, {ASKS_BACK}, {TELLS_WHEN} "
+            f"m.name, md5(m.content), {ONLY_ASKS}, {ASKS_BACK} "
             f"FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE m.unsegmented AND m.scope = %s AND m.content ILIKE ANY(%s) "
             f"AND NOT (m.session_id = ANY(%s)) ORDER BY score DESC, m.id LIMIT %s"
@@ -333,7 +333,6 @@ class PgSearch:
             text_key=text_key(r[8], r[7]),
             asks=bool(r[9]),
             asks_back=bool(r[10]),
-            tells_when=bool(r[11]),
         )
 
     def message_snippets(
@@ -354,6 +353,18 @@ class PgSearch:
         )
         rows = self._db.fetch(sql, (options, tsquery_text(words) if words else "", scope, ids))
         return {int(r[0]): r[1] or "" for r in rows}
+
+    def tells_when(self, scope: str, message_ids: Sequence[int]) -> set[int]:
+        """Those of the messages whose text places something in time (a regex in SQL,
+        `search_contract.tells_when`'s)."""
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        if not ids:
+            return set()
+        rows = self._db.fetch(
+            f"SELECT m.id FROM messages m WHERE m.scope = %s AND m.id = ANY(%s) AND {TELLS_WHEN}",
+            (scope, ids),
+        )
+        return {int(r[0]) for r in rows}
 
     def check_search_index(self) -> SearchIndexHealth:
         """Every conversational message must carry its three vectors."""
