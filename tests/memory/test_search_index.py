@@ -212,6 +212,46 @@ def test_a_question_naming_a_speaker_favours_that_speakers_turns(store: SQLiteSt
     check(store)
 
 
+def test_a_question_naming_two_speakers_favours_its_subjects_turns(
+    store: SQLiteStore,
+) -> None:
+    """ "What does Ann think about Bob's move?": Ann's view answers it, though Bob's own turn
+    about his move shares more of its words; the first name is the subject."""
+    store.ensure_session("default", "c1", source="import")
+    store.append_messages(
+        "default",
+        "c1",
+        [
+            NewMessage("user", "Bob: I decided to move to Lisbon, the move is in May.", name="Bob"),
+            NewMessage("assistant", "Ann: Brave! I think it will be great for you.", name="Ann"),
+            NewMessage("user", "Bob: Thanks! The move still scares me a bit.", name="Bob"),
+        ],
+    )
+    question = "What does Ann think about Bob's move?"
+    hits = rank_messages(store.search, "default", question, limit=3)
+    assert (hits[0].session_id, hits[0].index) == ("c1", 1)
+    every = replace(DEFAULT_CONFIG, first_named=False)  # both named speakers boosted
+    hits = rank_messages(store.search, "default", question, limit=3, config=every)
+    assert (hits[0].session_id, hits[0].index) != ("c1", 1)
+
+
+def test_a_question_asking_when_favours_the_turn_that_says_when(store: SQLiteStore) -> None:
+    """ "When did I run the charity race?" is answered by the turn that places the race in
+    time, not by a later mention of it, which recency would otherwise put first."""
+    add(store, "default", "told", ("user", "I ran a charity race last Saturday."), ts=1_000.0)
+    add(store, "default", "later", ("user", "The charity race photos are online."), ts=9_000.0)
+    question = "When did I run the charity race?"
+    hits = rank_messages(store.search, "default", question)
+    assert hits[0].session_id == "told"
+    off = replace(DEFAULT_CONFIG, when=0.0)
+    assert rank_messages(store.search, "default", question, config=off)[0].session_id == "later"
+    # a question not asking when is left as it was
+    what = "What about the charity race?"
+    assert [h.session_id for h in rank_messages(store.search, "default", what)] == [
+        h.session_id for h in rank_messages(store.search, "default", what, config=off)
+    ]
+
+
 def test_import_and_export_keep_speaker_names(store: SQLiteStore) -> None:
     from hermes.store.transfer import export_sessions, import_sessions, parse_jsonl
 
@@ -465,14 +505,15 @@ def test_the_reply_to_a_follow_up_question_comes_with_its_hit(store: SQLiteStore
     add(
         store,
         "default",
-        "told",  # the friend's turn after the hit tells something too: no reply joins
+        "told",  # the friend's turn after the hit asks nothing: no reply joins
         ("user", "The library has a novel section now."),
-        ("assistant", "Oh nice! Which branch?"),
+        ("assistant", "Oh nice, I love that branch."),
         ("user", "The one by the station, open late on Fridays."),
     )
+    deeper = replace(DEFAULT_CONFIG, replies=3)  # the hit ranks second ("told" is newer)
     hits = [
         (h.session_id, h.index)
-        for h in rank_messages(store.search, "default", "Which novel kept me up?")
+        for h in rank_messages(store.search, "default", "Which novel kept me up?", config=deeper)
     ]
     assert ("chat", 2) in hits[:3]
     assert hits.index(("chat", 2)) == hits.index(("chat", 0)) + 1  # just below its hit
@@ -481,5 +522,31 @@ def test_the_reply_to_a_follow_up_question_comes_with_its_hit(store: SQLiteStore
     hits = [
         (h.session_id, h.index)
         for h in rank_messages(store.search, "default", "Which novel kept me up?", config=off)
+    ]
+    assert ("chat", 2) not in hits
+
+
+def test_a_follow_up_that_tells_and_then_asks_brings_its_reply(store: SQLiteStore) -> None:
+    """Real friends rarely only ask: "Wow, that looks great! How long have you been
+    painting?" The answer ("Seven years now") shares no word with the question asked of
+    the past; the turn ending with a question is enough for the reply to join its hit
+    (the rule before wanted a turn that only asks)."""
+    add(
+        store,
+        "default",
+        "chat",
+        ("user", "Here is the painting I finished, a lake at sunrise."),
+        ("assistant", "Wow, that looks great! Since when do you do this?"),
+        ("user", "Seven years now, ever since college."),
+        ("assistant", "Amazing, keep going."),
+    )
+    add(store, "default", "other", ("user", "Nice weather for a walk today."))
+    question = "How long has she been painting?"
+    hits = [(h.session_id, h.index) for h in rank_messages(store.search, "default", question)]
+    assert hits.index(("chat", 2)) == hits.index(("chat", 0)) + 1
+    off = replace(DEFAULT_CONFIG, replies=0)
+    hits = [
+        (h.session_id, h.index)
+        for h in rank_messages(store.search, "default", question, config=off)
     ]
     assert ("chat", 2) not in hits

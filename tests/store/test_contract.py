@@ -299,6 +299,34 @@ def test_matches_say_which_messages_only_ask(store: Store) -> None:
     assert {m.index: m.asks for m in found} == asks
     described = describe(store, "default", [m.message_id for m in found])
     assert [m.asks for m in described] == list(asks.values())
+    # ... and which end by asking something back (a question after what they tell)
+    back = {0: True, 1: True, 2: False, 3: True, 4: True, 5: True}
+    assert {m.index: m.asks_back for m in found} == back
+    assert [m.asks_back for m in described] == list(back.values())
+
+
+@pytest.mark.parametrize(
+    ("text", "dated"),
+    [
+        ("I ran a charity race last Saturday.", True),
+        ("Two weeks ago the concert was loud.", True),
+        ("We met on the 15th, after the concert.", True),
+        ("The concert in June was loud.", True),
+        ("YESTERDAY the concert was loud.", True),
+        ("The concert was loud; I may go again.", False),
+        ("The concert lasted forever.", False),  # "last" only as a whole word
+        ("The concert had 15 bands.", False),
+    ],
+)
+def test_the_search_says_which_messages_tell_when(store: Store, text: str, dated: bool) -> None:
+    """Both backends read a message's time words alike (Python and a PostgreSQL regex),
+    and only in the scope asked about."""
+    store.ensure_session("default", "s", source="api")
+    (record,) = store.append_messages("default", "s", [NewMessage("user", text)])
+    mid = record.id
+    assert store.search.tells_when("default", [mid]) == ({mid} if dated else set())
+    assert store.search.tells_when("other", [mid]) == set()
+    assert store.search.tells_when("default", []) == set()
 
 
 def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store) -> None:

@@ -72,6 +72,28 @@ def asks_about_now(query: str) -> bool:
     return bool(_NOW.intersection(words)) or "these days" in " ".join(words)
 
 
+def asked_about(text: str, speakers: frozenset[str] | set[str]) -> frozenset[str]:
+    """Whose turns answer a question: of the scope's `speakers` (lowercased) that it names,
+    the first. A question names its subject first ("What does Melanie think about
+    Caroline's decision?", "How does Nate feel about Joanna's setbacks?"): the second name
+    is what the subject talks about, and boosting its speaker's turns too ranks what they
+    said of themselves above the answer."""
+    for word in _WORD.findall(text[:MAX_QUERY_CHARS].lower()):
+        if word in speakers:
+            return frozenset({word})
+    return frozenset()
+
+
+_ASKS_WHEN = re.compile(r"^\W*(?:when|how long ago|what (?:date|day|month|year|time))\b", re.I)
+
+
+def asks_when(query: str) -> bool:
+    """Whether a question asks when something happened ("When did Jon open his studio?"):
+    the turn that tells it says when (`search_contract.tells_when`), where later mentions
+    of the same event ("the studio is doing great") do not."""
+    return _ASKS_WHEN.match(query[:MAX_QUERY_CHARS]) is not None
+
+
 def query_words(text: str) -> frozenset[str]:
     """Every lowercased word of the query (names included), for matching speakers."""
     return frozenset(_WORD.findall(text[:MAX_QUERY_CHARS].lower()))

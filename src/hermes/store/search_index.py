@@ -23,9 +23,11 @@ from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
     TextMatch,
+    asks_back,
     only_asks,
     text_key,
 )
+from hermes.store.search_contract import tells_when as says_when
 from hermes.store.search_schema import (
     AFTER_CHARS,
     BEFORE_CHARS,
@@ -147,6 +149,7 @@ def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
         speaker=row[6],
         text_key=text_key(row[7], row[6]),
         asks=only_asks(row[7]),
+        asks_back=asks_back(row[7]),
     )
 
 
@@ -417,6 +420,10 @@ class SQLiteSearch:
                 (*(x for place in wanted for x in place), scope),
             ).fetchall()
             return self._with_meta([(int(r[0]), 0.0) for r in ids], scope)
+
+    def tells_when(self, scope: str, message_ids: Sequence[int]) -> set[int]:
+        """Those of the messages whose text places something in time (`tells_when()`)."""
+        return {m for m, text in self._message_texts(scope, message_ids).items() if says_when(text)}
 
     def message_snippets(
         self, scope: str, terms: Sequence[str], message_ids: Sequence[int]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hermes.store.search_contract import QUESTION_MARKS, SENTENCE_ENDS
+from hermes.store.search_contract import QUESTION_MARKS, SENTENCE_ENDS, WHEN_WORDS
 
 # the text without a transcript's "Name: " opening when it names the message's speaker
 # (the name would dominate the embedding; who spoke is ranked from `name` itself)
@@ -28,6 +28,11 @@ CONVERSATIONAL = conversational("m")
 PG_ONLY_ASKS = (
     f"(m.content ~ '[{QUESTION_MARKS}][[:space:]]*$' AND m.content !~ '[{SENTENCE_ENDS}]')"
 )
+
+# `store.search_contract.tells_when` in PostgreSQL (\y: a word boundary)
+PG_TELLS_WHEN = f"(m.content ~* '\\y(?:{WHEN_WORDS})\\y')"
+# `store.search_contract.asks_back` in PostgreSQL: ends with a question mark
+PG_ASKS_BACK = f"(m.content ~ '[{QUESTION_MARKS}][[:space:]]*$')"
 
 
 def from_starts(

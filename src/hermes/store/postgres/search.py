@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from hermes.store.base import StoreError
-from hermes.store.postgres.predicates import CONVERSATIONAL, ONLY_ASKS
+from hermes.store.postgres.predicates import ASKS_BACK, CONVERSATIONAL, ONLY_ASKS, TELLS_WHEN
 from hermes.store.search_contract import SearchIndexHealth, SearchView, TextMatch, text_key
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
-    f"md5(m.content), {ONLY_ASKS} "
+    f"md5(m.content), {ONLY_ASKS}, {ASKS_BACK} "
 )
 
 _VECTORS = f"""
@@ -149,7 +149,7 @@ SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document fre
 # (`unnest`: its lexemes, each with its positions' weights), for the query's lexemes only.
 _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
-    md5(m.content), {ONLY_ASKS}
+    md5(m.content), {ONLY_ASKS}, {ASKS_BACK}
 FROM (
     SELECT c.id, {{score}} AS score
     FROM (
@@ -321,7 +321,7 @@ class PgSearch:
         hits = " + ".join(["(m.content ILIKE %s)::int"] * len(patterns))
         sql = (
             f"SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, ({hits}) AS score, "
-            f"m.name, md5(m.content), {ONLY_ASKS} "
+            f"m.name, md5(m.content), {ONLY_ASKS}, {ASKS_BACK} "
             f"FROM messages m JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
             f"WHERE m.unsegmented AND m.scope = %s AND m.content ILIKE ANY(%s) "
             f"AND NOT (m.session_id = ANY(%s)) ORDER BY score DESC, m.id LIMIT %s"
@@ -358,6 +358,7 @@ class PgSearch:
             speaker=r[7],
             text_key=text_key(r[8], r[7]),
             asks=bool(r[9]),
+            asks_back=bool(r[10]),
         )
 
     def message_snippets(
@@ -378,6 +379,18 @@ class PgSearch:
         )
         rows = self._db.fetch(sql, (options, tsquery_text(words) if words else "", scope, ids))
         return {int(r[0]): r[1] or "" for r in rows}
+
+    def tells_when(self, scope: str, message_ids: Sequence[int]) -> set[int]:
+        """Those of the messages whose text places something in time (a regex in SQL,
+        `search_contract.tells_when`'s)."""
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        if not ids:
+            return set()
+        rows = self._db.fetch(
+            f"SELECT m.id FROM messages m WHERE m.scope = %s AND m.id = ANY(%s) AND {TELLS_WHEN}",
+            (scope, ids),
+        )
+        return {int(r[0]) for r in rows}
 
     def check_search_index(self) -> SearchIndexHealth:
         """Every conversational message must carry its three vectors."""
