@@ -140,6 +140,11 @@ CREATE TABLE hidden_messages (
 );
 """
 
+M015_MESSAGE_MODELS = """
+ALTER TABLE messages ADD COLUMN model text;
+"""
+"""Migration 15: which model wrote each assistant message (SQLite's migration 21)."""
+
 MIGRATIONS: list[PgMigration] = [
     PgMigration(1, "initial", M001_INITIAL),
     PgMigration(2, "shared_state", M002_SHARED_STATE),
@@ -152,4 +157,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(12, "model_usage", M012_MODEL_USAGE),
     PgMigration(13, "shared_records", M013_SHARED_RECORDS),
     PgMigration(14, "quota_uses", M014_QUOTA_USES),
+    PgMigration(15, "message_models", M015_MESSAGE_MODELS),
 ]
