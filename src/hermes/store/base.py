@@ -333,6 +333,10 @@ class UsageStore(Protocol):
         `scope`'s when given."""
         ...
 
+    def session_usage(self, scope: str, session_id: str) -> list[UsageTotal]:
+        """Sums per model of one session's records (`day` empty): a chat's `/usage`."""
+        ...
+
     def forget_usage(self, scope: str) -> int:
         """Remove every record of `scope`; returns how many."""
         ...

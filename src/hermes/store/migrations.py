@@ -16,7 +16,7 @@ from hermes.store.search_schema import (
     M005_MESSAGE_VIEWS,
     M006_SPEAKERS,
 )
-from hermes.store.usage import M017_MODEL_USAGE
+from hermes.store.usage import M017_MODEL_USAGE, SESSION_INDEX
 from hermes.store.vectors import M010_MESSAGE_VECTORS, M011_VECTOR_REMOVALS
 
 
@@ -183,8 +183,9 @@ word), so /health counts them from this small index (sqlite_health.SEARCHABLE_CO
 instead of reading every message's text: ~0.5 s → ~0.1 s at a million messages on a loaded
 machine, paid by the dashboard's Status page once per health cache (5 s)."""
 
-M021_MESSAGE_MODELS = """
+M021_MESSAGE_MODELS = f"""
 ALTER TABLE messages ADD COLUMN model TEXT;
+{SESSION_INDEX}
 """
 """Migration 21: which model wrote each assistant message (a fallback may answer instead of
 the configured model); NULL for other roles and for messages stored before."""

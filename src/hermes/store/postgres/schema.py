@@ -21,6 +21,7 @@ from hermes.store.postgres.records import M013_SHARED_RECORDS, M014_QUOTA_USES
 from hermes.store.postgres.runs import M008_RUNS
 from hermes.store.postgres.usage import M012_MODEL_USAGE
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
+from hermes.store.usage import SESSION_INDEX
 
 # Scripts written without spaces between words (hermes.unsegmented, as in SQLite).
 UNSEGMENTED = scripts.CLASS
@@ -140,8 +141,9 @@ CREATE TABLE hidden_messages (
 );
 """
 
-M015_MESSAGE_MODELS = """
+M015_MESSAGE_MODELS = f"""
 ALTER TABLE messages ADD COLUMN model text;
+{SESSION_INDEX}
 """
 """Migration 15: which model wrote each assistant message (SQLite's migration 21)."""
 
