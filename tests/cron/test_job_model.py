@@ -135,6 +135,20 @@ async def test_the_model_is_part_of_the_job_definition(client: httpx.AsyncClient
     assert patched.status_code == 200, patched.text
     assert patched.json()["job"]["fallbacks"] == [{"name": "spare"}]
     assert patched.json()["job"]["base_url"] == "http://127.0.0.1:9/v1"
+    cleared = await client.patch(f"/api/jobs/{job['id']}", headers=AUTH, json={"model": None})
+    assert cleared.status_code == 200, cleared.text
+    assert [cleared.json()["job"][k] for k in ("model", "base_url", "fallbacks")] == [
+        None,
+        None,
+        [],
+    ]
+    orphan = await client.patch(
+        f"/api/jobs/{job['id']}", headers=AUTH, json={"fallbacks": [{"name": "spare"}]}
+    )
+    assert orphan.status_code == 400 and orphan.json()["error"]["param"] == "model"
+    assert (await client.get(f"/api/jobs/{job['id']}", headers=AUTH)).json()["job"][
+        "fallbacks"
+    ] == []
 
 
 @pytest.mark.parametrize(

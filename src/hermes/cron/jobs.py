@@ -485,6 +485,8 @@ def _apply_changes(store: JobStore, job: Job, changes: Mapping[str, Any]) -> boo
         job["session_id"] = check_session_id(changes["session_id"])
     if "model" in changes:
         job["model"] = check_model(changes["model"])
+        if job["model"] is None:  # back to the configured model: its pins go with it
+            job["base_url"], job["fallbacks"] = None, []
     if "base_url" in changes:
         job["base_url"] = check_base_url(changes["base_url"])
     if "fallbacks" in changes:
