@@ -13,10 +13,11 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
-from hermes.runtime import build_runtime
+from hermes.runtime import Runtime, build_runtime
 from hermes.server.app import create_app
-from hermes.testing.fake_model import Error, FakeModel, Text
+from hermes.testing.fake_model import Error, FakeModel, Text, ToolCalls
 from tests.conftest import run_cli
 from tests.cron.conftest import read_jobs
 
@@ -205,3 +206,20 @@ def test_cli_add_and_edit_take_a_model(settings: Settings) -> None:
     assert (job["model"], job["base_url"], job["fallbacks"]) == (None, None, [])
     listed = json.loads(run_cli("cron", "list", "--json").stdout)
     assert listed[0]["model"] is None
+
+
+async def test_the_cronjob_tool_can_name_a_model(
+    runtime: Runtime, fake: FakeModel, settings: Settings
+) -> None:
+    create = {"action": "create", "schedule": "every 1h", "prompt": "Check the build."}
+    fake.enqueue(
+        ToolCalls([("cronjob", {**create, "name": "build", "model": "small-model"})]),
+        ToolCalls([("cronjob", {**create, "name": "bad", "model": "two words"})]),
+        Text("Scheduled."),
+    )
+    await runtime.agent.run_turn(TurnRequest("Check the build hourly.", session_id="t-1"))
+    [job] = read_jobs(settings.home)
+    assert (job["name"], job["model"]) == ("build", "small-model")
+    results = [m["content"] for m in fake.chat_requests()[-1]["messages"] if m["role"] == "tool"]
+    assert json.loads(results[0])["job"]["model"] == "small-model"
+    assert results[1].startswith("Error: model:")
