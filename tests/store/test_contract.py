@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from hermes.store import Lease, NewMessage, Store, StoreError, open_store
+from hermes.store import Lease, NewMessage, NewSession, Store, StoreError, open_store
+from hermes.store.base import UsageRecord
 from tests.recall_helpers import described as describe
 from tests.store_edits import take_lease
 
@@ -354,3 +355,41 @@ def test_messages_at_places_finds_conversational_turns_of_its_scope(store: Store
     ]
     assert store.search.messages_at("default", []) == []
     assert [m.index for m in store.search.messages_at("other", [("s", 0), ("s", 1)])] == [0]
+
+
+def test_messages_keep_the_model_that_answered_and_usage_sums_per_session(store: Store) -> None:
+    store.ensure_session("default", "chat-m", source="cli")
+    store.append_messages(
+        "default",
+        "chat-m",
+        [NewMessage("user", "hi"), NewMessage("assistant", "hello", model="backup-model")],
+    )
+    store.import_sessions(
+        "default",
+        [NewSession("chat-i", "cli", [NewMessage("assistant", "old", model="old-model")])],
+    )
+    got = store.get_messages("default", "chat-m")
+    assert [(m.role, m.model) for m in got] == [("user", None), ("assistant", "backup-model")]
+    assert got[1].as_new().model == "backup-model"
+    assert [m.model for m in store.get_messages("default", "chat-i")] == ["old-model"]
+    usage = store.usage
+    assert usage is not None
+
+    def record(model: str, session: str, prompt: int, scope: str = "default") -> UsageRecord:
+        return UsageRecord(scope, model, "2030-01-07", 1.0, prompt, 1, session_id=session)
+
+    usage.record_usage(
+        [
+            record("main", "chat-m", 10),
+            record("backup-model", "chat-m", 20),
+            record("main", "chat-m", 5),
+            record("main", "other", 100),
+            record("main", "chat-m", 1000, scope="someone-else"),
+        ]
+    )
+    totals = usage.session_usage("default", "chat-m")
+    assert [(t.model, t.prompt_tokens, t.completion_tokens, t.calls) for t in totals] == [
+        ("backup-model", 20, 1, 1),
+        ("main", 15, 2, 2),
+    ]
+    assert usage.session_usage("default", "nothing-here") == []

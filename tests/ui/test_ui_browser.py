@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -186,3 +187,26 @@ def test_data_renders_as_text_never_as_markup(server: Server, browser: Any) -> N
         with pytest.raises(NoAlertPresentException):
             browser.switch_to.alert.text  # noqa: B018
     screenshot(browser, "sessions")
+
+
+def test_the_transcript_names_the_model_that_answered(server: Server, browser: Any) -> None:
+    server.fake.enqueue(Text("answered by the configured model"))
+    assert server.api("POST", "/api/sessions/m-1/chat", json={"message": "hi"}).status_code == 200
+    imported = {
+        "id": "m-2",
+        "source": "cli",
+        "messages": [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "hi there", "model": XSS},
+        ],
+    }
+    r = server.api("POST", "/api/sessions/import", content=json.dumps(imported).encode())
+    assert r.status_code in (200, 201), r.text
+    sign_in(browser, server.base, KEY)
+    browser.get(server.base + "/ui/#/sessions/m-1")
+    wait_for(browser, has_text("fake-model", "#transcript .msg.assistant .model"), "the model")
+    assert not css(browser, "#transcript .msg.user .model")  # only answers carry one
+    browser.get(server.base + "/ui/#/sessions/m-2")
+    wait_for(browser, has_text(XSS, "#transcript .msg.assistant .model"), "the imported model")
+    assert not css(browser, "main img")
+    assert browser.execute_script("return window.__xss") is None

@@ -68,6 +68,8 @@ class _Turn:
     """Steps of this request that ran tools; a forcing tool_choice applies before the first."""
     by_model: dict[str, tuple[Usage, int]] = field(default_factory=dict)
     images: ImageView | None = None
+    model: ModelClient | None = None
+    """The turn's own model client (`TurnRequest.model`); None: the agent's."""
 
 
 @dataclass
@@ -337,6 +339,7 @@ class Agent:
             options=dict(req.model_options),
             client=client,
             images=ImageView(self.settings.home, req.scope, model.image_turns, req.images),
+            model=req.model,
         )
 
     async def _opening_messages(
@@ -392,13 +395,14 @@ class Agent:
             # stream from upstream only when someone is watching the text arrive
             streaming = type(observer).on_delta is not TurnObserver.on_delta
             offered = self._offered_tools(turn, tools)
-            requested = getattr(self.model, "model", None)
+            client = turn.model or self.model
+            requested = getattr(client, "model", None)
             try:
                 with tracing.span(
                     "hermes.model.call",
                     **{"gen_ai.request.model": requested, "hermes.model.streaming": streaming},
                 ) as span:
-                    completion = await self.model.complete(
+                    completion = await client.complete(
                         sent,
                         tools=offered,
                         on_delta=on_delta if streaming else None,
@@ -414,7 +418,8 @@ class Agent:
             if rest and streaming:
                 _stream_rest(turn, observer, rest)
             turn.usage = _add_usage(turn.usage, completion.usage)
-            _count_model(turn.by_model, completion.model or requested or "unknown", completion)
+            completion.model = completion.model or requested or ""  # stored on its message
+            _count_model(turn.by_model, completion.model or "unknown", completion)
             if completion.usage is not None and completion.usage.prompt_tokens:
                 state.anchor_tokens = completion.usage.prompt_tokens
                 state.anchor_len = len(messages)
@@ -491,6 +496,7 @@ class Agent:
                 role="assistant",
                 content=content,
                 token_count=completion.usage.completion_tokens if completion.usage else None,
+                model=completion.model or None,
             )
         )
         turn.partial.clear()
@@ -533,7 +539,10 @@ class Agent:
         turn.state.turn.append(assistant)
         turn.new.append(
             NewMessage(
-                role="assistant", content=completion.content, tool_calls=assistant["tool_calls"]
+                role="assistant",
+                content=completion.content,
+                tool_calls=assistant["tool_calls"],
+                model=completion.model or None,
             )
         )
         for call, text in zip(calls, results, strict=True):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
+from hermes.models.client import ModelClient
 from hermes.models.images import ImageBlob
 from hermes.models.types import ToolCall, Usage
 from hermes.store.base import DEFAULT_SCOPE, MessageRecord
@@ -62,6 +63,9 @@ class TurnRequest:
     images: dict[str, ImageBlob] = field(default_factory=dict)
     """The bytes behind the image markers of this request's messages (`hermes.models.images`),
     by name: stored with the session's images, and what a stateless turn shows its model."""
+    model: ModelClient | None = None
+    """The client this turn's calls go to (a cron job's own model chain); None: the agent's.
+    Compression and vision checks keep the agent's model."""
 
 
 @dataclass

@@ -145,6 +145,18 @@ def add_cmd(
     session: str | None = typer.Option(
         None, "--session", help="Let runs see this session's recent turns."
     ),
+    model: str | None = typer.Option(
+        None, "--model", help="Run on this model instead of the configured one."
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="The --model's endpoint (default: model.base_url)."
+    ),
+    fallback: list[str] | None = typer.Option(
+        None,
+        "--fallback",
+        help="A model tried when --model fails, 'NAME' or 'NAME=BASE_URL' (repeatable); "
+        "the configured chain comes after them.",
+    ),
     paused: bool = typer.Option(False, "--paused", help="Create it paused."),
     user: str | None = UserOption,
 ) -> None:
@@ -160,6 +172,9 @@ def add_cmd(
             repeat=repeat,
             skills=skill or None,
             session_id=session,
+            model=model,
+            base_url=base_url,
+            fallbacks=_fallbacks(fallback),
             paused=paused,
         )
     verb = "created" if created else "already there:"
@@ -173,6 +188,17 @@ def add_cmd(
             "it (or run `hermes cron tick` from your own scheduler)",
             err=True,
         )
+
+
+def _fallbacks(values: list[str] | None) -> list[dict[str, str]] | None:
+    """`--fallback NAME` or `NAME=BASE_URL`, as the job layer's `{name, base_url?}` entries."""
+    if not values:
+        return None
+    entries: list[dict[str, str]] = []
+    for value in values:
+        name, sep, url = value.partition("=")
+        entries.append({"name": name, "base_url": url} if sep else {"name": name})
+    return entries
 
 
 def serve_is_running(settings: Settings) -> bool:
@@ -200,6 +226,14 @@ def edit_cmd(
     ),
     clear_skills: bool = typer.Option(False, "--clear-skills"),
     session: str | None = typer.Option(None, "--session", help="Linked session ('' to unlink)."),
+    model: str | None = typer.Option(
+        None, "--model", help="The job's own model ('' for the configured one)."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="The --model's endpoint."),
+    fallback: list[str] | None = typer.Option(
+        None, "--fallback", help="Replace the job's fallbacks: 'NAME' or 'NAME=BASE_URL'."
+    ),
+    clear_fallbacks: bool = typer.Option(False, "--clear-fallbacks"),
     user: str | None = UserOption,
 ) -> None:
     """Change a job's fields (only those given)."""
@@ -213,15 +247,21 @@ def edit_cmd(
             "deliver": deliver,
             "repeat": repeat,
             "session_id": session,
+            "model": model,
+            "base_url": base_url,
         }.items()
         if v is not None
     }
+    if model == "":  # back to the configured model: the pins go with it
+        changes.update(base_url=None, fallbacks=[])
+    if fallback or clear_fallbacks:
+        changes["fallbacks"] = [] if clear_fallbacks else _fallbacks(fallback)
     if skill or clear_skills:
         changes["skills"] = [] if clear_skills else skill
     if not changes:
         fail(
             "nothing to change; give --schedule, --prompt, --name, --deliver, --repeat, "
-            "--skill or --session",
+            "--skill, --session, --model, --base-url or --fallback",
             2,
         )
     with _reported():

@@ -54,10 +54,26 @@ PLATFORMS = (
     "bluebubbles",
     "qqbot",
 )
-UPDATABLE = ("name", "schedule", "prompt", "deliver", "repeat", "skills", "enabled", "session_id")
+UPDATABLE = (
+    "name",
+    "schedule",
+    "prompt",
+    "deliver",
+    "repeat",
+    "skills",
+    "enabled",
+    "session_id",
+    "model",
+    "base_url",
+    "fallbacks",
+)
+MODEL_NAME_MAX = 200
+FALLBACKS_MAX = 5
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _SKILL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
 _TARGET = re.compile(r"^[a-z]+(:\S+)?$")
+_MODEL_NAME = re.compile(r"^\S+$")
+_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 
 
 class JobInputError(HermesError, ValueError):
@@ -200,6 +216,78 @@ def origin_target(job: Job) -> str:
     return f"{target}:{thread}" if thread else target
 
 
+def check_model(value: Any, field: str = "model") -> str | None:
+    """A model name as the endpoint knows it (`gpt-4o-mini`, `qwen2.5:7b`); None: the configured."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not _MODEL_NAME.match(value.strip()):
+        raise JobInputError(f"{field} must be a model name without spaces", field)
+    value = value.strip()
+    if len(value) > MODEL_NAME_MAX or _CONTROL.search(value):
+        raise JobInputError(f"{field} must be at most {MODEL_NAME_MAX} printable characters", field)
+    _valid_unicode(value, field)
+    return value
+
+
+def check_base_url(value: Any, field: str = "base_url") -> str | None:
+    """An OpenAI-compatible endpoint (`https://host/v1`); None: the configured `model.base_url`."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not _URL.match(value.strip()) or _CONTROL.search(value):
+        raise JobInputError(
+            f"{field} must be an http(s) URL such as 'https://api.example.com/v1'", field
+        )
+    return value.strip().rstrip("/")
+
+
+def check_fallbacks(value: Any) -> list[dict[str, str]]:
+    """`[{name, base_url?}]`, tried in order after the job's model. Keys are not stored in a
+    job (its record is readable over the API): the configured key for that endpoint is used."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise JobInputError("fallbacks must be a list of {name, base_url?} objects", "fallbacks")
+    if len(value) > FALLBACKS_MAX:
+        raise JobInputError(
+            f"fallbacks holds {len(value)} models; the limit is {FALLBACKS_MAX}", "fallbacks"
+        )
+    entries: list[dict[str, str]] = []
+    for i, entry in enumerate(value):
+        where = f"fallbacks[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict):
+            raise JobInputError(f"{where} must be an object {{name, base_url?}}", "fallbacks")
+        if "api_key" in entry:
+            raise JobInputError(
+                f"{where}: a job stores no API keys; the key configured for that endpoint "
+                "(model.api_key or a model.fallbacks entry) is used",
+                "fallbacks",
+            )
+        unknown = sorted(set(entry) - {"name", "base_url"})
+        if unknown:
+            raise JobInputError(
+                f"{where}: unknown field {unknown[0]!r} (name, base_url)", "fallbacks"
+            )
+        name = check_model(entry.get("name"), "fallbacks")
+        if name is None:
+            raise JobInputError(f"{where}: name is required", "fallbacks")
+        item = {"name": name}
+        base_url = check_base_url(entry.get("base_url"), "fallbacks")
+        if base_url is not None:
+            item["base_url"] = base_url
+        entries.append(item)
+    return entries
+
+
+def _check_pins(job: Job) -> None:
+    """`base_url` and `fallbacks` belong to a job's own model; alone they would pin nothing."""
+    if job.get("model") is None and (job.get("base_url") or job.get("fallbacks")):
+        raise JobInputError(
+            "base_url and fallbacks need the job's own model; give `model` too", "model"
+        )
+
+
 def check_session_id(value: Any) -> str | None:
     if value is None or value == "":
         return None
@@ -243,7 +331,17 @@ def _schedule_next(store: JobStore, job: Job) -> None:
 
 
 # What makes two jobs "the same job": a create repeated with these equal returns the first.
-DEFINITION = ("schedule", "prompt", "skills", "deliver", "repeat", "session_id")
+DEFINITION = (
+    "schedule",
+    "prompt",
+    "skills",
+    "deliver",
+    "repeat",
+    "session_id",
+    "model",
+    "base_url",
+    "fallbacks",
+)
 
 
 def _definition(job: Job) -> dict[str, Any]:
@@ -255,6 +353,9 @@ def _definition(job: Job) -> dict[str, Any]:
         "deliver": job.get("deliver") or "local",
         "repeat": repeat.get("times") if isinstance(repeat, dict) else None,
         "session_id": job.get("session_id"),
+        "model": job.get("model"),
+        "base_url": job.get("base_url"),
+        "fallbacks": list(job.get("fallbacks") or []),
     }
 
 
@@ -299,6 +400,9 @@ def ensure_job(
     repeat: Any = None,
     skills: Any = None,
     session_id: Any = None,
+    model: Any = None,
+    base_url: Any = None,
+    fallbacks: Any = None,
     paused: bool = False,
     origin: dict[str, Any] | None = None,
     max_jobs: int | None = None,
@@ -324,9 +428,10 @@ def ensure_job(
         "prompt": text,
         "skills": skill_list,
         "skill": skill_list[0] if skill_list else None,
-        "model": None,
+        "model": check_model(model),
         "provider": None,
-        "base_url": None,
+        "base_url": check_base_url(base_url),
+        "fallbacks": check_fallbacks(fallbacks),
         "script": None,
         "schedule": parsed,
         "schedule_display": parsed["display"],
@@ -345,6 +450,7 @@ def ensure_job(
         "origin": origin,
         "session_id": check_session_id(session_id),
     }
+    _check_pins(job)
     _schedule_next(store, job)
     created = False
     with store.edit(save_if=lambda: created) as jobs:
@@ -377,6 +483,15 @@ def _apply_changes(store: JobStore, job: Job, changes: Mapping[str, Any]) -> boo
         job["deliver"] = check_deliver(changes["deliver"])
     if "session_id" in changes:
         job["session_id"] = check_session_id(changes["session_id"])
+    if "model" in changes:
+        job["model"] = check_model(changes["model"])
+        if job["model"] is None:  # back to the configured model: its pins go with it
+            job["base_url"], job["fallbacks"] = None, []
+    if "base_url" in changes:
+        job["base_url"] = check_base_url(changes["base_url"])
+    if "fallbacks" in changes:
+        job["fallbacks"] = check_fallbacks(changes["fallbacks"])
+    _check_pins(job)
     if "schedule" in changes:
         parsed = check_schedule(store, changes["schedule"])
         if parsed.get("kind") != job["schedule"].get("kind") and "repeat" not in changes:

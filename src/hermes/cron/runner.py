@@ -18,7 +18,9 @@ from hermes.agent.turn import TurnObserver, TurnRequest
 from hermes.cron.outputs import save_output
 from hermes.cron.store import Job
 from hermes.errors import HermesError
+from hermes.models.client import ModelClient
 from hermes.models.errors import ModelError
+from hermes.models.pinned import Pin, pinned_chain
 from hermes.observability import tracing
 from hermes.store.base import Store
 from hermes.tools.toolsets import SURFACE_CRON
@@ -234,12 +236,37 @@ async def _execute_job(
     return result
 
 
+def job_pins(job: Job) -> list[Pin]:
+    """The job's own model and its fallbacks, in order; [] when it names none. A hand-edited
+    entry that is not a name is skipped rather than failing the run."""
+    model = job.get("model")
+    if not isinstance(model, str) or not model.strip():
+        return []
+    base_url = job.get("base_url") if isinstance(job.get("base_url"), str) else None
+    pins = [Pin(model.strip(), base_url or None)]
+    for entry in job.get("fallbacks") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"]:
+            url = entry.get("base_url")
+            pins.append(Pin(entry["name"], url if isinstance(url, str) and url else None))
+    return pins
+
+
+def job_model(agent: Agent, job: Job) -> ModelClient | None:
+    """The client a job's turn uses: its own models, then the configured chain; None when
+    the job names no model (the agent's own client)."""
+    pins = job_pins(job)
+    if not pins:
+        return None
+    return pinned_chain(agent.settings, pins, agent.model, agent.store.records)
+
+
 async def _run_agent(agent: Agent, scope: str, job: Job, result: RunResult) -> None:
     note = CRON_SYSTEM_NOTE
     if job.get("session_id"):
         context = await asyncio.to_thread(session_context, agent.store, scope, job["session_id"])
         note = f"{note}\n\n{context}" if context else note
     activity = _Activity()
+    model = job_model(agent, job)
     request = TurnRequest(
         user_message=result.prompt or "(the job has no prompt)",
         session_id=result.session_id,
@@ -248,6 +275,7 @@ async def _run_agent(agent: Agent, scope: str, job: Job, result: RunResult) -> N
         system_extra=note,
         # no memory writes, scheduling or direct messages: hermes.tools.toolsets
         toolset=agent.toolset_for(scope, SURFACE_CRON),
+        model=model,
     )
     task = asyncio.ensure_future(agent.run_turn(request, activity))
     try:
@@ -264,6 +292,9 @@ async def _run_agent(agent: Agent, scope: str, job: Job, result: RunResult) -> N
         result.error = f"{type(exc).__name__}: {exc}"
     else:
         result.status, result.response = "ok", turn.content
+    finally:
+        if model is not None:
+            await model.aclose()
 
 
 # -------------------------------------------------------------------------- output

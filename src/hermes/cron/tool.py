@@ -34,6 +34,7 @@ def summary(job: Job) -> dict[str, Any]:
         "prompt": prompt if len(prompt) <= _PROMPT_PREVIEW else prompt[:_PROMPT_PREVIEW] + "…",
         "skills": job.get("skills") or [],
         "deliver": job.get("deliver"),
+        "model": job.get("model"),
         "state": job.get("state"),
         "enabled": job.get("enabled"),
         "repeat": job.get("repeat"),
@@ -97,6 +98,7 @@ async def cronjob(
     deliver: str | None = None,
     repeat: int | str | None = None,
     skills: list[str] | None = None,
+    model: str | None = None,
     attach_session: bool = False,
 ) -> dict[str, Any]:
     """Schedule prompts that run on their own later or repeatedly, and manage those jobs.
@@ -115,6 +117,8 @@ async def cronjob(
         repeat: Runs before the job retires (default: 1 for one-shot schedules, else
             forever); 'forever' works too.
         skills: Names of installed skills to load into every run.
+        model: Only when the user asks for one: the model runs use instead of the configured
+            one (the configured chain stays behind it).
         attach_session: On create: let every run see this conversation's recent turns.
     """
     store = _store(ctx)
@@ -134,6 +138,7 @@ async def cronjob(
                 deliver=deliver,
                 repeat=repeat,
                 skills=skills,
+                model=model,
             ),
             attach_session,
         )

@@ -1,5 +1,5 @@
 """Chat commands, the same on every platform (SPEC §10): /stop /new /queue /steer /status
-/sethome /skills /help /approve /deny. A command never reaches the model and never waits for a turn."""
+/sethome /skills /usage /help /approve /deny. A command never reaches the model and never waits for a turn."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ HELP = """Commands:
 /queue <text> - answer this after the current reply
 /steer <text> - add this to the current reply before its next step
 /status - what this chat is doing
+/usage - tokens of this conversation (by model when more than one answered)
 /sethome - make this chat the home for scheduled deliveries
 /approve [session|always] - allow the action waiting for approval
 /deny - refuse it
@@ -101,6 +102,33 @@ async def _status(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> s
     return "\n".join(lines)
 
 
+async def _usage(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+    """This conversation's tokens, from the usage records (written after each turn, so the
+    buffered ones are written first), by the model that answered when several did."""
+    agent = gw.runtime.agent
+    session_id = await asyncio.to_thread(gw.sessions.current, worker.scope, worker.key)
+    usage = agent.store.usage
+    if usage is None:
+        return "Token usage is not recorded by this store."
+    await agent.usage.flush()
+    totals = await asyncio.to_thread(usage.session_usage, worker.scope, session_id)
+    if not totals:
+        return f"Nothing used yet in this conversation ({session_id})."
+    prompt = sum(t.prompt_tokens for t in totals)
+    completion = sum(t.completion_tokens for t in totals)
+    calls = sum(t.calls for t in totals)
+    lines = [
+        f"Conversation {session_id}: {prompt:,} prompt + {completion:,} completion tokens "
+        f"over {calls} model call(s)"
+    ]
+    if len(totals) > 1:
+        lines += [
+            f"  {t.model}: {t.prompt_tokens:,} prompt + {t.completion_tokens:,} completion"
+            for t in totals
+        ]
+    return "\n".join(lines)
+
+
 async def _sethome(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
     if not gw.access.is_owner(msg.identity):
         return "Only the owner (gateway.owner) can set the home chat."
@@ -143,6 +171,7 @@ HANDLERS: dict[str, Handler] = {
     "q": _queue,
     "steer": _steer,
     "status": _status,
+    "usage": _usage,
     "sethome": _sethome,
     "skills": _skills,
     "help": _help,

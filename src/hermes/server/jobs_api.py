@@ -63,6 +63,9 @@ class JobCreate(BaseModel):
     repeat: Any = None  # int, "forever" or "once": checked by the job layer, which names it
     skills: list[str] | None = None
     session_id: str | None = None
+    model: Any = None  # the job's own model, its endpoint and fallbacks: checked by the job layer
+    base_url: Any = None
+    fallbacks: Any = None
     paused: bool = False
     paused_reason: str | None = Field(default=None, max_length=500)
 
@@ -192,6 +195,9 @@ async def create(
         repeat=body.repeat,
         skills=body.skills,
         session_id=session_id,
+        model=body.model,
+        base_url=body.base_url,
+        fallbacks=body.fallbacks,
         paused=body.paused,
         origin={"platform": "api"},
         max_jobs=runtime.settings.cron.max_jobs,

@@ -77,6 +77,7 @@ class NewMessage:
     timestamp: float | None = None
     token_count: int | None = None
     name: str | None = None  # who said it, when several people talk (OpenAI's `name`)
+    model: str | None = None  # the model that wrote an assistant message (fallbacks switch)
 
 
 @dataclass(slots=True)
@@ -104,6 +105,7 @@ class MessageRecord:
     tool_name: str | None = None
     token_count: int | None = None
     name: str | None = None
+    model: str | None = None
 
     def as_new(self) -> NewMessage:
         """The message as it would be stored again (a fork, a copy to another database)."""
@@ -116,16 +118,19 @@ class MessageRecord:
             timestamp=self.timestamp,
             token_count=self.token_count,
             name=self.name,
+            model=self.model,
         )
 
     def optional_fields(self) -> dict[str, Any]:
-        """`tool_calls`, `tool_call_id`, `tool_name` and `name`, those that are set: what a
-        JSON view of the message adds to role, content and time."""
+        """`tool_calls`, `tool_call_id`, `tool_name`, `name` and `model` (the model that
+        answered), those that are set: what a JSON view of the message adds to role, content
+        and time."""
         extras = {
             "tool_calls": self.tool_calls,
             "tool_call_id": self.tool_call_id,
             "tool_name": self.tool_name,
             "name": self.name,
+            "model": self.model,
         }
         return {k: v for k, v in extras.items() if v}
 
@@ -326,6 +331,10 @@ class UsageStore(Protocol):
     ) -> list[UsageTotal]:
         """Sums per (day, model, scope) of the records made in [since, until); only
         `scope`'s when given."""
+        ...
+
+    def session_usage(self, scope: str, session_id: str) -> list[UsageTotal]:
+        """Sums per model of one session's records (`day` empty): a chat's `/usage`."""
         ...
 
     def forget_usage(self, scope: str) -> int:

@@ -16,7 +16,7 @@ from hermes.store.search_schema import (
     M005_MESSAGE_VIEWS,
     M006_SPEAKERS,
 )
-from hermes.store.usage import M017_MODEL_USAGE
+from hermes.store.usage import M017_MODEL_USAGE, SESSION_INDEX
 from hermes.store.vectors import M010_MESSAGE_VECTORS, M011_VECTOR_REMOVALS
 
 
@@ -183,6 +183,13 @@ word), so /health counts them from this small index (sqlite_health.SEARCHABLE_CO
 instead of reading every message's text: ~0.5 s → ~0.1 s at a million messages on a loaded
 machine, paid by the dashboard's Status page once per health cache (5 s)."""
 
+M021_MESSAGE_MODELS = f"""
+ALTER TABLE messages ADD COLUMN model TEXT;
+{SESSION_INDEX}
+"""
+"""Migration 21: which model wrote each assistant message (a fallback may answer instead of
+the configured model); NULL for other roles and for messages stored before."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial", _script(M001_INITIAL)),
     Migration(2, "prompts_and_locks", _script(M002_PROMPTS_AND_LOCKS)),
@@ -201,6 +208,7 @@ MIGRATIONS: list[Migration] = [
     Migration(18, "shared_records", _script(M018_SHARED_RECORDS)),
     Migration(19, "quota_uses", _script(M019_QUOTA_USES)),
     Migration(20, "messages_searchable_index", _script(M020_MESSAGES_SEARCHABLE_INDEX)),
+    Migration(21, "message_models", _script(M021_MESSAGE_MODELS)),
 ]
 
 

@@ -29,7 +29,7 @@ def session_row(scope: str, s: NewSession, now: float) -> tuple[Any, ...]:
 
 def message_row(scope: str, sid: str, idx: int, m: NewMessage, now: float) -> tuple[Any, ...]:
     """(scope, session_id, idx, role, content, tool_calls, tool_call_id, tool_name,
-    timestamp, token_count, name)."""
+    timestamp, token_count, name, model)."""
     return (
         scope,
         sid,
@@ -42,6 +42,7 @@ def message_row(scope: str, sid: str, idx: int, m: NewMessage, now: float) -> tu
         m.timestamp if m.timestamp is not None else now,
         m.token_count,
         m.name,
+        m.model,
     )
 
 

@@ -57,7 +57,7 @@ _SESSION_COLUMNS = (
 )
 _MESSAGE_COLUMNS = (
     "id, scope, session_id, idx, role, content, timestamp, tool_calls, tool_call_id, "
-    "tool_name, token_count, name"
+    "tool_name, token_count, name, model"
 )
 _OPEN_TIMEOUT_S = 30.0
 
@@ -167,6 +167,7 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
             tool_name,
             tokens,
             name,
+            model,
         ) = row
         return MessageRecord(
             id=mid,
@@ -181,6 +182,7 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
             tool_name=tool_name,
             token_count=tokens,
             name=name,
+            model=model,
         )
 
     # -- sessions -------------------------------------------------------------------------
@@ -355,8 +357,8 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
                 tool_calls = json.dumps(msg.tool_calls) if msg.tool_calls else None
                 cur = conn.execute(
                     "INSERT INTO messages (scope, session_id, idx, role, content, tool_calls, "
-                    "tool_call_id, tool_name, timestamp, token_count, name) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "tool_call_id, tool_name, timestamp, token_count, name, model) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         scope,
                         session_id,
@@ -369,6 +371,7 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
                         ts,
                         msg.token_count,
                         msg.name,
+                        msg.model,
                     ),
                 )
                 records.append(
@@ -385,6 +388,7 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
                         tool_name=msg.tool_name,
                         token_count=msg.token_count,
                         name=msg.name,
+                        model=msg.model,
                     )
                 )
             conn.execute(
@@ -437,8 +441,8 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
             )
             conn.executemany(
                 "INSERT INTO messages (scope, session_id, idx, role, content, tool_calls, "
-                "tool_call_id, tool_name, timestamp, token_count, name) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "tool_call_id, tool_name, timestamp, token_count, name, model) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     _message_row(scope, s.id, i, m, now)
                     for s in fresh

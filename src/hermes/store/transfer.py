@@ -52,6 +52,7 @@ class ImportedMessage(BaseModel):
     tool_call_id: str | None = None
     tool_name: str | None = None
     name: str | None = Field(default=None, max_length=200)
+    model: str | None = Field(default=None, max_length=300)
 
     _ts = field_validator("timestamp", mode="before")(classmethod(lambda cls, v: _epoch(v)))
 
@@ -190,6 +191,7 @@ def _new_session(s: ImportedSession) -> NewSession:
                 tool_call_id=m.tool_call_id,
                 tool_name=m.tool_name,
                 name=m.name or speaker,
+                model=m.model,
             )
             for m, speaker in zip(s.messages, speakers, strict=True)
         ],

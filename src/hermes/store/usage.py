@@ -37,6 +37,13 @@ INSERT = (
     "session_id, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 FORGET = "DELETE FROM model_usage WHERE scope = ?"
+SESSION_TOTALS = (
+    "SELECT '', model, scope, SUM(prompt_tokens), SUM(completion_tokens), SUM(calls) "
+    "FROM model_usage WHERE scope = ? AND session_id = ? GROUP BY model, scope ORDER BY model"
+)
+SESSION_INDEX = "CREATE INDEX model_usage_session ON model_usage (scope, session_id);"
+"""For `SESSION_TOTALS` (a chat's `/usage`): added with the message models (SQLite
+migration 21, PostgreSQL 15)."""
 
 
 def totals_sql(by_scope: bool) -> str:
@@ -100,6 +107,11 @@ class SQLiteUsageStore:
             rows = self._conn.execute(
                 totals_sql(scope is not None), totals_params(since, until, scope)
             ).fetchall()
+        return [total_from_row(r) for r in rows]
+
+    def session_usage(self, scope: str, session_id: str) -> list[UsageTotal]:
+        with self._lock:
+            rows = self._conn.execute(SESSION_TOTALS, (scope, session_id)).fetchall()
         return [total_from_row(r) for r in rows]
 
     def forget_usage(self, scope: str) -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,6 +31,8 @@ class TurnUsage:
     session_id: str
     start: int
     usage: Usage
+    by_model: Mapping[str, tuple[Usage, int]] = field(default_factory=dict)
+    """Its tokens and calls by the model that answered (a fallback may have)."""
 
 
 def _add(a: Usage, b: Usage, *, sign: int = 1) -> Usage:
@@ -143,7 +145,22 @@ class ChatSession:
         self.usage = _add(self.usage, result.usage)
         self.undone_since_turn = False
         if result.stored:
-            self.turn_log.append(TurnUsage(self.session_id, result.stored[0].index, result.usage))
+            self.turn_log.append(
+                TurnUsage(
+                    self.session_id,
+                    result.stored[0].index,
+                    result.usage,
+                    dict(result.usage_by_model),
+                )
+            )
+
+    def usage_by_model(self) -> dict[str, Usage]:
+        """This chat's tokens by the model that answered (turns taken back left out)."""
+        totals: dict[str, Usage] = {}
+        for turn in self.turn_log:
+            for model, (usage, _calls) in turn.by_model.items():
+                totals[model] = _add(totals.get(model, Usage()), usage)
+        return totals
 
     def forget_turn(self, start: int) -> Usage | None:
         """Take the turn of this chat that began at message `start` out of the chat's

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from hermes.cli.repl.session import ChatSession
 from hermes.models.errors import ModelError
+from hermes.models.types import Usage
 
 PER_MILLION = 1_000_000
 
@@ -51,6 +53,16 @@ def _cost(prompt: int, completion: int, price: tuple[float, float, str] | None) 
     return f" · ${dollars:,.4f}"
 
 
+def by_model_lines(by_model: Mapping[str, Usage]) -> list[str]:
+    """One line per model that answered, when more than one did (a fallback took over)."""
+    if len(by_model) < 2:
+        return []
+    return [
+        f"  {model}: {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion"
+        for model, usage in sorted(by_model.items())
+    ]
+
+
 async def usage_report(chat: ChatSession) -> list[str]:
     session = await asyncio.to_thread(chat.store.get_session, chat.scope, chat.session_id)
     price = await prices(chat)
@@ -64,6 +76,7 @@ async def usage_report(chat: ChatSession) -> list[str]:
         f"completion tokens over {chat.turns} turn(s)"
         + _cost(chat.usage.prompt_tokens, chat.usage.completion_tokens, price),
     ]
+    lines.extend(by_model_lines(chat.usage_by_model()))
     if chat.undone.total_tokens or chat.undone.prompt_tokens:
         lines.append(
             f"taken back (/undo, /retry): {chat.undone.prompt_tokens:,} prompt + "

@@ -21,6 +21,7 @@ from hermes.store.postgres.records import M013_SHARED_RECORDS, M014_QUOTA_USES
 from hermes.store.postgres.runs import M008_RUNS
 from hermes.store.postgres.usage import M012_MODEL_USAGE
 from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
+from hermes.store.usage import SESSION_INDEX
 
 # Scripts written without spaces between words (hermes.unsegmented, as in SQLite).
 UNSEGMENTED = scripts.CLASS
@@ -140,6 +141,12 @@ CREATE TABLE hidden_messages (
 );
 """
 
+M015_MESSAGE_MODELS = f"""
+ALTER TABLE messages ADD COLUMN model text;
+{SESSION_INDEX}
+"""
+"""Migration 15: which model wrote each assistant message (SQLite's migration 21)."""
+
 MIGRATIONS: list[PgMigration] = [
     PgMigration(1, "initial", M001_INITIAL),
     PgMigration(2, "shared_state", M002_SHARED_STATE),
@@ -152,4 +159,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(12, "model_usage", M012_MODEL_USAGE),
     PgMigration(13, "shared_records", M013_SHARED_RECORDS),
     PgMigration(14, "quota_uses", M014_QUOTA_USES),
+    PgMigration(15, "message_models", M015_MESSAGE_MODELS),
 ]

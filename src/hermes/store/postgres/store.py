@@ -58,7 +58,7 @@ _SESSION_COLUMNS = (
 )
 _MESSAGE_COLUMNS = (
     "id, scope, session_id, idx, role, content, timestamp, tool_calls, tool_call_id, "
-    "tool_name, token_count, name"
+    "tool_name, token_count, name, model"
 )
 _NOW = "extract(epoch from clock_timestamp())"
 _TAKE_LEASE = f"""
@@ -77,7 +77,7 @@ RETURNING 1
 
 
 def _message(row: tuple[Any, ...]) -> MessageRecord:
-    (mid, scope, sid, idx, role, content, ts, calls, call_id, tool, tokens, name) = row
+    (mid, scope, sid, idx, role, content, ts, calls, call_id, tool, tokens, name, model) = row
     return MessageRecord(
         id=int(mid),
         scope=scope,
@@ -91,6 +91,7 @@ def _message(row: tuple[Any, ...]) -> MessageRecord:
         tool_name=tool,
         token_count=tokens,
         name=name,
+        model=model,
     )
 
 
@@ -310,13 +311,14 @@ class PostgresStore(PgApiKeysMixin):
                 m.timestamp if m.timestamp is not None else now,
                 m.token_count,
                 m.name,
+                m.model,
             )
             for i, m in enumerate(messages)
         ]
-        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
         cur = conn.execute(
             "INSERT INTO messages (scope, session_id, idx, role, content, tool_calls, "
-            f"tool_call_id, tool_name, timestamp, token_count, name) VALUES {values} "
+            f"tool_call_id, tool_name, timestamp, token_count, name, model) VALUES {values} "
             f"RETURNING {_MESSAGE_COLUMNS}",
             [v for r in rows for v in r],
         )
@@ -369,8 +371,8 @@ class PostgresStore(PgApiKeysMixin):
                 )
                 cur.executemany(
                     "INSERT INTO messages (scope, session_id, idx, role, content, tool_calls, "
-                    "tool_call_id, tool_name, timestamp, token_count, name) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    "tool_call_id, tool_name, timestamp, token_count, name, model) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [
                         message_row(scope, s.id, i, m, now)
                         for s in fresh

@@ -10,6 +10,7 @@ from hermes.store.base import UsageRecord, UsageTotal
 from hermes.store.usage import (
     FORGET,
     INSERT,
+    SESSION_TOTALS,
     record_params,
     total_from_row,
     totals_params,
@@ -59,6 +60,10 @@ class PgUsageStore:
         rows = self._db.fetch(
             _pg(totals_sql(scope is not None)), totals_params(since, until, scope)
         )
+        return [total_from_row(r) for r in rows]
+
+    def session_usage(self, scope: str, session_id: str) -> list[UsageTotal]:
+        rows = self._db.fetch(_pg(SESSION_TOTALS), (scope, session_id))
         return [total_from_row(r) for r in rows]
 
     def forget_usage(self, scope: str) -> int:

@@ -50,7 +50,9 @@ function messageNode(m, summaries) {
   }
   const classes = [m.hidden ? 'undone' : '', m.compressed ? 'compressed' : ''].join(' ');
   items.push(h('div', { class: `msg ${m.role} ${classes}`.trim(), id: `turn-${m.index}`, tabindex: '-1', 'data-index': m.index },
-    h('div', { class: 'muted' }, `#${m.index} ${m.role} · ${when(m.timestamp)}${m.hidden ? ' · undone' : ''}${m.compressed ? ' · compressed' : ''}`),
+    h('div', { class: 'muted' }, `#${m.index} ${m.role} · ${when(m.timestamp)}${m.hidden ? ' · undone' : ''}${m.compressed ? ' · compressed' : ''}`,
+      // the model that wrote an assistant message (a fallback may have answered), as text
+      m.model ? h('span', { class: 'model', title: 'the model that answered' }, ` · ${m.model}`) : null),
     text));
   return items;
 }
