@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -57,3 +58,15 @@ def find_lone_surrogate(value: Any, where: str = "") -> str | None:
 def may_hold_surrogates(raw: bytes) -> bool:
     """Cheap pre-check on a JSON body: lone surrogates can only arrive as `\\uD8xx` escapes."""
     return _ESCAPED_SURROGATE.search(raw) is not None
+
+
+def string_map(text: str | None) -> dict[str, str]:
+    """A JSON object of strings read leniently: a small side file (note dates, a manifest of
+    digests) that is missing, torn or hand-edited reads as empty rather than failing a read."""
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}

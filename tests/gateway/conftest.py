@@ -14,6 +14,7 @@ import pytest
 from hermes.config.settings import Settings, load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import Runtime, build_runtime
+from tests.memory.providers.conftest import honcho  # noqa: F401 (a fixture, for the provider tests here)
 from tests.standins.telegram_api import TelegramBotAPI
 
 OWNER = 42

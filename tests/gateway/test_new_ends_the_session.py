@@ -3,26 +3,15 @@ Honcho stand-in sees the session end's recall of the user's general view."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from hermes.gateway.runner import Gateway
 from hermes.testing.fake_model import FakeModel, Text
-from tests.memory.providers.conftest import serving, settle
-from tests.memory.providers.honcho_api import KEY, HonchoAPI
+from tests.memory.providers.conftest import settle
+from tests.memory.providers.honcho_api import HonchoAPI
 from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import OWNER, texts
-
-
-@pytest.fixture
-async def honcho(
-    home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[HonchoAPI]:
-    async with serving(HonchoAPI(), "honcho", KEY, home, monkeypatch) as api:
-        yield api
 
 
 @pytest.mark.parametrize("command", ["/new", "/reset"])

@@ -3,12 +3,8 @@ default), answered as text, the transcript stored; without an endpoint the chat 
 
 from __future__ import annotations
 
-import io
 import logging
-import math
 import socket
-import struct
-import wave
 from pathlib import Path
 
 import pytest
@@ -17,24 +13,10 @@ from hermes.config.settings import load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
+from tests.media import a_recording
 from tests.standins.telegram_api import TelegramBotAPI
 
 from .conftest import OWNER, texts, until, write_config
-
-
-def a_recording(seconds: float = 0.5, hz: int = 440) -> bytes:
-    """A synthesized mono 16 kHz WAV: a tone, as a stand-in for speech."""
-    rate = 16000
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        frames = (
-            int(8000 * math.sin(2 * math.pi * hz * i / rate)) for i in range(int(rate * seconds))
-        )
-        out.writeframes(b"".join(struct.pack("<h", f) for f in frames))
-    return buffer.getvalue()
 
 
 async def test_a_voice_note_is_heard_answered_and_stored_as_text(

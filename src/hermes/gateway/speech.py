@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Final, Literal
 
 from hermes.errors import HermesError
+from hermes.gateway.voice import audio_endpoint
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
@@ -43,9 +44,7 @@ class Speaker:
     def __init__(self, settings: Settings) -> None:
         tts, model = settings.tts, settings.model
         self.mode = tts.mode
-        self.base_url = tts.base_url or model.base_url
-        key = tts.api_key or (model.api_key if self.base_url == model.base_url else None)
-        self._api_key = key.get_secret_value() if key else "not-needed"
+        self.base_url, self._api_key = audio_endpoint(tts.base_url, tts.api_key, settings)
         self.model = tts.model
         self.voice = tts.voice
         self.max_chars = tts.max_chars

@@ -18,6 +18,8 @@ from hermes.errors import HermesError
 from hermes.gateway.base import Attachment
 
 if TYPE_CHECKING:
+    from pydantic import SecretStr
+
     from hermes.config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -34,14 +36,23 @@ class TranscriptionUnavailable(HermesError):
     """No endpoint could turn speech into text; the message says why (for the log)."""
 
 
+def audio_endpoint(
+    base_url: str | None, api_key: SecretStr | None, settings: Settings
+) -> tuple[str | None, str]:
+    """The endpoint an audio route (speech to text, text to speech) is called at and its key:
+    its own, else the model endpoint's; the model's key goes only to the model's endpoint."""
+    model = settings.model
+    url = base_url or model.base_url
+    key = api_key or (model.api_key if url == model.base_url else None)
+    return url, key.get_secret_value() if key else "not-needed"
+
+
 class Transcriber:
     """Turns recordings into text through the OpenAI SDK's `audio.transcriptions`."""
 
     def __init__(self, settings: Settings) -> None:
         stt, model = settings.stt, settings.model
-        self.base_url = stt.base_url or model.base_url
-        key = stt.api_key or (model.api_key if self.base_url == model.base_url else None)
-        self._api_key = key.get_secret_value() if key else "not-needed"
+        self.base_url, self._api_key = audio_endpoint(stt.base_url, stt.api_key, settings)
         self.model = stt.model
         self.max_bytes = stt.max_bytes
         self.timeout = model.timeout

@@ -30,6 +30,7 @@ from hermes.memory.health import record_readable, record_unreadable
 from hermes.memory.history import UNKNOWN, Actor, History, history_for
 from hermes.scopes import scope_root
 from hermes.store.base import DocumentEdit, DocumentStore, Store
+from hermes.text import string_map
 
 try:
     import fcntl
@@ -174,7 +175,7 @@ class NotesStore:
         text, malformed = self._read(path)
         entries = parse_entries(text)
         state = NotesState(target, path, entries, self.limit(target), malformed, text=text)
-        dates = _parse_dates(self._read(_dates_path(path))[0])
+        dates = string_map(self._read(_dates_path(path))[0])
         state.written = {e: dates[e] for e in entries if e in dates}
         return state
 
@@ -410,13 +411,3 @@ def today_utc() -> str:
 def _dates_path(path: Path) -> Path:
     """Where the write dates of a notes file live: beside it, so the notes stay plain."""
     return path.with_name(f".{path.name}.dates.json")
-
-
-def _parse_dates(text: str) -> dict[str, str]:
-    try:
-        data = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}

@@ -26,6 +26,7 @@ from typing import Any
 from hermes.fileio import atomic_write, file_lock
 from hermes.skills.library import confined
 from hermes.store.base import DEFAULT_SCOPE, DocumentStore
+from hermes.text import string_map
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +39,6 @@ PULL_SECONDS = 1.0
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _mapping(text: str | None) -> dict[str, str]:
-    try:
-        data = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _mode(relative: str) -> int:
@@ -82,7 +73,7 @@ class SharedSkills:
                     log.info("skills: %s is not text; it stays on this replica only", rel)
         with self.documents.edit_document(DEFAULT_SCOPE, MANIFEST) as edit:
             assert edit is not None
-            manifest = _mapping(edit.text)
+            manifest = string_map(edit.text)
             before = {k for k in manifest if k == base or k.startswith(base + "/")}
             for rel, text in files.items():
                 if manifest.get(rel) != digest(text):
@@ -96,7 +87,7 @@ class SharedSkills:
                 manifest.pop(rel, None)
             manifest.update({rel: digest(text) for rel, text in files.items()})
             edit.new_text = json.dumps(manifest, sort_keys=True)
-            local = _mapping(self._read_local())
+            local = string_map(self._read_local())
             for rel in before:
                 local.pop(rel, None)
             local.update({rel: digest(text) for rel, text in files.items()})
@@ -119,8 +110,8 @@ class SharedSkills:
             log.warning("skills: could not read the shared skills (%s); using the files", exc)
 
     def _pull(self) -> None:
-        manifest = _mapping(self.documents.read_document(DEFAULT_SCOPE, MANIFEST))
-        local = _mapping(self._read_local())
+        manifest = string_map(self.documents.read_document(DEFAULT_SCOPE, MANIFEST))
+        local = string_map(self._read_local())
         changed = False
         for rel, want in manifest.items():
             try:

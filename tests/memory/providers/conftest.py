@@ -21,6 +21,7 @@ from hermes.memory.providers import provider_health
 from hermes.memory.providers.external import ExternalMemory
 from hermes.runtime import Runtime, build_runtime
 from hermes.testing.fake_model import FakeModel, Text
+from tests.memory.providers.honcho_api import KEY, HonchoAPI
 
 SETTLE_S = 60.0  # a Mem0 worker process may take ~15 s to start on a loaded machine
 
@@ -174,3 +175,12 @@ async def alice_then_bob(
     await settle(runtime)
     chats = fake.chat_requests()
     return recalled_blocks(chats[1]), [b for body in chats[2:] for b in recalled_blocks(body)]
+
+
+@pytest.fixture
+async def honcho(
+    home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[HonchoAPI]:
+    """Hermes set up with Honcho, served by the loopback stand-in."""
+    async with serving(HonchoAPI(), "honcho", KEY, home, monkeypatch) as api:
+        yield api

@@ -5,26 +5,14 @@ tool changing the notes. Seen from the Honcho stand-in: what it was sent."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from tests.conftest import chat_in_pty
-from tests.memory.providers.conftest import make_settings, serving, settle
-from tests.memory.providers.honcho_api import KEY, HonchoAPI
+from tests.memory.providers.conftest import make_settings, settle
+from tests.memory.providers.honcho_api import HonchoAPI
 from tests.server.conftest import chat_body, open_api, wait_until
 
 NOTE = "Favourite tea: oolong"
-
-
-@pytest.fixture
-async def honcho(
-    home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[HonchoAPI]:
-    async with serving(HonchoAPI(), "honcho", KEY, home, monkeypatch) as api:
-        yield api
 
 
 def notes_about(honcho: HonchoAPI, peer: str) -> list[str]:

@@ -4,7 +4,7 @@ loopback stand-in of the v3 API (honcho_api.py)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,22 +17,13 @@ from tests.memory.providers.conftest import (
     alice_then_bob,
     provider_of,
     recalled_blocks,
-    serving,
     settle,
     timed_turn,
     turns_on_garbage,
     turns_while_hanging,
     write_config,
 )
-from tests.memory.providers.honcho_api import KEY, HonchoAPI
-
-
-@pytest.fixture
-async def honcho(
-    home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[HonchoAPI]:
-    async with serving(HonchoAPI(), "honcho", KEY, home, monkeypatch) as api:
-        yield api
+from tests.memory.providers.honcho_api import HonchoAPI
 
 
 async def test_alice_facts_reach_her_next_session_and_never_bob(

@@ -267,13 +267,7 @@ class TelegramAdapter(PlatformAdapter):
         self, chat: str, piece: str, thread: str | None, reply_to: str | None
     ) -> str:
         tg = _import_telegram()
-        extra: dict[str, Any] = {}
-        if thread:
-            extra["message_thread_id"] = int(thread)
-        if reply_to:
-            extra["reply_parameters"] = tg.ReplyParameters(
-                int(reply_to), allow_sending_without_reply=True
-            )
+        extra = _placement(tg, thread, reply_to)
         try:
             sent = await self._call("sendMessage", chat, to_html(piece), parse_mode="HTML", **extra)
         except tg.error.BadRequest as exc:
@@ -336,13 +330,7 @@ class TelegramAdapter(PlatformAdapter):
         """sendVoice: Ogg/Opus shows as a voice note in the chat."""
         tg = _import_telegram()
         bot = await self._ensure_bot()
-        extra: dict[str, Any] = {}
-        if thread:
-            extra["message_thread_id"] = int(thread)
-        if reply_to:
-            extra["reply_parameters"] = tg.ReplyParameters(
-                int(reply_to), allow_sending_without_reply=True
-            )
+        extra = _placement(tg, thread, reply_to)
         try:
             async with self._slots:
                 sent = await bot.send_voice(
@@ -386,3 +374,16 @@ def _create(settings: Settings) -> PlatformAdapter:
 
 
 PLATFORM = PlatformSpec(name="telegram", configured=needs("telegram", "token"), create=_create)
+
+
+def _placement(tg: Any, thread: str | None, reply_to: str | None) -> dict[str, Any]:
+    """Where a message goes in the chat: its forum topic, and the message it answers (sent
+    anyway when that one was deleted meanwhile)."""
+    extra: dict[str, Any] = {}
+    if thread:
+        extra["message_thread_id"] = int(thread)
+    if reply_to:
+        extra["reply_parameters"] = tg.ReplyParameters(
+            int(reply_to), allow_sending_without_reply=True
+        )
+    return extra
