@@ -184,3 +184,10 @@ async def honcho(
     """Hermes set up with Honcho, served by the loopback stand-in."""
     async with serving(HonchoAPI(), "honcho", KEY, home, monkeypatch) as api:
         yield api
+
+
+@pytest.fixture
+def mem0_home(home: Path, model_env: dict[str, str]) -> Path:
+    """A home set up for Mem0 (the local library, in its worker process)."""
+    write_config(home, {"provider": "mem0", "review_interval": 0})
+    return home

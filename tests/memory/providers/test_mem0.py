@@ -31,12 +31,6 @@ from tests.memory.providers.conftest import (
 pytestmark = [pytest.mark.semantic]
 
 
-@pytest.fixture
-def mem0_home(home: Path, model_env: dict[str, str]) -> Path:
-    write_config(home, {"provider": "mem0", "review_interval": 0})
-    return home
-
-
 async def test_alice_facts_reach_her_next_session_and_never_bob(
     mem0_home: Path, fake: FakeModel, provider_runtime: Callable[[], Runtime]
 ) -> None:

@@ -30,12 +30,6 @@ from tests.server.conftest import chat_body, open_api, wait_until
 pytestmark = [pytest.mark.semantic]
 
 
-@pytest.fixture
-def mem0_home(home: Path, model_env: dict[str, str]) -> Path:
-    write_config(home, {"provider": "mem0", "review_interval": 0})
-    return home
-
-
 def extractions(fake: FakeModel) -> int:
     return sum(1 for body in fake.chat_requests() if is_extraction(body))
 
