@@ -38,8 +38,21 @@ def quicken(gateway: Gateway, pace: LiveTiming = PACE) -> float:
     return pace.interval(gateway.adapters["telegram"])
 
 
-def gaps(times: list[float]) -> list[float]:
-    return [b - a for a, b in zip(times, times[1:], strict=False)]
+LATE = 0.1
+"""Seconds by which the stand-in may note a request late on a loaded machine (the absolute
+slack the tests had at the real pace, 0.9 s for a 1 s interval). It shortens one gap and
+lengthens the next, so it is allowed once per span, not once per edit."""
+
+
+def too_soon(times: list[float], interval: float) -> list[tuple[int, float]]:
+    """Spans of edits that came sooner than one per `interval` (with 10% and `LATE` slack):
+    (edits in the span, seconds it took). Empty when the edits kept the pace."""
+    return [
+        (k - j, times[k] - times[j])
+        for j in range(len(times))
+        for k in range(j + 1, len(times))
+        if times[k] - times[j] < (k - j) * 0.9 * interval - LATE
+    ]
 
 
 def test_the_default_pace_is_the_platforms_own(gateway: Gateway) -> None:
@@ -76,12 +89,13 @@ async def test_a_slow_answer_is_one_message_edited_as_it_streams(
     assert tg.state.edits[-1]["text"] == to_html(ANSWER.strip())
     assert tg.state.edits[-1]["parse_mode"] == "HTML"
     assert all(int(e["message_id"]) == first["message_id"] for e in tg.state.edits)
-    # one edit per interval: never two intermediate edits closer than the interval allows, so
-    # the ~30 chunks were coalesced into about as many edits as the stream lasted intervals
+    # one edit per interval: no run of intermediate edits came faster than the interval
+    # allows, so the ~30 chunks were coalesced into about as many edits as the stream lasted
+    # intervals
     times = [first["sent_at"]] + [e["edited_at"] for e in tg.state.edits[:-1]]
-    assert gaps(times) and min(gaps(times)) >= 0.9 * interval, (interval, gaps(times))
+    assert len(times) >= 3 and not too_soon(times, interval), (interval, too_soon(times, interval))
     lasted = tg.state.edits[-1]["edited_at"] - first["sent_at"]
-    assert 2 <= len(tg.state.edits) <= lasted / (0.9 * interval) + 2, (lasted, interval)
+    assert len(tg.state.edits) <= (lasted + LATE) / (0.9 * interval) + 2, (lasted, interval)
 
 
 async def test_a_quick_answer_goes_out_whole_without_edits(
@@ -100,13 +114,14 @@ async def test_flood_control_slows_the_edits_down(
     # a fifth of the pace (not a tenth): Telegram's retry_after is whole seconds, and the
     # doubled interval must stand out from an edit merely slowed by a loaded machine
     interval = quicken(gateway, LiveTiming(scale=0.2))
-    fake.enqueue(slow(ANSWER * 2, 1.0 + 8 * interval))
+    fake.enqueue(slow(ANSWER * 2, 1.0 + 10 * interval))
     tg.fail("editMessageText", 429, "Too Many Requests: retry after 1", retry_after=1)
     await tg.user_says(OWNER, "tell me about tides")
     await until(lambda: tg.state.edits and "▍" not in tg.state.edits[-1]["text"], within=20)
     times = [e["edited_at"] for e in tg.state.edits[:-1]]
     # after the refused edit was waited out (1 s), the interval doubled for the rest of the turn
-    assert gaps(times) and min(gaps(times)) >= 1.8 * interval, (interval, gaps(times))
+    slower = 2 * interval
+    assert len(times) >= 3 and not too_soon(times, slower), (slower, too_soon(times, slower))
     assert tg.state.edits[-1]["text"] == to_html((ANSWER * 2).strip())
 
 
