@@ -41,6 +41,10 @@ def digests(home: Path, monkeypatch: pytest.MonkeyPatch) -> Digests:
     monkeypatch.setattr("hermes.memory.embeddings.extra_installed", lambda: True)
     stand_in = Digests()
     monkeypatch.setattr("hermes.memory.embeddings._loaded", stand_in)
+    # and loaded for no particular model: else one loaded earlier in the process (an endpoint
+    # test's) makes `load` swap the stand-in for the real model, seconds of CPU per import
+    monkeypatch.setattr("hermes.memory.embeddings._loaded_for", None)
+    monkeypatch.setattr("hermes.memory.embeddings._failed", None)
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text(f"search:\n  max_vectors: {WINDOW}\n")
     return stand_in

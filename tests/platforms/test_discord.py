@@ -15,7 +15,7 @@ from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Hang, Text
 from tests.standins.discord_api import CHANNEL, THREAD, DiscordAPI
 
-from .conftest import Served, until
+from .conftest import Served, quicken, until
 
 OWNER = "100000000000000001"
 FRIEND = "100000000000000002"
@@ -169,7 +169,8 @@ async def test_a_slow_answer_is_one_message_edited_in_place(
     served: Served, dc: DiscordAPI, fake: FakeModel
 ) -> None:
     answer = "The tide follows the moon. " * 10
-    fake.enqueue(Text(answer, chunk_chars=8, delay=3.0 / (len(answer) / 8)))
+    interval = quicken(served.gateway, "discord")  # a tenth of the real pace
+    fake.enqueue(Text(answer, chunk_chars=8, delay=8 * interval / (len(answer) / 8)))
     await dc.user_says(OWNER, "tides?")
     await until(lambda: dc.edits and "▍" not in dc.edits[-1]["content"], within=15)
     assert len(dc.sent) == 1

@@ -16,7 +16,7 @@ from hermes.runtime import build_runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.standins.mattermost_api import BOT_ID, TOKEN, Mattermost
 
-from .conftest import Served, until
+from .conftest import Served, quicken, until
 
 OWNER = "owneruserid0000000000000000"
 STRANGER = "strangerid00000000000000000"
@@ -76,7 +76,8 @@ async def test_a_slow_answer_is_one_post_edited_in_place(
     mm: Mattermost, served: Served, fake: FakeModel
 ) -> None:
     answer = "Tides follow the moon. " * 12
-    fake.enqueue(Text(answer, chunk_chars=8, delay=3.0 / (len(answer) / 8)))
+    interval = quicken(served.gateway, "mattermost")  # a tenth of the real pace
+    fake.enqueue(Text(answer, chunk_chars=8, delay=8 * interval / (len(answer) / 8)))
     await mm.user_says(OWNER, "tides?")
     await until(lambda: mm.edits and "▍" not in mm.edits[-1]["message"], within=15)
     assert len(mm.posts) == 1

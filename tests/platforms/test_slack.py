@@ -15,7 +15,7 @@ from hermes.gateway.platforms.slack import command_text, to_mrkdwn
 from hermes.testing.fake_model import FakeModel, Hang, Text
 from tests.standins.slack_api import BOT_USER, SlackAPI
 
-from .conftest import Served, until
+from .conftest import Served, quicken, until
 
 OWNER = "U0OWNER1"
 FRIEND = "U0FRIEND"
@@ -202,7 +202,8 @@ async def test_a_slow_answer_is_one_message_updated_in_place(
     served: Served, slack: SlackAPI, fake: FakeModel
 ) -> None:
     answer = "The tide follows the moon. " * 10
-    fake.enqueue(Text(answer, chunk_chars=8, delay=3.0 / (len(answer) / 8)))
+    interval = quicken(served.gateway, "slack")  # a tenth of the real pace
+    fake.enqueue(Text(answer, chunk_chars=8, delay=8 * interval / (len(answer) / 8)))
     await slack.dm(OWNER, "tides?")
     await until(lambda: slack.updates and "▍" not in slack.updates[-1]["text"], within=15)
     assert len(slack.sent) == 1

@@ -62,6 +62,8 @@ async def meaning_api(home: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
     monkeypatch.setattr("hermes.memory.embeddings.extra_installed", lambda: True)
     embedder = Concepts()
     monkeypatch.setattr("hermes.memory.embeddings._loaded", embedder)
+    monkeypatch.setattr("hermes.memory.embeddings._loaded_for", None)  # kept, whatever came before
+    monkeypatch.setattr("hermes.memory.embeddings._failed", None)
     settings = load_settings()
     settings.server.api_key = SecretStr(SERVER_KEY)
     async with open_api(settings) as api:

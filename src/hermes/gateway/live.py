@@ -17,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from hermes.agent.turn import TurnObserver
@@ -27,8 +28,31 @@ log = logging.getLogger(__name__)
 
 FIRST_AFTER = 0.8
 """Seconds before a streaming answer is first shown (a faster answer is sent whole)."""
+MIN_INTERVAL = 0.05
 MAX_INTERVAL = 8.0
 CURSOR = " ▍"
+
+
+@dataclass(frozen=True)
+class LiveTiming:
+    """The pace of live answers, as one factor on every delay: the wait before an answer is
+    first shown and each platform's `edit_interval` (with its floor and its ceiling after flood
+    control). The gateway keeps one (`Gateway.live_timing`); 1.0 is the platforms' own pace, and
+    a smaller scale runs the very same behaviour faster (the tests use it)."""
+
+    scale: float = 1.0
+
+    @property
+    def first_after(self) -> float:
+        return FIRST_AFTER * self.scale
+
+    @property
+    def max_interval(self) -> float:
+        return MAX_INTERVAL * self.scale
+
+    def interval(self, adapter: PlatformAdapter) -> float:
+        """Seconds between edits on `adapter`'s platform before any flood control."""
+        return max(adapter.edit_interval, MIN_INTERVAL) * self.scale
 
 
 class LiveReply(TurnObserver):
@@ -39,13 +63,14 @@ class LiveReply(TurnObserver):
         adapter: PlatformAdapter,
         msg: Inbound,
         *,
-        first_after: float = FIRST_AFTER,
+        timing: LiveTiming = LiveTiming(),  # frozen: one shared default is safe
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.adapter = adapter
         self.msg = msg
-        self.first_after = first_after
-        self.interval = max(adapter.edit_interval, 0.05)
+        self.first_after = timing.first_after
+        self.interval = timing.interval(adapter)
+        self.max_interval = timing.max_interval
         self.clock = clock
         self.text = ""
         self.tools: dict[str, str] = {}  # call id -> progress line, in call order
@@ -130,7 +155,7 @@ class LiveReply(TurnObserver):
                 refused = True
             took = self.clock() - began
             if refused or took > self.interval:  # flood control made us wait: slow down,
-                self.interval = min(self.interval * 2, MAX_INTERVAL)  # counted from now
+                self.interval = min(self.interval * 2, self.max_interval)  # counted from now
                 await asyncio.sleep(self.interval)
             else:
                 await asyncio.sleep(self.interval - took)

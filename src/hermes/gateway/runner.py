@@ -19,6 +19,7 @@ from hermes.gateway.base import AdapterError, Inbound, PlatformAdapter
 from hermes.gateway.chats import ChatWorker
 from hermes.gateway.commands import parse_command
 from hermes.gateway.leases import GATEWAY_LEASE_SECONDS, PollerLease, lease_name
+from hermes.gateway.live import LiveTiming
 from hermes.gateway.platforms import PlatformSpec, configured_specs
 from hermes.gateway.state import STATUS_TTL, ChatSessions, StatusFile
 from hermes.gateway.turns import TurnMaker
@@ -68,6 +69,7 @@ class Gateway:
         self.settings = runtime.settings
         self.agent = runtime.agent
         self.backoff = backoff
+        self.live_timing = LiveTiming()  # the platforms' own pace; tests run it scaled down
         self.specs: dict[str, PlatformSpec] = {
             s.name: s for s in configured_specs(self.settings, runtime.registry)
         }

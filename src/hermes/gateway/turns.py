@@ -146,7 +146,7 @@ class TurnMaker:
         adapter = self.gw.adapters.get(msg.platform)
         if adapter is None or not adapter.live_edits or not self.gw.settings.gateway.streaming:
             return None
-        return LiveReply(adapter, msg)
+        return LiveReply(adapter, msg, timing=self.gw.live_timing)
 
     async def _finish_live(self, live: LiveReply, msg: Inbound, content: str) -> bool:
         """The final text into the live message; False when nothing was shown live (the answer
