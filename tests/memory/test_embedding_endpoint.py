@@ -85,3 +85,21 @@ def test_an_endpoint_that_refuses_is_named_in_the_error(endpoint_home, tmp_path)
     r = run_cli("sessions", "import", str(_history(tmp_path)))
     assert r.returncode == 1
     assert "/embeddings answered 401" in r.stderr
+
+
+def test_a_failed_model_does_not_stop_another_from_loading(endpoint_home, monkeypatch):
+    """One process may ask for several models (profiles, a changed setting): a failure is
+    remembered for the model that failed, not for every model after it."""
+    monkeypatch.setattr(embeddings, "_loaded", None)
+    monkeypatch.setattr(embeddings, "_loaded_for", None)
+    monkeypatch.setattr(embeddings, "_failed", None)
+    endpoint_home.api_key = "the-right-key"
+    with pytest.raises(embeddings.EmbeddingsUnavailableError, match="answered 401"):
+        embeddings.load(load_settings())
+    with FakeModel() as other:
+        monkeypatch.setenv("OPENAI_BASE_URL", other.base_url)
+        embedder = embeddings.load(load_settings())
+        assert embedder is not None and embedder.dimensions == EMBEDDING_DIMENSIONS
+    monkeypatch.setenv("OPENAI_BASE_URL", endpoint_home.base_url)
+    with pytest.raises(embeddings.EmbeddingsUnavailableError, match="answered 401"):
+        embeddings.load(load_settings())  # the one that failed is not tried on every call

@@ -85,6 +85,7 @@ _loaded: Embedder | None = None
 _loaded_for: tuple[str, str | None] | None = None  # the (vectors' name, endpoint) loaded
 _load_lock = threading.Lock()
 _failed: str | None = None
+_failed_for: tuple[str, str | None] | None = None  # a failure sticks only for what failed
 
 
 def _make(settings: Settings) -> Embedder:
@@ -100,7 +101,7 @@ def _make(settings: Settings) -> Embedder:
 def load(settings: Settings) -> Embedder | None:
     """The process's embedder (loaded on first call, which takes seconds); None when
     semantic search is off or the model failed to load (logged once)."""
-    global _loaded, _loaded_for, _failed
+    global _loaded, _loaded_for, _failed, _failed_for
     if not enabled(settings):
         return None
     wanted = (vector_name(settings), settings.model.base_url)
@@ -111,12 +112,14 @@ def load(settings: Settings) -> Embedder | None:
             close = getattr(_loaded, "close", None)
             if close is not None:
                 close()
-            _loaded, _failed = None, None  # another model asked for (a test, a new setting)
+            _loaded = None  # another model asked for (another profile, a new setting)
+        if _failed is not None and _failed_for != wanted:
+            _failed = None  # what failed was another model: this one gets its own try
         if _loaded is None and _failed is None:
             try:
                 _loaded, _loaded_for = _make(settings), wanted
             except Exception as exc:  # a broken install must not break search
-                _failed = f"{type(exc).__name__}: {exc}"
+                _failed, _failed_for = f"{type(exc).__name__}: {exc}", wanted
                 log.warning(
                     "semantic search is off: the embedding model did not load (%s)", _failed
                 )
