@@ -49,3 +49,27 @@ def from_starts(
     cases = " ".join(f"WHEN {mark} THEN {mark}" for _ in starts)
     params = tuple(v for name, start in starts.items() for v in (name, start))
     return f" AND {column}.id >= CASE {column}.scope {cases} ELSE 0 END", params
+
+
+def whole_only_query(
+    mark: str,
+    length: str,
+    model: str,
+    size: int,
+    scope: str | None,
+    after_id: int,
+    limit: int,
+    starts: Mapping[str, int] | None,
+) -> tuple[str, tuple[object, ...]]:
+    """`VectorStore.whole_only` for a backend whose parameter mark is `mark` and whose byte
+    length function is `length`: the statement and its parameters."""
+    where = f" AND v.scope = {mark}" if scope is not None else ""
+    newest, newer = from_starts(starts, mark, scope)
+    sql = (
+        f"SELECT m.id, m.scope, {SPOKEN}, v.vec FROM message_vectors v "
+        f"JOIN messages m ON m.id = v.id "
+        f"WHERE v.model = {mark} AND {length}(v.vec) = {mark} AND v.id > {mark}{where}{newest} "
+        f"ORDER BY v.id LIMIT {mark}"
+    )
+    scoped = (scope,) if scope is not None else ()
+    return sql, (model, size, after_id, *scoped, *newer, limit)

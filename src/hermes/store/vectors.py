@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from hermes.store.search_contract import StoredVector, only_asks, text_key
-from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts
+from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts, whole_only_query
 
 M010_MESSAGE_VECTORS = """
 CREATE TABLE message_vectors (
@@ -124,19 +124,9 @@ class SQLiteVectorStore:
         limit: int = 256,
         starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str, bytes]]:
-        where = " AND v.scope = ?" if scope is not None else ""
-        newest, newer = from_starts(starts, "?", scope)
-        params: tuple[object, ...] = (model, size, after_id) + (
-            (scope,) if scope is not None else ()
-        )
+        sql, params = whole_only_query("?", "length", model, size, scope, after_id, limit, starts)
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT m.id, m.scope, {SPOKEN}, v.vec FROM message_vectors v "
-                f"JOIN messages m ON m.id = v.id "
-                f"WHERE v.model = ? AND length(v.vec) = ? AND v.id > ?{where}{newest} "
-                f"ORDER BY v.id LIMIT ?",
-                (*params, *newer, limit),
-            ).fetchall()
+            rows = self._conn.execute(sql, params).fetchall()
         return [(int(r[0]), r[1], r[2], bytes(r[3])) for r in rows]
 
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from hermes.store.postgres.predicates import ONLY_ASKS
 from hermes.store.search_contract import StoredVector, text_key
-from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts
+from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts, whole_only_query
 
 if TYPE_CHECKING:  # pool.py imports the schema, which imports this module
     from hermes.store.postgres.pool import Database
@@ -127,18 +127,10 @@ class PgVectorStore:
         limit: int = 256,
         starts: Mapping[str, int] | None = None,
     ) -> list[tuple[int, str, str, bytes]]:
-        where = " AND v.scope = %s" if scope is not None else ""
-        newest, newer = from_starts(starts, "%s", scope)
-        params: tuple[object, ...] = (model, size, after_id) + (
-            (scope,) if scope is not None else ()
+        sql, params = whole_only_query(
+            "%s", "octet_length", model, size, scope, after_id, limit, starts
         )
-        rows = self._db.fetch(
-            f"SELECT m.id, m.scope, {SPOKEN}, v.vec FROM message_vectors v "
-            f"JOIN messages m ON m.id = v.id "
-            f"WHERE v.model = %s AND octet_length(v.vec) = %s AND v.id > %s{where}{newest} "
-            f"ORDER BY v.id LIMIT %s",
-            (*params, *newer, limit),
-        )
+        rows = self._db.fetch(sql, params)
         return [(int(r[0]), r[1], r[2], bytes(r[3])) for r in rows]
 
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
