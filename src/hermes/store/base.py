@@ -499,6 +499,21 @@ class RecordStore(Protocol):
         ...
 
 
+class StoreParts:
+    """The sub-objects every backend serves beside its methods (documented on `Store`),
+    declared once: a backend inherits these types instead of restating them."""
+
+    url: str
+    idempotency: IdempotencyStore | None
+    documents: DocumentStore | None
+    search: Searcher
+    vectors: VectorStore | None
+    runs: RunStore | None
+    note_history: NoteHistoryStore | None
+    usage: UsageStore | None
+    records: RecordStore | None
+
+
 class Store(CompactionStore, Protocol):
     """Sessions, messages, compactions and leases, always addressed within a scope; recall
     (`search`, `vectors`) and the rest are sub-objects with contracts of their own.

@@ -14,20 +14,15 @@ from typing import Any
 
 from hermes.store.api_keys import ApiKeyStoreMixin
 from hermes.store.base import (
-    DocumentStore,
-    IdempotencyStore,
     Lease,
     MessageRecord,
     NewMessage,
     NewSession,
-    NoteHistoryStore,
-    RecordStore,
-    RunStore,
     SchemaStatus,
     ScopeStats,
     SessionRecord,
     StoreError,
-    UsageStore,
+    StoreParts,
 )
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.leases import holder_is_dead
@@ -43,7 +38,6 @@ from hermes.store.rows import SCOPE_STATS_SQL, scope_stats_from, title_patterns,
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
-from hermes.store.search_contract import Searcher, VectorStore
 from hermes.store.search_index import SQLiteSearch, index_new_sessions
 from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
@@ -67,14 +61,14 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
+class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
     """One connection guarded by a lock; writes in BEGIN IMMEDIATE transactions."""
 
     def __init__(self, path: Path | str, *, migrations: list[Migration] | None = None) -> None:
         self.path = Path(path)
         self.url = sqlite_url(self.path)
-        self.documents: DocumentStore | None = None
-        self.idempotency: IdempotencyStore | None = None  # notes and jobs are files in the home
+        self.documents = None
+        self.idempotency = None  # notes and jobs are files in the home
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists()
         try:
@@ -84,12 +78,12 @@ class SQLiteStore(CompactionStoreMixin, SQLiteHealthMixin, ApiKeyStoreMixin):
         if fresh:
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
-        self.search: Searcher = SQLiteSearch(self._conn, self._lock)
-        self.vectors: VectorStore | None = SQLiteVectorStore(self._conn, self._lock)
-        self.runs: RunStore | None = SQLiteRunStore(self._conn, self._lock)
-        self.note_history: NoteHistoryStore | None = SQLiteNoteHistory(self._conn, self._lock)
-        self.usage: UsageStore | None = SQLiteUsageStore(self._conn, self._lock)
-        self.records: RecordStore | None = SQLiteRecords(self._conn, self._lock)
+        self.search = SQLiteSearch(self._conn, self._lock)
+        self.vectors = SQLiteVectorStore(self._conn, self._lock)
+        self.runs = SQLiteRunStore(self._conn, self._lock)
+        self.note_history = SQLiteNoteHistory(self._conn, self._lock)
+        self.usage = SQLiteUsageStore(self._conn, self._lock)
+        self.records = SQLiteRecords(self._conn, self._lock)
 
     def _connect(self, migrations: list[Migration]) -> sqlite3.Connection:
         """Open, switch to WAL and migrate, retrying while sibling processes do the same.

@@ -16,20 +16,15 @@ import psycopg
 
 from hermes.store.base import (
     Compaction,
-    DocumentStore,
-    IdempotencyStore,
     Lease,
     MessageRecord,
     NewMessage,
     NewSession,
-    NoteHistoryStore,
-    RecordStore,
-    RunStore,
     SchemaStatus,
     ScopeStats,
     SessionRecord,
     StoreError,
-    UsageStore,
+    StoreParts,
 )
 from hermes.store.leases import holder_is_dead
 from hermes.store.postgres.api_keys import PgApiKeysMixin
@@ -50,7 +45,6 @@ from hermes.store.rows import (
     title_patterns,
     titled,
 )
-from hermes.store.search_contract import Searcher, VectorStore
 
 _SESSION_COLUMNS = (
     "scope, id, source, started_at, updated_at, title, parent_session_id, ended_at, "
@@ -95,21 +89,21 @@ def _message(row: tuple[Any, ...]) -> MessageRecord:
     )
 
 
-class PostgresStore(PgApiKeysMixin):
+class PostgresStore(StoreParts, PgApiKeysMixin):
     """Sessions, messages, search, leases and shared state in one PostgreSQL database."""
 
     def __init__(self, url: str, *, pool_size: int = 10, migrate: bool = True) -> None:
         self._db = Database(url, pool_size=pool_size)
         self.url = self._db.shown
         self._presence = Presence(self._db)
-        self.documents: DocumentStore | None = PgDocuments(self._db)
-        self.idempotency: IdempotencyStore | None = PgIdempotency(self._db)
-        self.search: Searcher = PgSearch(self._db)
-        self.vectors: VectorStore | None = PgVectorStore(self._db)
-        self.runs: RunStore | None = PgRunStore(self._db)
-        self.note_history: NoteHistoryStore | None = PgNoteHistory(self._db)
-        self.usage: UsageStore | None = PgUsageStore(self._db)
-        self.records: RecordStore | None = PgRecords(self._db)
+        self.documents = PgDocuments(self._db)
+        self.idempotency = PgIdempotency(self._db)
+        self.search = PgSearch(self._db)
+        self.vectors = PgVectorStore(self._db)
+        self.runs = PgRunStore(self._db)
+        self.note_history = PgNoteHistory(self._db)
+        self.usage = PgUsageStore(self._db)
+        self.records = PgRecords(self._db)
         try:
             self._db.open()
             if migrate:
