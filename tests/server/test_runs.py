@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,30 @@ async def test_another_replica_reads_the_run_back_from_the_store(
         async with open_api(settings) as second:  # same database, its own process state
             assert (await status_of(second, run_id))["output"] == "stored answer"
             assert await events_of(second, run_id) == replayed_here
+
+
+@on_each_backend
+async def test_a_run_is_told_finished_only_once_every_replica_can_read_it(
+    settings: Settings, fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The final save is slow here: the replica running the run answers "completed" only
+    after it, so a client that then asks another replica never finds the run unfinished."""
+    fake.enqueue(Text("stored answer"))
+    async with open_api(settings) as first:
+        runs = first.runtime.store.runs
+        assert runs is not None
+        save = runs.save_run
+
+        def slow_final_save(record: Any, events: Any) -> None:
+            if record.status == "completed":
+                time.sleep(0.5)
+            save(record, events)
+
+        monkeypatch.setattr(runs, "save_run", slow_final_save)
+        run_id = await start(first)
+        await wait_status(first, run_id, FINAL)
+        async with open_api(settings) as second:
+            assert (await status_of(second, run_id))["output"] == "stored answer"
 
 
 @on_each_backend

@@ -111,21 +111,25 @@ class LiveRun:
 
     async def saved(self) -> None:
         """Wait until everything so far is in the store (one more try after a failure);
-        raises what the store raised when it still cannot be written."""
+        raises what the store raised when it still cannot be written. Callers waiting at
+        once all return only after the write: the first starts it, the others await it."""
         if self.store is None:
             return
         if self._saver is not None and not self._saver.done():
             await asyncio.shield(self._saver)
         if self._dirty:
-            batch, self._unsaved, self._dirty = self._unsaved, [], False
-            try:
-                await asyncio.to_thread(
-                    self.store.save_run, dataclasses.replace(self.record), batch
-                )
-            except BaseException:
-                self._unsaved = batch + self._unsaved
-                self._dirty = True
-                raise
+            self._saver = asyncio.get_running_loop().create_task(self._save_once())
+            await asyncio.shield(self._saver)
+
+    async def _save_once(self) -> None:
+        assert self.store is not None
+        batch, self._unsaved, self._dirty = self._unsaved, [], False
+        try:
+            await asyncio.to_thread(self.store.save_run, dataclasses.replace(self.record), batch)
+        except BaseException:
+            self._unsaved = batch + self._unsaved
+            self._dirty = True
+            raise
 
     # -- approvals ------------------------------------------------------------------------
 

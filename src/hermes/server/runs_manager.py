@@ -135,13 +135,16 @@ class RunManager:
             run.emit("run.completed", output=result.content, usage=usage)
         await self._settle(run)
 
-    async def _settle(self, run: LiveRun) -> None:
-        """Save the finished run, then move it to the short list of finished ones."""
-        timings.count("runs", status=run.record.status)
+    async def _stored(self, run: LiveRun) -> None:
         try:
             await asyncio.shield(run.saved())
         except Exception:
             log.exception("run %s finished but could not be saved", run.record.id)
+
+    async def _settle(self, run: LiveRun) -> None:
+        """Save the finished run, then move it to the short list of finished ones."""
+        timings.count("runs", status=run.record.status)
+        await self._stored(run)
         self._live.pop(run.record.id, None)
         await self.control.let_go(run.record.id)
         self._finished[run.record.id] = run
@@ -160,6 +163,8 @@ class RunManager:
         when it is unfinished and the replica that ran it is gone)."""
         run = self.live(scope, run_id)
         if run is not None:
+            if run.record.status in RUN_FINAL:
+                await self._stored(run)  # told final once stored: every replica then agrees
             return run.record
         if self.store is None:
             return None
