@@ -115,3 +115,34 @@ async def test_a_separate_speech_to_text_endpoint_and_the_transcript_is_searchab
         finally:
             await gw.stop()
             await runtime.aclose()
+
+
+async def test_a_recording_over_the_limit_is_named_as_too_long_not_as_no_endpoint(
+    tg: TelegramBotAPI, fake: FakeModel, home: Path, gw_env: dict[str, str]
+) -> None:
+    """Over `stt.max_bytes` the endpoint is fine: the chat hears that this note is too long
+    (each time), is never told that nothing transcribes, and a short note is still heard."""
+    write_config(home, "stt:\n  max_bytes: 4000\n")
+    settings = load_settings()
+    settings.model.max_retries = 0
+    runtime = build_runtime(settings)
+    gw = runtime.services.get(Gateway)
+    await gw.start()
+    try:
+        await until(lambda: gw.status["telegram"].connected)
+        fake.enqueue(Text("a file"), Text("another file"), Text("heard you"))
+        fake.transcripts.append("short and sweet")
+        for n in (2, 4):
+            await tg.user_says(OWNER, voice=a_recording(1.0))  # 32 KB
+            await tg.wait_for_sent(n)
+        await tg.user_says(OWNER, voice=a_recording(0.05))  # under 4,000 bytes
+        await tg.wait_for_sent(5)
+        told = [t for t in texts(tg) if "too long" in t]
+        assert len(told) == 2, texts(tg)
+        assert "(32 KB; <code>stt.max_bytes</code> is 4 KB)" in told[0]  # Telegram HTML
+        assert not [t for t in texts(tg) if "stt.base_url" in t]
+        assert len(fake.audio) == 1  # only the short note was sent to be transcribed
+        assert fake.chat_requests()[-1]["messages"][-1]["content"] == "short and sweet"
+    finally:
+        await gw.stop()
+        await runtime.aclose()
