@@ -177,3 +177,34 @@ async def test_an_unreachable_model_hands_the_turn_on(
         assert backup.chat_requests()[0]["model"] == "backup-model"
     finally:
         await runtime.aclose()
+
+
+async def test_each_fallback_gets_its_own_key_and_never_the_main_models(
+    fake: FakeModel, model_env: dict[str, str], home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fallback's `api_key` goes to its endpoint; one without a key at another endpoint is
+    called without one: the main model's key never leaves the main model's endpoint."""
+    main_key, spare_key = "sk-main-0123456789abcdef", "sk-spare-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", main_key)
+    with FakeModel(api_key=spare_key) as keyed, FakeModel() as open_endpoint:
+        fallbacks = [
+            {"base_url": keyed.base_url, "name": "keyed", "api_key": spare_key},
+            {"base_url": open_endpoint.base_url, "name": "open"},
+        ]
+        model = {"max_retries": 0, "fallbacks": fallbacks, "fallback_cooldown": 0}
+        write_config(home, {"model": model})
+        runtime = build_runtime(load_settings())
+        try:  # no rest periods: every call starts at the main model
+            fake.enqueue(Error(503, "down"), Error(503, "down again"))
+            keyed.enqueue(Text("keyed answers"), Error(500, "keyed down"))
+            open_endpoint.enqueue(Text("open answers"))
+            reply = await runtime.model.complete([{"role": "user", "content": "a"}])
+            assert reply.content == "keyed answers"
+            reply = await runtime.model.complete([{"role": "user", "content": "b"}])
+            assert reply.content == "open answers"
+        finally:
+            await runtime.aclose()
+        assert [h["authorization"] for h in fake.headers] == [f"Bearer {main_key}"] * 2
+        assert [h["authorization"] for h in keyed.headers] == [f"Bearer {spare_key}"] * 2
+        [sent] = [h.get("authorization", "") for h in open_endpoint.headers]
+        assert main_key not in sent and spare_key not in sent
