@@ -106,12 +106,12 @@ def main() -> None:
         assert call.images is not None
         blobs = list(call.images.blobs.values())
         start = time.perf_counter()
-        save_images(home, "default", blobs)
+        save_images(home, "default", blobs, 1000)
         rows.append(("store: 1 MB image, first write", (time.perf_counter() - start) * 1000))
         rows.append(
             (
                 "store: 1 MB image, already there",
-                timed(lambda: save_images(home, "default", blobs), rounds),
+                timed(lambda: save_images(home, "default", blobs, 1000), rounds),
             )
         )
 

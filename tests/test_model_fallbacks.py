@@ -5,6 +5,7 @@ not (5xx, unreachable, 429, a prompt too long for a smaller window), the failed 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import yaml
 from hermes.config.settings import load_settings
 from hermes.runtime import build_runtime
 from hermes.server.app import create_app
-from hermes.testing.fake_model import ContextLengthError, Error, FakeModel, Text
+from hermes.testing.fake_model import ContextLengthError, Error, FakeModel, Hang, Text
 
 
 @pytest.fixture
@@ -138,3 +139,72 @@ async def test_the_rest_survives_a_restart(
         assert len(fake.chat_requests()) == 1  # the restarted process did not try it again
     finally:
         await second.aclose()
+
+
+async def test_a_model_that_does_not_answer_in_time_hands_the_turn_on(
+    fake: FakeModel, backup: FakeModel, model_env: dict[str, str], home: Path
+) -> None:
+    """A hanging model costs `model.timeout`, then the turn goes on with the next."""
+    configure(home, backup, timeout=0.5)
+    runtime = build_runtime(load_settings())
+    try:
+        fake.enqueue(Hang(30, then=Text("too late")))
+        backup.enqueue(Text("the backup was on time"))
+        completion = await runtime.model.complete([{"role": "user", "content": "hi"}])
+        assert completion.content == "the backup was on time"
+        # it rests: the next call goes straight to the backup, without waiting again
+        backup.enqueue(Text("again"))
+        assert (await runtime.model.complete([{"role": "user", "content": "b"}])).content == "again"
+        assert len(fake.chat_requests()) == 1
+    finally:
+        await runtime.aclose()
+
+
+async def test_an_unreachable_model_hands_the_turn_on(
+    backup: FakeModel, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{closed}/v1")
+    monkeypatch.setenv("HERMES_MODEL", "down-model")
+    configure(home, backup)
+    runtime = build_runtime(load_settings())
+    try:
+        backup.enqueue(Text("the backup answers"))
+        completion = await runtime.model.complete([{"role": "user", "content": "hi"}])
+        assert completion.content == "the backup answers"
+        assert backup.chat_requests()[0]["model"] == "backup-model"
+    finally:
+        await runtime.aclose()
+
+
+async def test_each_fallback_gets_its_own_key_and_never_the_main_models(
+    fake: FakeModel, model_env: dict[str, str], home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fallback's `api_key` goes to its endpoint; one without a key at another endpoint is
+    called without one: the main model's key never leaves the main model's endpoint."""
+    main_key, spare_key = "sk-main-0123456789abcdef", "sk-spare-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", main_key)
+    with FakeModel(api_key=spare_key) as keyed, FakeModel() as open_endpoint:
+        fallbacks = [
+            {"base_url": keyed.base_url, "name": "keyed", "api_key": spare_key},
+            {"base_url": open_endpoint.base_url, "name": "open"},
+        ]
+        model = {"max_retries": 0, "fallbacks": fallbacks, "fallback_cooldown": 0}
+        write_config(home, {"model": model})
+        runtime = build_runtime(load_settings())
+        try:  # no rest periods: every call starts at the main model
+            fake.enqueue(Error(503, "down"), Error(503, "down again"))
+            keyed.enqueue(Text("keyed answers"), Error(500, "keyed down"))
+            open_endpoint.enqueue(Text("open answers"))
+            reply = await runtime.model.complete([{"role": "user", "content": "a"}])
+            assert reply.content == "keyed answers"
+            reply = await runtime.model.complete([{"role": "user", "content": "b"}])
+            assert reply.content == "open answers"
+        finally:
+            await runtime.aclose()
+        assert [h["authorization"] for h in fake.headers] == [f"Bearer {main_key}"] * 2
+        assert [h["authorization"] for h in keyed.headers] == [f"Bearer {spare_key}"] * 2
+        [sent] = [h.get("authorization", "") for h in open_endpoint.headers]
+        assert main_key not in sent and spare_key not in sent

@@ -3,6 +3,7 @@ default), answered as text, the transcript stored; without an endpoint the chat 
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from hermes.config.settings import load_settings
 from hermes.gateway.runner import Gateway
 from hermes.runtime import build_runtime
-from hermes.testing.fake_model import FakeModel, Text
+from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from tests.media import a_recording
 from tests.standins.telegram_api import TelegramBotAPI
 
@@ -73,3 +74,75 @@ async def test_downloading_a_file_never_logs_the_bot_token(
     await tg.wait_for_sent(1)
     assert "file" in caplog.text.lower()  # the download was logged
     assert tg.state.token not in caplog.text
+
+
+async def test_a_separate_speech_to_text_endpoint_and_the_transcript_is_searchable(
+    tg: TelegramBotAPI, fake: FakeModel, home: Path, gw_env: dict[str, str]
+) -> None:
+    """`stt.base_url`, `stt.model` and `stt.api_key` name an endpoint of its own (the model
+    endpoint never gets the recording, nor the STT key); `session_search` then finds the words
+    of the voice note in a later conversation."""
+    with FakeModel(api_key="stt-key-0123456789") as stt:
+        config = (
+            f"stt:\n  base_url: {stt.base_url}\n  model: whisper-large-v3\n"
+            "  api_key: stt-key-0123456789\n"
+        )
+        write_config(home, config)
+        settings = load_settings()
+        settings.model.max_retries = 0
+        runtime = build_runtime(settings)
+        gw = runtime.services.get(Gateway)
+        await gw.start()
+        try:
+            await until(lambda: gw.status["telegram"].connected)
+            stt.transcripts.append("the spare key is under the blue flowerpot")
+            fake.enqueue(Text("Noted."))
+            await tg.user_says(OWNER, voice=a_recording())
+            await tg.wait_for_sent(1)
+            [heard] = stt.audio
+            assert heard["model"] == "whisper-large-v3" and heard["bytes"] > 1000
+            assert fake.audio == []
+            assert all("stt-key" not in json.dumps(h) for h in fake.headers)
+
+            fake.enqueue(ToolCalls([("session_search", {"query": "flowerpot"})]), Text("found"))
+            await tg.user_says(OWNER, "/new")
+            await tg.user_says(OWNER, "where did I say the key is?")
+            await tg.wait_for_sent(3)
+            [found] = [
+                m["content"] for m in fake.chat_requests()[-1]["messages"] if m["role"] == "tool"
+            ]
+            assert "blue flowerpot" in found
+        finally:
+            await gw.stop()
+            await runtime.aclose()
+
+
+async def test_a_recording_over_the_limit_is_named_as_too_long_not_as_no_endpoint(
+    tg: TelegramBotAPI, fake: FakeModel, home: Path, gw_env: dict[str, str]
+) -> None:
+    """Over `stt.max_bytes` the endpoint is fine: the chat hears that this note is too long
+    (each time), is never told that nothing transcribes, and a short note is still heard."""
+    write_config(home, "stt:\n  max_bytes: 4000\n")
+    settings = load_settings()
+    settings.model.max_retries = 0
+    runtime = build_runtime(settings)
+    gw = runtime.services.get(Gateway)
+    await gw.start()
+    try:
+        await until(lambda: gw.status["telegram"].connected)
+        fake.enqueue(Text("a file"), Text("another file"), Text("heard you"))
+        fake.transcripts.append("short and sweet")
+        for n in (2, 4):
+            await tg.user_says(OWNER, voice=a_recording(1.0))  # 32 KB
+            await tg.wait_for_sent(n)
+        await tg.user_says(OWNER, voice=a_recording(0.05))  # under 4,000 bytes
+        await tg.wait_for_sent(5)
+        told = [t for t in texts(tg) if "too long" in t]
+        assert len(told) == 2, texts(tg)
+        assert "(32 KB; <code>stt.max_bytes</code> is 4 KB)" in told[0]  # Telegram HTML
+        assert not [t for t in texts(tg) if "stt.base_url" in t]
+        assert len(fake.audio) == 1  # only the short note was sent to be transcribed
+        assert fake.chat_requests()[-1]["messages"][-1]["content"] == "short and sweet"
+    finally:
+        await gw.stop()
+        await runtime.aclose()

@@ -266,3 +266,26 @@ async def test_a_large_image_is_taken_and_stored_whole(
     assert fake.images() == [data_url(big)]
     [saved] = (scope_root(vision.home, "default") / "images").iterdir()
     assert saved.read_bytes() == big
+
+
+async def test_a_scope_keeps_at_most_images_kept_images_on_disk(
+    vapi: Api, fake: FakeModel, vision: Settings
+) -> None:
+    """`model.images_kept: 2`: a third image removes the least recently sent one, whose
+    marker then reaches the model as `[image]`; an image sent again counts as recent."""
+    vision.model.images_kept = 2
+    vision.model.image_turns = 10
+    fake.default = Text("seen")
+    session = {"X-Hermes-Session-Id": "album"}
+    red, green, blue = (a_png(rgb=c) for c in ((255, 0, 0), (0, 255, 0), (0, 0, 255)))
+    folder = scope_root(vision.home, "default") / "images"
+    for png in (red, green, red, blue):  # red again: green is now the oldest
+        r = await vapi.chat([image_part(data_url(png))], headers=session)
+        assert r.status_code == 200, r.text
+    kept = sorted(p.read_bytes() for p in folder.iterdir())
+    assert kept == sorted([red, blue])
+    r = await vapi.chat("what did you see?", headers=session)
+    assert r.status_code == 200, r.text
+    assert sorted(fake.images()) == sorted([data_url(red)] * 2 + [data_url(blue)])
+    users = [m for m in fake.chat_requests()[-1]["messages"] if m["role"] == "user"]
+    assert users[1]["content"] == "[image]"  # green's file is gone

@@ -23,7 +23,7 @@ from hermes.profiles import create
 from hermes.runtime import build_runtime
 from hermes.server.app import create_app
 from hermes.server.profiles import ProfileRouter
-from hermes.testing.fake_model import Error, FakeModel, Text
+from hermes.testing.fake_model import Error, FakeModel, Text, ToolCalls
 
 from .conftest import chat_body
 
@@ -186,6 +186,81 @@ async def test_sessions_and_transcripts_stay_in_their_profile(
         assert [s["id"] for s in listed] == ["same-name"]
     # on SQLite the store of a profile is a file in its own home
     assert (served.home / "profiles" / "alpha" / "state.db").is_file() is served.on_files
+
+
+def _tool_output(fake: FakeModel) -> str:
+    """The tool results the model got in the newest request, minus the echo of the query."""
+    results = [m["content"] for m in fake.chat_requests()[-1]["messages"] if m["role"] == "tool"]
+    assert results, "the scripted tool call did not run"
+    out = []
+    for text in results:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            out.append(text)
+            continue
+        if isinstance(data, dict):
+            data.pop("query", None)
+        out.append(json.dumps(data))
+    return "\n".join(out)
+
+
+async def test_session_search_never_finds_or_reads_another_profiles_sessions(
+    served: Served, fake: FakeModel
+) -> None:
+    secret = "ALPHA-SECRET-4c1d"
+    fake.enqueue(Text("Noted."))
+    said = chat_body(f"The vault code is {secret}.")
+    r = await served.post(
+        "alpha", "/v1/chat/completions", json=said, headers={"X-Hermes-Session-Id": "vault"}
+    )
+    assert r.status_code == 200, r.text
+    probes: list[dict[str, object]] = [
+        {"query": secret},
+        {"query": "vault code"},
+        {"session_id": "vault"},
+        {"session_id": "vault", "around": 0},
+        {},
+    ]
+    for other in ("beta", "default"):
+        for args in probes:
+            fake.enqueue(ToolCalls([("session_search", args)]), Text("done"))
+            r = await served.post(
+                other,
+                "/v1/chat/completions",
+                json=chat_body("search my past"),
+                headers={"X-Hermes-Session-Id": "probe"},
+            )
+            assert r.status_code == 200, r.text
+            assert secret not in _tool_output(fake), (other, args)
+    # positive control: alpha's own search finds it
+    fake.enqueue(ToolCalls([("session_search", {"query": "vault code"})]), Text("found"))
+    r = await served.post(
+        "alpha",
+        "/v1/chat/completions",
+        json=chat_body("search my past"),
+        headers={"X-Hermes-Session-Id": "probe"},
+    )
+    assert r.status_code == 200, r.text
+    assert secret in _tool_output(fake)
+
+
+async def test_an_idempotency_key_never_replays_another_profiles_answer(
+    served: Served, fake: FakeModel
+) -> None:
+    body = chat_body("tell me the code")
+    fake.enqueue(Text("It is ALPHA-CODE-77."))
+    same = {"Idempotency-Key": "same-key"}
+    r = await served.post("alpha", "/v1/chat/completions", json=body, headers=same)
+    assert "ALPHA-CODE-77" in r.text
+    assert (
+        "idempotency-replayed"
+        in (await served.post("alpha", "/v1/chat/completions", json=body, headers=same)).headers
+    )  # positive control: alpha's own retry is replayed
+    for other in ("beta", "default"):
+        r = await served.post(other, "/v1/chat/completions", json=body, headers=same)
+        assert r.status_code == 200 and "ALPHA-CODE-77" not in r.text
+        assert "idempotency-replayed" not in r.headers
 
 
 async def test_notes_stay_in_their_profile(served: Served) -> None:

@@ -7,11 +7,14 @@ memory only. At each model call (`for_model`) the markers of the last `model.ima
 user messages become OpenAI `image_url` parts (data URLs for stored images, the URL itself
 for http(s) ones); older markers, and markers whose file is gone (another replica's disk, a
 deleted file), become the text `[image]`. Without `model.vision` every marker is `[image]`.
+A scope keeps at most `model.images_kept` images: the least recently sent are removed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,20 +32,47 @@ from hermes.scopes import scope_root
 
 log = logging.getLogger(__name__)
 
+STORED_NAME = re.compile(r"[0-9a-f]{64}\.(?:png|jpg|gif|webp)")
+"""A stored image's file name: its sha256 and extension (what `ImageBlob.name` makes)."""
+
 
 def image_dir(home: Path, scope: str) -> Path:
     return scope_root(home, scope) / "images"
 
 
-def save_images(home: Path, scope: str, blobs: Iterable[ImageBlob]) -> None:
-    """Write each image once under its content address (an existing file is the same bytes)."""
+def save_images(home: Path, scope: str, blobs: Iterable[ImageBlob], keep: int) -> None:
+    """Write each image once under its content address (an existing file is the same bytes,
+    touched so it counts as recent), then keep only the `keep` most recently sent."""
     folder = image_dir(home, scope)
     for blob in blobs:
         path = folder / blob.name
-        if path.exists():
+        try:
+            os.utime(path)
             continue
+        except FileNotFoundError:
+            pass
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write(path, blob.data)
+    prune_images(folder, keep)
+
+
+def prune_images(folder: Path, keep: int) -> None:
+    """Remove all but the `keep` newest images of `folder` (by modification time): the store
+    of a scope is bounded in count, as each image is in size (`model.image_max_bytes`)."""
+    try:
+        entries = [
+            (e.stat().st_mtime_ns, e.name)
+            for e in os.scandir(folder)
+            if STORED_NAME.fullmatch(e.name) and e.is_file()
+        ]
+    except OSError:
+        return
+    if len(entries) <= keep:
+        return
+    entries.sort(reverse=True)
+    for _, name in entries[keep:]:
+        (folder / name).unlink(missing_ok=True)  # another turn of this scope may be first
+    log.info("removed %d image(s) past model.images_kept from %s", len(entries) - keep, folder)
 
 
 @dataclass(frozen=True)

@@ -329,7 +329,10 @@ class Agent:
         kept = [*history, *opening] if seeded else opening
         new = [_new_message(m, history) for m in kept if m["role"] != "system"]
         if req.images and not stateless:
-            await asyncio.to_thread(save_images, self.settings.home, req.scope, req.images.values())
+            keep = self.settings.model.images_kept
+            await asyncio.to_thread(
+                save_images, self.settings.home, req.scope, req.images.values(), keep
+            )
         model = self.settings.model
         return _Turn(
             state=state,

@@ -83,6 +83,10 @@ class ModelSettings(_Section):
     image_turns: int = Field(default=3, ge=0)
     """Images of the last this-many user messages are sent to the model again; older ones
     reach it as the text `[image]` (they cost ~1,500 tokens each on every call)."""
+    images_kept: int = Field(default=1000, ge=1)
+    """Images kept on disk per scope (`images/`); past it the least recently sent go, and
+    their markers reach the model as `[image]`: with `image_max_bytes` this bounds the disk a
+    chat full of photos can fill."""
 
 
 class SpeechToTextSettings(_Section):

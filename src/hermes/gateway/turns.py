@@ -17,7 +17,13 @@ from hermes.gateway.chats import ChatWorker
 from hermes.gateway.live import LiveReply
 from hermes.gateway.speech import Speaker, SpeechUnavailable
 from hermes.gateway.vision import has_photos, seen
-from hermes.gateway.voice import NO_STT, Transcriber, TranscriptionUnavailable, spoken
+from hermes.gateway.voice import (
+    NO_STT,
+    RecordingTooLong,
+    Transcriber,
+    TranscriptionUnavailable,
+    spoken,
+)
 
 if TYPE_CHECKING:
     from hermes.gateway.runner import Gateway
@@ -171,6 +177,9 @@ class TurnMaker:
         for recording in recordings:
             try:
                 heard.append(await self.transcriber.transcribe(recording.path))
+            except RecordingTooLong as exc:  # this note only: said every time, never "no STT"
+                await self.gw.say(msg, str(exc))
+                return msg
             except (TranscriptionUnavailable, OSError) as exc:
                 log.warning("could not transcribe a voice note from %s: %s", msg.session_key, exc)
                 if msg.session_key not in self._told_no_stt:

@@ -36,6 +36,22 @@ class TranscriptionUnavailable(HermesError):
     """No endpoint could turn speech into text; the message says why (for the log)."""
 
 
+class RecordingTooLong(TranscriptionUnavailable):
+    """This recording is over `stt.max_bytes`: the endpoint may be fine, so the chat is told
+    about this voice note, not that nothing transcribes; the message is the sentence to send."""
+
+
+def too_long(size: int, limit: int) -> str:
+    return (
+        f"🎤 That voice note is too long for me to transcribe ({_size(size)}; "
+        f"`stt.max_bytes` is {_size(limit)}). Please send a shorter one, or type."
+    )
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1_000_000 else f"{n / 1e3:.0f} KB"
+
+
 def audio_endpoint(
     base_url: str | None, api_key: SecretStr | None, settings: Settings
 ) -> tuple[str | None, str]:
@@ -60,11 +76,10 @@ class Transcriber:
     async def transcribe(self, path: Path) -> str:
         if not self.base_url:
             raise TranscriptionUnavailable("no stt.base_url and no model.base_url")
+        size = (await asyncio.to_thread(path.stat)).st_size
+        if size > self.max_bytes:
+            raise RecordingTooLong(too_long(size, self.max_bytes))
         data = await asyncio.to_thread(path.read_bytes)
-        if len(data) > self.max_bytes:
-            raise TranscriptionUnavailable(
-                f"{len(data)} bytes is over stt.max_bytes ({self.max_bytes})"
-            )
         import openai
 
         client = openai.AsyncOpenAI(
