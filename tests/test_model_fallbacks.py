@@ -16,7 +16,7 @@ import yaml
 from hermes.config.settings import load_settings
 from hermes.runtime import build_runtime
 from hermes.server.app import create_app
-from hermes.testing.fake_model import ContextLengthError, Error, FakeModel, Hang, Text
+from hermes.testing.fake_model import ContextLengthError, Error, FakeModel, Hang, Raw, Text
 
 
 @pytest.fixture
@@ -208,3 +208,28 @@ async def test_each_fallback_gets_its_own_key_and_never_the_main_models(
         assert [h["authorization"] for h in keyed.headers] == [f"Bearer {spare_key}"] * 2
         [sent] = [h.get("authorization", "") for h in open_endpoint.headers]
         assert main_key not in sent and spare_key not in sent
+
+
+async def test_an_answer_cut_off_after_it_began_streaming_is_not_said_again_elsewhere(
+    client: httpx.AsyncClient, fake: FakeModel, backup: FakeModel
+) -> None:
+    """The first words already reached the user: the backup would start the answer over
+    beside them, so the turn fails instead of switching."""
+    first = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "The answer "}}],
+    }
+    fake.enqueue(Raw(200, f"data: {json.dumps(first)}\n\ndata: {{broken\n\n", "text/event-stream"))
+    backup.enqueue(Text("a second answer from the backup"))
+    r = await ask(client, "hello", stream=True)
+    said = "".join(
+        (json.loads(line[5:])["choices"] or [{}])[0].get("delta", {}).get("content") or ""
+        for line in r.text.splitlines()
+        if line.startswith("data:") and line.strip() != "data: [DONE]" and '"choices"' in line
+    )
+    assert "The answer " in said and "backup" not in said
+    assert '"error"' in r.text  # the stream ends by saying it failed
+    assert backup.chat_requests() == []
