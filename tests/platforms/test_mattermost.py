@@ -40,6 +40,7 @@ def mm_env(api: Mattermost, token: str = TOKEN) -> dict[str, str]:
 @pytest.fixture
 async def served(mm: Mattermost, serve_gateway: Callable[..., Any]) -> AsyncIterator[Served]:
     async with serve_gateway(mm_env(mm), "mattermost") as s:
+        await mm.wait_connected()  # "connected" is the REST sign-in; posts need the websocket
         yield s
 
 
