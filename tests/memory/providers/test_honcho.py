@@ -79,18 +79,18 @@ async def test_forget_deletes_the_users_sessions_and_conclusions_only(
 ) -> None:
     runtime = provider_runtime()
     fake.default = Text("ok")
-    await timed_turn(runtime, "I live in Lyon", scope="alice", session="1")
-    await timed_turn(runtime, "I moved again", scope="alice", session="2")
-    await timed_turn(runtime, "I live in Oslo", scope="bob", session="1")
+    await timed_turn(runtime, "I live in Lyon", scope="user:alice", session="1")
+    await timed_turn(runtime, "I moved again", scope="user:alice", session="2")
+    await timed_turn(runtime, "I live in Oslo", scope="user:bob", session="1")
     await settle(runtime)
 
-    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice")
+    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice")
 
     assert removed == 2 + 2  # two sessions, two conclusions about alice
     assert set(honcho.sessions) == {"user-bob--1"}
     assert {c["observed_id"] for c in honcho.conclusions} == {"user-bob", "hermes"}
-    assert await provider_of(runtime).search("bob", "Oslo", 5) == ["I live in Oslo"]
-    assert await provider_of(runtime).search("alice", "Lyon", 5) == []
+    assert await provider_of(runtime).search("user:bob", "Oslo", 5) == ["I live in Oslo"]
+    assert await provider_of(runtime).search("user:alice", "Lyon", 5) == []
 
 
 async def test_honcho_search_is_offered_by_toolset(
@@ -118,7 +118,7 @@ async def test_missing_key_is_a_sentence_and_turns_go_on(
     write_config(home, {"provider": "honcho"})
     runtime = provider_runtime()
     fake.default = Text("still here")
-    result, _ = await timed_turn(runtime, "hi", scope="alice", session="m")
+    result, _ = await timed_turn(runtime, "hi", scope="user:alice", session="m")
     await settle(runtime)
     assert result.content == "still here"
     health = await provider_health(runtime)
@@ -151,7 +151,7 @@ async def test_secrets_are_redacted_before_they_reach_honcho(
     runtime = provider_runtime()
     fake.default = Text("ok")
     secret = "sk-proj-abcdefghijklmnopqrstuvwx1234"
-    await timed_turn(runtime, f"my key is {secret}", scope="alice", session="k")
+    await timed_turn(runtime, f"my key is {secret}", scope="user:alice", session="k")
     await settle(runtime)
     sent = [m["content"] for m in honcho.messages]
     assert sent and all(secret not in text for text in sent)

@@ -70,13 +70,15 @@ async def test_forget_deletes_the_users_namespace_only(
 ) -> None:
     runtime = provider_runtime()
     fake.default = Text("ok")
-    await timed_turn(runtime, "I live in Lyon", scope="alice", session="1")
-    await timed_turn(runtime, "I live in Oslo", scope="bob", session="1")
+    await timed_turn(runtime, "I live in Lyon", scope="user:alice", session="1")
+    await timed_turn(runtime, "I live in Oslo", scope="user:bob", session="1")
     await settle(runtime)
 
-    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice")
+    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice")
 
     assert removed == 2  # one document, one memory
     assert set(supermemory.documents) == {"hermes-user-bob"}
-    assert await provider_of(runtime).search("bob", "Oslo", 5) == ["The user said: I live in Oslo"]
-    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice") == 0
+    assert await provider_of(runtime).search("user:bob", "Oslo", 5) == [
+        "The user said: I live in Oslo"
+    ]
+    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice") == 0
