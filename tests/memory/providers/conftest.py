@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -97,6 +98,23 @@ async def timed_turn(
         TurnRequest(user_message=text, scope=scope, session_id=session, source="api")
     )
     return result, time.perf_counter() - started
+
+
+def record_connections(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every address this process dials from now on (the SDKs' clients included)."""
+    dialled: list[Any] = []
+    real_connect = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> Any:
+        dialled.append(address)
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return dialled
+
+
+def hosts(dialled: list[Any]) -> set[str]:
+    return {a[0] for a in dialled if isinstance(a, tuple)}
 
 
 class StandIn(Protocol):

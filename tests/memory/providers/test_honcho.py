@@ -15,8 +15,10 @@ from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
     alice_then_bob,
+    hosts,
     provider_of,
     recalled_blocks,
+    record_connections,
     settle,
     timed_turn,
     turns_on_garbage,
@@ -157,3 +159,23 @@ async def test_secrets_are_redacted_before_they_reach_honcho(
     assert sent and all(secret not in text for text in sent)
     assert any("[REDACTED]" in text for text in sent)
     assert all(secret not in str(request) for request in honcho.requests)
+
+
+async def test_only_loopback_is_dialled(
+    honcho: HonchoAPI,
+    fake: FakeModel,
+    provider_runtime: Callable[[], Runtime],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK reaches the configured Honcho and nothing else (no telemetry, no version
+    check): every call it makes, from setup to forgetting, dials loopback only."""
+    dialled = record_connections(monkeypatch)
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I like tea", scope="user:alice", session="t")
+    await settle(runtime)
+    assert await provider_of(runtime).search("user:alice", "tea", 3) == ["I like tea"]
+    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice") >= 1
+    await runtime.aclose()
+
+    assert len(honcho.requests) >= 4 and hosts(dialled) == {"127.0.0.1"}, dialled
