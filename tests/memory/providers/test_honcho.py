@@ -102,6 +102,10 @@ async def test_honcho_search_is_offered_by_toolset(
     agent = runtime.agent
     assert "honcho_search" in agent.toolset_for("alice", "api").names()  # end user: own peer
     assert "honcho_search" in agent.toolset_for("default", "cli").names()
+    for surface in ("cron", "delegate"):  # not conversations with the user: no provider tools
+        for scope in ("default", "user:alice"):
+            assert "honcho_search" not in agent.toolset_for(scope, surface).names()
+    assert "session_search" in agent.toolset_for("user:alice", "cron").names()
     write_config(
         runtime.settings.home,
         {"provider": "honcho"},
