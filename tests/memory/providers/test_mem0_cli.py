@@ -48,9 +48,16 @@ async def test_status_and_forget_beside_a_running_server(
     assert json.loads(forgot.stdout)["provider_memory"] == 1
     provider = provider_of(runtime)
     assert await provider.search("user:alice", "where does the user live", 5) == []
-    assert await provider.search("user:bob", "where does the user live", 5) == [
-        "Bob lives in Oslo"
-    ]
+    assert await provider.search("user:bob", "where does the user live", 5) == ["Bob lives in Oslo"]
 
     await runtime.aclose()  # the holder stops: its socket goes with it
     assert not (mem0_home / "mem0" / "worker.sock").exists()
+
+
+def test_setup_mem0_opens_the_local_store(mem0_home: Path) -> None:
+    (mem0_home / "config.yaml").unlink()
+    setup = run_cli("memory", "setup", "mem0", timeout=240)
+    assert setup.returncode == 0, setup.stderr
+    assert "memory.provider: mem0 — mem0 runs locally: vectors in" in setup.stdout
+    assert (mem0_home / "mem0" / "qdrant").is_dir()
+    assert not (mem0_home / "mem0" / "worker.sock").exists()  # its worker stopped
