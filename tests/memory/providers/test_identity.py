@@ -49,3 +49,35 @@ async def test_user_42_is_the_honcho_peer_user_42_and_forgetting_them_deletes_it
         assert not [s for s in honcho.sessions if s.startswith("user-42--")]
         assert {"owner--own", "user-7--s-7"} <= set(honcho.sessions)
         assert all(c["observed_id"] != "user-42" for c in honcho.conclusions)
+
+
+async def test_a_provider_that_fails_to_forget_is_a_502_sentence_and_a_retry_finishes(
+    honcho: HonchoAPI, fake: FakeModel
+) -> None:
+    fake.default = Text("ok")
+    settings = make_settings()
+    settings.server.api_key = SecretStr(SERVER_KEY)
+    async with open_api(settings) as api:
+        api.client.headers.update(AUTH)
+        r = await api.client.post(
+            "/v1/chat/completions", json=chat_body("hi"), headers={"X-Hermes-User-Id": "42"}
+        )
+        assert r.status_code == 200, r.text
+        await settle(api.runtime)
+        honcho.mode = "garbage"
+
+        failed = await api.client.delete("/api/users/42")
+
+        assert failed.status_code == 502, failed.text
+        error = failed.json()["error"]
+        assert error["code"] == "provider_error"
+        assert error["message"].startswith("honcho did not delete what it keeps of this user")
+        assert "forget the user again once honcho answers" in error["message"]
+        assert api.runtime.store.list_sessions("user:42") == []  # the rest went
+        assert [s for s in honcho.sessions if s.startswith("user-42--")]
+
+        honcho.mode = "ok"
+        again = await api.client.delete("/api/users/42")
+        assert again.status_code == 200, again.text
+        assert again.json()["provider_memory"] >= 1
+        assert not [s for s in honcho.sessions if s.startswith("user-42--")]
