@@ -99,6 +99,7 @@ def forget_cmd(
 ) -> None:
     """Forget USER everywhere: notes, sessions, messages, search rows, vectors, jobs and
     outputs, stored responses, gateway pairing, scoped keys. Cannot be undone."""
+    from hermes.memory.providers.backend import ProviderError
     from hermes.users import forget_user
 
     user = _user_or_exit(user)
@@ -110,6 +111,8 @@ def forget_cmd(
         counts = forget_user(settings, store, user)
     except (StoreError, OSError) as exc:
         fail(f"forgetting {user!r} stopped: {exc}; run the command again to finish", 1)
+    except ProviderError as exc:  # the last step: everything else is forgotten
+        fail(f"forgetting {user!r}: {exc}", 1)
     finally:
         store.close()
     if as_json:

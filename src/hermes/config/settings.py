@@ -163,10 +163,11 @@ class AgentSettings(_Section):
 
 
 class Mem0Settings(_Section):
-    # mem0 runs in this process: its extraction calls go to the model endpoint (`model`:
-    # default model.name), its vectors come from the bundled MiniLM or the endpoint's
-    # /v1/embeddings (`embedder: endpoint` with `embedding_model` and `embedding_dims`), and
-    # they are kept by qdrant's on-disk local mode under `path` (default $HERMES_HOME/mem0).
+    # mem0 runs in its own worker process (mem0_worker): its extraction calls go to the model
+    # endpoint (`model`: default model.name), its vectors come from the bundled MiniLM or the
+    # endpoint's /v1/embeddings (`embedder: endpoint` with `embedding_model` and
+    # `embedding_dims`), and they are kept by qdrant's on-disk local mode under `path`
+    # (default $HERMES_HOME/mem0).
     model: str | None = None
     embedder: Literal["minilm", "endpoint"] = "minilm"
     embedding_model: str | None = None

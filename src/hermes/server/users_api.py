@@ -12,6 +12,7 @@ from typing import IO, Any
 from fastapi import APIRouter, Depends, Path, Request
 from starlette.responses import StreamingResponse
 
+from hermes.memory.providers.backend import ProviderError
 from hermes.runtime import Runtime
 from hermes.scopes import InvalidIdError, scope_for_user, validate_id
 from hermes.server.deps import get_runtime, require_auth
@@ -144,7 +145,11 @@ async def forget(
     """Remove the user's notes, sessions, messages, search rows, vectors, jobs and outputs,
     stored responses, gateway pairing and scoped keys. Idempotent: again → zero counts."""
     user = _user(user_id)
-    counts = await asyncio.to_thread(forget_user, runtime.settings, runtime.store, user)
+    try:
+        counts = await asyncio.to_thread(forget_user, runtime.settings, runtime.store, user)
+    except ProviderError as exc:  # the last step: the rest is forgotten, say what is not
+        _forget_in_memory(request, user)
+        raise APIError(502, str(exc), type="server_error", code="provider_error") from None
     _forget_in_memory(request, user)
     return {"forgotten": user, **counts}
 

@@ -4,8 +4,10 @@
   identities) gets every enabled tool;
 - end users (any other scope) get the groups in `tools.end_user_toolsets`, by default memory,
   session_search, web and skills (read only): never terminal, file writes or delegation;
-- cron runs get their scope's set without memory writes, scheduling or direct messaging;
-- delegated sub-agents get their caller's set without delegation or memory writes.
+- cron runs get their scope's set without memory writes, the memory provider's tools,
+  scheduling or direct messaging;
+- delegated sub-agents get their caller's set without delegation, memory writes or the memory
+  provider's tools.
 
 Groups come from the parts (`hermes.tool(t, group=...)`); `ToolGroups` maps each tool name to
 its group, and a name with no group is its own group. An entry of `end_user_toolsets` may
@@ -64,7 +66,18 @@ def select_toolset(
     groups = groups or {}
     toolset = full if scope == DEFAULT_SCOPE else _end_user(settings, full, groups)
     if surface == SURFACE_CRON:
-        toolset = toolset.without(CRON_WITHHELD)
+        toolset = _withhold(toolset, CRON_WITHHELD, groups)
     elif surface == SURFACE_DELEGATE:
-        toolset = toolset.without(DELEGATE_WITHHELD)
+        toolset = _withhold(toolset, DELEGATE_WITHHELD, groups)
     return toolset
+
+
+def _withhold(toolset: Toolset, entries: tuple[str, ...], groups: Mapping[str, str]) -> Toolset:
+    """`toolset` without `entries`, each a tool or a group as in `end_user_toolsets`: so
+    `memory` is the notes tool and the memory provider's own tools (`honcho_search`, …),
+    which talk to the user's provider memory and have no place in a cron run or a delegate."""
+    unwanted = set(entries)
+    return toolset.without(
+        [n for n in toolset.names() if n in unwanted or groups.get(n, n) in unwanted]
+        + list(unwanted)
+    )

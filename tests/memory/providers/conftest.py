@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -99,6 +100,23 @@ async def timed_turn(
     return result, time.perf_counter() - started
 
 
+def record_connections(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every address this process dials from now on (the SDKs' clients included)."""
+    dialled: list[Any] = []
+    real_connect = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> Any:
+        dialled.append(address)
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return dialled
+
+
+def hosts(dialled: list[Any]) -> set[str]:
+    return {a[0] for a in dialled if isinstance(a, tuple)}
+
+
 class StandIn(Protocol):
     """A loopback stand-in of a provider's API whose `mode` scripts misbehaviour."""
 
@@ -142,7 +160,7 @@ async def turns_while_hanging(
     fake.default = Text("ok")
     durations = []
     for n in range(4):
-        _, took = await timed_turn(runtime, f"message {n}", scope="alice", session="h")
+        _, took = await timed_turn(runtime, f"message {n}", scope="user:alice", session="h")
         durations.append(took)
     assert max(durations) < 0.5, durations
     api.release()
@@ -154,8 +172,8 @@ async def turns_while_hanging(
 async def turns_on_garbage(fake: FakeModel, runtime: Runtime) -> None:
     """Two turns while the provider answers garbage go on as if it were not there."""
     fake.default = Text("fine")
-    first, _ = await timed_turn(runtime, "hello", scope="alice", session="g")
-    second, _ = await timed_turn(runtime, "again", scope="alice", session="g")
+    first, _ = await timed_turn(runtime, "hello", scope="user:alice", session="g")
+    second, _ = await timed_turn(runtime, "again", scope="user:alice", session="g")
     await settle(runtime)
     assert (first.content, second.content) == ("fine", "fine")
 
@@ -166,12 +184,12 @@ async def alice_then_bob(
     """Alice says `said` (session a-1) and asks `asked` in her next session (a-2); Bob asks
     it too (b-1), then `again` (b-2). The recalled blocks of Alice's a-2, and of all Bob's."""
     fake.default = Text("Noted.")
-    await timed_turn(runtime, said, scope="alice", session="a-1")
+    await timed_turn(runtime, said, scope="user:alice", session="a-1")
     await settle(runtime)
-    await timed_turn(runtime, asked, scope="alice", session="a-2")
-    await timed_turn(runtime, asked, scope="bob", session="b-1")
+    await timed_turn(runtime, asked, scope="user:alice", session="a-2")
+    await timed_turn(runtime, asked, scope="user:bob", session="b-1")
     await settle(runtime)
-    await timed_turn(runtime, again, scope="bob", session="b-2")
+    await timed_turn(runtime, again, scope="user:bob", session="b-2")
     await settle(runtime)
     chats = fake.chat_requests()
     return recalled_blocks(chats[1]), [b for body in chats[2:] for b in recalled_blocks(body)]

@@ -9,6 +9,8 @@ import yaml
 
 from hermes.config.settings import load_settings
 from tests.conftest import run_cli
+from tests.memory.providers.honcho_api import KEY as HKEY
+from tests.memory.providers.honcho_api import HonchoAPI
 from tests.memory.providers.supermemory_api import KEY, SupermemoryAPI
 
 
@@ -49,3 +51,15 @@ def test_an_unknown_provider_name_is_refused(home: Path) -> None:
     (home / "config.yaml").write_text(yaml.safe_dump({"memory": {"provider": "zep"}}))
     status = run_cli("memory", "status")
     assert status.returncode == 2 and "memory.provider" in status.stderr
+
+
+async def test_setup_honcho_connects_once(home: Path) -> None:
+    async with HonchoAPI() as api:
+        setup = await asyncio.to_thread(
+            run_cli, "memory", "setup", "honcho", "--base-url", api.base_url, "--api-key", HKEY
+        )
+        assert setup.returncode == 0, setup.stderr
+        assert f"connected to Honcho at {api.base_url} (workspace hermes)" in setup.stdout
+        assert any(method == "POST" and "/peers" in path for method, path, _ in api.requests)
+    assert load_settings().memory.provider == "honcho"
+    assert HKEY not in (home / "config.yaml").read_text()

@@ -15,8 +15,10 @@ from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
     alice_then_bob,
+    hosts,
     provider_of,
     recalled_blocks,
+    record_connections,
     settle,
     timed_turn,
     turns_on_garbage,
@@ -79,18 +81,18 @@ async def test_forget_deletes_the_users_sessions_and_conclusions_only(
 ) -> None:
     runtime = provider_runtime()
     fake.default = Text("ok")
-    await timed_turn(runtime, "I live in Lyon", scope="alice", session="1")
-    await timed_turn(runtime, "I moved again", scope="alice", session="2")
-    await timed_turn(runtime, "I live in Oslo", scope="bob", session="1")
+    await timed_turn(runtime, "I live in Lyon", scope="user:alice", session="1")
+    await timed_turn(runtime, "I moved again", scope="user:alice", session="2")
+    await timed_turn(runtime, "I live in Oslo", scope="user:bob", session="1")
     await settle(runtime)
 
-    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice")
+    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice")
 
     assert removed == 2 + 2  # two sessions, two conclusions about alice
     assert set(honcho.sessions) == {"user-bob--1"}
     assert {c["observed_id"] for c in honcho.conclusions} == {"user-bob", "hermes"}
-    assert await provider_of(runtime).search("bob", "Oslo", 5) == ["I live in Oslo"]
-    assert await provider_of(runtime).search("alice", "Lyon", 5) == []
+    assert await provider_of(runtime).search("user:bob", "Oslo", 5) == ["I live in Oslo"]
+    assert await provider_of(runtime).search("user:alice", "Lyon", 5) == []
 
 
 async def test_honcho_search_is_offered_by_toolset(
@@ -100,6 +102,10 @@ async def test_honcho_search_is_offered_by_toolset(
     agent = runtime.agent
     assert "honcho_search" in agent.toolset_for("alice", "api").names()  # end user: own peer
     assert "honcho_search" in agent.toolset_for("default", "cli").names()
+    for surface in ("cron", "delegate"):  # not conversations with the user: no provider tools
+        for scope in ("default", "user:alice"):
+            assert "honcho_search" not in agent.toolset_for(scope, surface).names()
+    assert "session_search" in agent.toolset_for("user:alice", "cron").names()
     write_config(
         runtime.settings.home,
         {"provider": "honcho"},
@@ -118,7 +124,7 @@ async def test_missing_key_is_a_sentence_and_turns_go_on(
     write_config(home, {"provider": "honcho"})
     runtime = provider_runtime()
     fake.default = Text("still here")
-    result, _ = await timed_turn(runtime, "hi", scope="alice", session="m")
+    result, _ = await timed_turn(runtime, "hi", scope="user:alice", session="m")
     await settle(runtime)
     assert result.content == "still here"
     health = await provider_health(runtime)
@@ -151,9 +157,29 @@ async def test_secrets_are_redacted_before_they_reach_honcho(
     runtime = provider_runtime()
     fake.default = Text("ok")
     secret = "sk-proj-abcdefghijklmnopqrstuvwx1234"
-    await timed_turn(runtime, f"my key is {secret}", scope="alice", session="k")
+    await timed_turn(runtime, f"my key is {secret}", scope="user:alice", session="k")
     await settle(runtime)
     sent = [m["content"] for m in honcho.messages]
     assert sent and all(secret not in text for text in sent)
     assert any("[REDACTED]" in text for text in sent)
     assert all(secret not in str(request) for request in honcho.requests)
+
+
+async def test_only_loopback_is_dialled(
+    honcho: HonchoAPI,
+    fake: FakeModel,
+    provider_runtime: Callable[[], Runtime],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK reaches the configured Honcho and nothing else (no telemetry, no version
+    check): every call it makes, from setup to forgetting, dials loopback only."""
+    dialled = record_connections(monkeypatch)
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I like tea", scope="user:alice", session="t")
+    await settle(runtime)
+    assert await provider_of(runtime).search("user:alice", "tea", 3) == ["I like tea"]
+    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice") >= 1
+    await runtime.aclose()
+
+    assert len(honcho.requests) >= 4 and hosts(dialled) == {"127.0.0.1"}, dialled

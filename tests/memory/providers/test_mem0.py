@@ -205,3 +205,29 @@ async def test_only_loopback_is_dialled(
     child_hosts = {tuple(c["address"])[0] for c in child if isinstance(c.get("address"), list)}
     assert child_hosts == {"127.0.0.1"}, child  # the worker did reach the fake model, only it
     assert {"telemetry": False} in child, child
+
+
+async def test_embeddings_from_the_model_endpoint(
+    mem0_home: Path, fake: FakeModel, provider_runtime: Callable[[], Runtime]
+) -> None:
+    """`memory.mem0.embedder: endpoint`: mem0's vectors come from the endpoint's
+    /v1/embeddings (the fake model's hashed words) instead of the bundled MiniLM."""
+    from hermes.testing.fake_model import EMBEDDING_DIMENSIONS
+
+    mem0: dict[str, Any] = {
+        "embedder": "endpoint",
+        "embedding_model": "fake-embed",
+        "embedding_dims": EMBEDDING_DIMENSIONS,
+    }
+    write_config(mem0_home, {"provider": "mem0", "review_interval": 0, "mem0": mem0})
+    runtime = provider_runtime()
+    fake.enqueue(Text(facts("Alice keeps bees")), when=is_extraction)
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I keep bees", scope="user:alice", session="e")
+    await settle(runtime)
+
+    assert await provider_of(runtime).search("user:alice", "who keeps bees", 3) == [
+        "Alice keeps bees"
+    ]
+    embedded = [r for r in fake.records if r.path.endswith("/embeddings")]
+    assert embedded and all(r.body.get("model") == "fake-embed" for r in embedded)

@@ -15,7 +15,9 @@ from hermes.runtime import Runtime
 from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
     alice_then_bob,
+    hosts,
     provider_of,
+    record_connections,
     serving,
     settle,
     timed_turn,
@@ -70,13 +72,35 @@ async def test_forget_deletes_the_users_namespace_only(
 ) -> None:
     runtime = provider_runtime()
     fake.default = Text("ok")
-    await timed_turn(runtime, "I live in Lyon", scope="alice", session="1")
-    await timed_turn(runtime, "I live in Oslo", scope="bob", session="1")
+    await timed_turn(runtime, "I live in Lyon", scope="user:alice", session="1")
+    await timed_turn(runtime, "I live in Oslo", scope="user:bob", session="1")
     await settle(runtime)
 
-    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice")
+    removed = await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice")
 
     assert removed == 2  # one document, one memory
     assert set(supermemory.documents) == {"hermes-user-bob"}
-    assert await provider_of(runtime).search("bob", "Oslo", 5) == ["The user said: I live in Oslo"]
-    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "alice") == 0
+    assert await provider_of(runtime).search("user:bob", "Oslo", 5) == [
+        "The user said: I live in Oslo"
+    ]
+    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice") == 0
+
+
+async def test_only_loopback_is_dialled(
+    supermemory: SupermemoryAPI,
+    fake: FakeModel,
+    provider_runtime: Callable[[], Runtime],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK reaches the configured Supermemory and nothing else (no telemetry): every call
+    it makes, from setup to forgetting, dials loopback only."""
+    dialled = record_connections(monkeypatch)
+    runtime = provider_runtime()
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I like tea", scope="user:alice", session="t")
+    await settle(runtime)
+    assert await provider_of(runtime).search("user:alice", "tea", 3)
+    assert await asyncio.to_thread(forget_provider_memory, runtime.settings, "user:alice") >= 1
+    await runtime.aclose()
+
+    assert supermemory.documents == {} and hosts(dialled) == {"127.0.0.1"}, dialled

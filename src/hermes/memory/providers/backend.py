@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from hermes.errors import HermesError
@@ -26,6 +27,15 @@ class ProviderError(HermesError):
 class CallDropped(ProviderError):
     """The call was not carried out and will not be (its worker process died, or is waiting
     out a restart back-off): the provider's worker counts it as dropped, not failed."""
+
+
+class StoreHeld(ProviderError):
+    """The engine's store admits one process and another holds it (a running server's worker,
+    while a CLI command asks): that worker answers at the socket `at` (`serve.py`)."""
+
+    def __init__(self, message: str, at: Path) -> None:
+        super().__init__(message)
+        self.at = at
 
 
 class Backend(Protocol):

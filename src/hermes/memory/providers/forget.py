@@ -39,18 +39,28 @@ def untrack(provider: ExternalMemory) -> None:
 
 def forget_provider_memory(settings: Settings, scope: str) -> int:
     """Delete everything the configured provider keeps about `scope`; the number of items
-    removed (0 when no provider is configured). Blocking: call it from a thread."""
+    removed (0 when no provider is configured). Blocking: call it from a thread. Raises
+    ProviderError with a sentence when the provider did not do it (down, failing, too slow):
+    forgetting is idempotent, so the sentence says to run it again."""
     with _guard:  # the provider running here, whichever it is (a plugin's too)
         live = next((p for (home, _), p in _live.items() if home == settings.home), None)
-    if live is not None:
-        return live.forget(scope, FORGET_TIMEOUT_S)
-    if settings.memory.provider is None:
+    name = live.name if live is not None else settings.memory.provider
+    if name is None:
         return 0
-    backend = make_backend(settings)
     try:
-        return backend.forget(provider_user(scope))
-    finally:
-        backend.close()
+        if live is not None:
+            return live.forget(scope, FORGET_TIMEOUT_S)
+        backend = make_backend(settings)
+        try:
+            return backend.forget(provider_user(scope))
+        finally:
+            backend.close()
+    except Exception as exc:
+        why = str(exc) or type(exc).__name__
+        raise ProviderError(
+            f"{name} did not delete what it keeps of this user ({why}); everything else is "
+            f"forgotten: forget the user again once {name} answers"
+        ) from None
 
 
 def make_backend(settings: Settings) -> Backend:

@@ -14,15 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from hermes.config.settings import Settings
-from hermes.memory.providers.backend import ProviderError, Said
+from hermes.memory.providers.backend import ProviderError, Said, StoreHeld
 from hermes.memory.providers.sdk import quiet_mem0, require
 
 NAME = "mem0"
 RECALL_LIMIT = 8
+HELD = "is already accessed by another instance"  # qdrant's words for a locked folder
 
 
 def mem0_path(settings: Settings) -> Path:
     return settings.memory.mem0.path or settings.home / "mem0"
+
+
+def share_path(settings: Settings) -> Path:
+    """Where the worker that holds the store answers other processes (`serve.py`)."""
+    return mem0_path(settings) / "worker.sock"
 
 
 class _MiniLM:
@@ -108,7 +114,13 @@ class Mem0Local:
         try:
             self.memory = Memory(MemoryConfig(**config))
         except Exception as exc:
+            if HELD in str(exc):  # qdrant's local mode: one process at a time
+                raise StoreHeld(
+                    f"mem0's store in {folder} is in use by another Hermes process",
+                    share_path(settings),
+                ) from None
             raise ProviderError(f"mem0 could not open its store in {folder}: {exc}") from None
+        self.share_at = share_path(settings)
         timeout = settings.memory.provider_timeout
         llm = config["llm"]["config"]
         # its own client, so no OPENROUTER_API_KEY/OPENAI_BASE_URL in the environment redirects it

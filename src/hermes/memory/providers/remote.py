@@ -12,7 +12,9 @@ line, wait for its answer. What can go wrong, and what happens:
   is dropped (`CallDropped`: counted and logged by the worker), and the next call starts a
   new child, at once after a first crash, then after a back-off that doubles (to a minute)
   while crashes repeat; calls during the back-off are dropped too, never left to wait;
-- a clean stop: `close` asks the child to close its store and waits for it to exit.
+- a clean stop: `close` asks the child to close its store and waits for it to exit;
+- the child finds the store held by another process's worker (a CLI command beside a running
+  server): the calls go to that worker's socket instead (`serve.py`), same protocol.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +41,22 @@ STOP_TIMEOUT_S = 10.0
 MAX_BACKOFF_S = 60.0
 STDERR_CHARS = 500
 _EOF = object()
+
+
+@dataclass
+class _Peer:
+    """The worker of the process that holds the store, reached at its socket."""
+
+    sock: socket.socket
+    writer: IO[str]
+    pid: int
+
+    def close(self) -> None:
+        for part in (self.writer, self.sock):
+            try:
+                part.close()
+            except OSError:
+                pass  # already gone
 
 
 class ProcessBackend:
@@ -59,6 +79,7 @@ class ProcessBackend:
         self.restarts = 0
         self.crashes = 0
         self._proc: subprocess.Popen[str] | None = None
+        self._peer: _Peer | None = None
         self._answers: queue.Queue[Any] = queue.Queue()
         self._next_id = 0
         self._backoff = 0.0
@@ -92,6 +113,9 @@ class ProcessBackend:
         self._call("note", user, target, action, entry)
 
     def close(self) -> None:
+        peer, self._peer = self._peer, None
+        if peer is not None:
+            peer.close()  # the holder's worker goes on
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
@@ -139,12 +163,40 @@ class ProcessBackend:
             self._proc, self._answers = proc, answers
             return
         _kill(proc)
+        if isinstance(first, dict) and first.get("held"):
+            self._join(Path(str(first["held"])), self.scrub(str(first["failed"])))
+            return
         if isinstance(first, dict) and "failed" in first:
             raise ProviderError(self.scrub(str(first["failed"])))
         why = "did not start in time" if first is None else f"exited with code {proc.returncode}"
         last = self.scrub(" ".join(tail)[-STDERR_CHARS:])
         raise ProviderError(
             f"{self.name}'s worker process ({self.module}) {why}" + (f": {last}" if last else "")
+        )
+
+    def _join(self, at: Path, why: str) -> None:
+        """Use the worker that holds the store, at its socket `at`."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        answers: queue.Queue[Any] = queue.Queue()
+        try:
+            sock.settimeout(STOP_TIMEOUT_S)
+            sock.connect(str(at))
+            sock.settimeout(None)
+            reader = sock.makefile("r", encoding="utf-8")
+            threading.Thread(
+                target=_read_lines, args=(reader, answers), name=f"{self.name}-peer", daemon=True
+            ).start()
+            first = answers.get(timeout=STOP_TIMEOUT_S)
+        except (OSError, queue.Empty) as exc:
+            sock.close()
+            raise ProviderError(f"{why}, and its worker does not answer at {at}: {exc}") from None
+        if not isinstance(first, dict) or "ready" not in first:
+            sock.close()
+            raise ProviderError(f"{why}, and its worker at {at} closed the connection")
+        writer = sock.makefile("w", encoding="utf-8")
+        self._peer, self._answers = _Peer(sock, writer, int(first["ready"])), answers
+        log.info(
+            "memory provider %s: using the worker of pid %s (%s)", self.name, first["ready"], why
         )
 
     def _log_stderr(self, stream: IO[str], tail: list[str]) -> None:
@@ -157,7 +209,7 @@ class ProcessBackend:
                     log.info("memory provider %s (worker): %s", self.name, text)
 
     def _ensure_running(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
+        if self._peer is not None or (self._proc is not None and self._proc.poll() is None):
             return
         if self._proc is not None:
             self._crashed(f"its process exited with code {self._proc.returncode}")
@@ -175,13 +227,12 @@ class ProcessBackend:
 
     def _call(self, op: str, *args: Any) -> Any:
         self._ensure_running()
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None
+        writer = self._peer.writer if self._peer is not None else self._stdin()
         self._next_id += 1
         request_id = self._next_id
         try:
-            proc.stdin.write(json.dumps({"id": request_id, "op": op, "args": list(args)}) + "\n")
-            proc.stdin.flush()
+            writer.write(json.dumps({"id": request_id, "op": op, "args": list(args)}) + "\n")
+            writer.flush()
         except (OSError, ValueError):
             self._crashed("its process closed its input")
             raise CallDropped(f"{self.name}'s worker process died; {op} not carried out") from None
@@ -205,7 +256,15 @@ class ProcessBackend:
             raise ProviderError(self.scrub(str(answer["error"])))
         return answer.get("result")
 
+    def _stdin(self) -> IO[str]:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None
+        return proc.stdin
+
     def _crashed(self, why: str) -> None:
+        peer, self._peer = self._peer, None
+        if peer is not None:
+            peer.close()
         proc, self._proc = self._proc, None
         if proc is not None:
             _kill(proc)
