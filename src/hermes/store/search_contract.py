@@ -123,6 +123,12 @@ class SearchIndexHealth:
     rows: int = 0
 
 
+def query_terms(terms: Sequence[str]) -> list[str]:
+    """The words a backend matches: lower-cased, each once, in order, none empty (so
+    every backend reads "Lisbon lisbon" as the one word it is)."""
+    return [t for t in dict.fromkeys(t.lower() for t in terms) if t]
+
+
 class Searcher(Protocol):
     """Full-text search over one scope's user/assistant messages.
 

@@ -25,6 +25,7 @@ from hermes.store.search_contract import (
     TextMatch,
     asks_back,
     only_asks,
+    query_terms,
     text_key,
 )
 from hermes.store.search_contract import tells_when as says_when
@@ -208,7 +209,7 @@ class SQLiteSearch:
         exclude_sessions: Sequence[str] = (),
     ) -> list[TextMatch]:
         """Best-first messages of `scope` matching any term in `view` (see the contract)."""
-        terms = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
+        terms = query_terms(terms)
         if not terms or limit <= 0:
             return []
         table, rank, match = _plan(view, scope, terms)

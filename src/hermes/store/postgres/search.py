@@ -26,7 +26,13 @@ import psycopg
 
 from hermes.store.base import StoreError
 from hermes.store.postgres.predicates import ASKS_BACK, CONVERSATIONAL, ONLY_ASKS, TELLS_WHEN
-from hermes.store.search_contract import SearchIndexHealth, SearchView, TextMatch, text_key
+from hermes.store.search_contract import (
+    SearchIndexHealth,
+    SearchView,
+    TextMatch,
+    query_terms,
+    text_key,
+)
 
 if TYPE_CHECKING:
     from hermes.store.postgres.pool import Database
@@ -211,7 +217,7 @@ class PgSearch:
         limit: int = 50,
         exclude_sessions: Sequence[str] = (),
     ) -> list[TextMatch]:
-        terms = [t for t in dict.fromkeys(t.lower() for t in terms) if t]
+        terms = query_terms(terms)
         if not terms or limit <= 0:
             return []
         excluded = list(dict.fromkeys(exclude_sessions))
