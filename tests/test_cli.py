@@ -185,6 +185,29 @@ def test_import_takes_several_files_in_order_and_stops_at_a_malformed_one(
     assert sorted(s["id"] for s in listed) == ["a", "b", "c", "e"]
 
 
+def test_doctor_json_is_one_document_a_script_can_read(model_env: dict) -> None:
+    result = run_cli("doctor", "--json")
+    assert result.returncode == 0, result.stdout
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    checks = {c["check"]: c for c in report["checks"]}
+    assert {"config", "store", "model endpoint", "port"} <= set(checks)
+    assert (
+        checks["model endpoint"]["status"] == "ok"
+        and "answers" in checks["model endpoint"]["detail"]
+    )
+    assert all(c["status"] in ("ok", "fail", "warn", "note") for c in report["checks"])
+
+
+def test_doctor_json_reports_a_failure_with_exit_1() -> None:
+    result = run_cli("doctor", "--json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    [model] = [c for c in report["checks"] if c["check"] == "model endpoint"]
+    assert model["status"] == "fail" and "OPENAI_BASE_URL" in model["detail"]
+
+
 def test_doctor_without_config_or_model_says_so_and_names_the_echo_model() -> None:
     result = run_cli("doctor")
     assert result.returncode == 1

@@ -83,16 +83,47 @@ def user_of_scope(scope: str) -> str | None:
     return scope[len(USER_SCOPE_PREFIX) :] if scope.startswith(USER_SCOPE_PREFIX) else None
 
 
-def scope_dirname(scope: str) -> str:
-    """A directory name for a user scope: readable, path-safe, and collision-free via a hash."""
+_PLAIN_DIRNAME = re.compile(r"^[a-z0-9_@][a-z0-9._@-]{0,63}$")
+_HASHED_SUFFIX = re.compile(r"-[0-9a-f]{12}$")
+
+
+def _hashed_dirname(scope: str) -> str:
+    """Readable slug plus a hash of the scope: safe for any id (the layout before plain names)."""
     user = user_of_scope(scope) or scope
     slug = re.sub(r"[^A-Za-z0-9_-]", "_", user)[:48].strip("_") or "user"
     digest = hashlib.sha256(scope.encode("utf-8")).hexdigest()[:12]
     return f"{slug}-{digest}"
 
 
+def scope_dirname(scope: str) -> str:
+    """The directory of a user scope under `users/`: the user id itself (SPEC §3
+    `users/<scope>/`) when it is a safe file name on every file system (lower case, no `/` or
+    `:`, no leading dot, at most 64 characters); any other id gets a slug plus a hash, so
+    `Alice` and `alice` never share a folder where names ignore case. A plain name never ends
+    like a hashed one, so no id can pick another user's folder."""
+    user = user_of_scope(scope)
+    if user is not None and _PLAIN_DIRNAME.match(user) and not _HASHED_SUFFIX.search(user):
+        return user
+    return _hashed_dirname(scope)
+
+
 def scope_root(home: Path, scope: str) -> Path:
-    """Where a scope's files live: HERMES_HOME itself for the default scope, else users/<dir>."""
+    """Where a scope's files live: HERMES_HOME itself for the default scope, else
+    users/<dir>. A folder made by an earlier version (slug plus hash) keeps being used."""
     if scope == DEFAULT_SCOPE:
         return home
-    return home / "users" / scope_dirname(scope)
+    users = home / "users"
+    name = scope_dirname(scope)
+    legacy = _hashed_dirname(scope)
+    if name != legacy and not (users / name).exists() and (users / legacy).is_dir():
+        return users / legacy
+    return users / name
+
+
+def scope_folders(home: Path, scope: str) -> list[Path]:
+    """Every folder under `users/` that may hold this scope's files (the current one and an
+    earlier version's), so forgetting a user leaves none behind."""
+    if scope == DEFAULT_SCOPE:
+        return []
+    users = home / "users"
+    return sorted({users / scope_dirname(scope), users / _hashed_dirname(scope)})

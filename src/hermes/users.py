@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.config.settings import Settings
-from hermes.scopes import USER_SCOPE_PREFIX, scope_for_user, scope_root, user_of_scope
+from hermes.scopes import USER_SCOPE_PREFIX, scope_folders, scope_for_user, user_of_scope
 from hermes.store.api_keys import ApiKeyStore
 from hermes.store.base import DEFAULT_SCOPE, Store
 
@@ -166,9 +166,10 @@ def _pairing(job: Forgetting) -> dict[str, int]:
 @forget_step("files")
 def _files(job: Forgetting) -> dict[str, int]:
     """Anything left in the user's own directory (users/<dir>/)."""
-    root = scope_root(job.home, job.scope)
-    count = sum(1 for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
-    _remove_tree(job.home, root)
+    count = 0
+    for root in scope_folders(job.home, job.scope):
+        count += sum(1 for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+        _remove_tree(job.home, root)
     return {"files": count}
 
 
@@ -204,7 +205,7 @@ class UserSummary:
 
 def list_users(settings: Settings, store: Store) -> list[UserSummary]:
     """Every end user Hermes holds something of: sessions, scoped keys, cron jobs, notes
-    kept in the database. (Notes files alone name no user: their folder is a hash.)"""
+    kept in the database. (Notes files alone name no user: a folder may be a hash of the id.)"""
     found: dict[str, UserSummary] = {}
 
     def user(scope: str) -> UserSummary | None:

@@ -152,6 +152,43 @@ def test_cli_run_prints_the_answer_and_saves_it(
     assert run_cli("cron", "tick").stdout.strip() == "no jobs were due"
 
 
+def test_cli_json_output_for_scripts(model_env: dict, fake: FakeModel, home: Path) -> None:
+    """SPEC §2: machine-readable output where a script would want it: the new job's id, a
+    run's result, a tick's runs."""
+    fake.default = Text("All systems nominal.")
+    added = run_cli("cron", "add", "every 1h", "Status?", "--name", "status", "--json")
+    assert added.returncode == 0, added.stderr
+    body = json.loads(added.stdout)
+    assert body["created"] is True and len(body["job"]["id"]) == 12
+    again = json.loads(
+        run_cli("cron", "add", "every 1h", "Status?", "--name", "status", "--json").stdout
+    )
+    assert again == {"job": again["job"], "created": False}
+    assert again["job"]["id"] == body["job"]["id"]
+
+    ran = run_cli("cron", "run", body["job"]["id"], "--json")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["status"] == "ok" and result["response"] == "All systems nominal."
+    assert result["session_id"].startswith(f"cron_{body['job']['id']}_")
+    [doc] = outputs(home, body["job"]["id"])
+    assert result["output_path"] == str(doc)
+
+    ticked = run_cli("cron", "tick", "--json")
+    assert ticked.returncode == 0 and json.loads(ticked.stdout) == {"runs": [], "skipped": []}
+
+
+def test_cli_run_json_of_a_failing_job_exits_non_zero(
+    model_env: dict, fake: FakeModel, home: Path
+) -> None:
+    fake.default = Error(400, "boom")
+    run_cli("cron", "add", "every 1h", "Status?", "--name", "status")
+    ran = run_cli("cron", "run", "status", "--json")
+    assert ran.returncode == 1
+    result = json.loads(ran.stdout)
+    assert result["status"] == "error" and result["error"]
+
+
 def test_cli_run_of_a_failing_job_exits_non_zero(
     model_env: dict, fake: FakeModel, home: Path
 ) -> None:

@@ -159,6 +159,9 @@ def add_cmd(
     ),
     paused: bool = typer.Option(False, "--paused", help="Create it paused."),
     user: str | None = UserOption,
+    as_json: bool = typer.Option(
+        False, "--json", help='Machine-readable output: {"job": {...}, "created": bool}.'
+    ),
 ) -> None:
     """Create a job (the same job added again is reported as already there)."""
     settings, store = _store(user)
@@ -177,11 +180,14 @@ def add_cmd(
             fallbacks=_fallbacks(fallback),
             paused=paused,
         )
-    verb = "created" if created else "already there:"
-    typer.echo(
-        f"{verb} {job['id']} ({job['name']}): {job['schedule_display']}, "
-        f"next run {job['next_run_at'] or '-'}"
-    )
+    if as_json:
+        typer.echo(json.dumps({"job": job, "created": created}, ensure_ascii=False))
+    else:
+        verb = "created" if created else "already there:"
+        typer.echo(
+            f"{verb} {job['id']} ({job['name']}): {job['schedule_display']}, "
+            f"next run {job['next_run_at'] or '-'}"
+        )
     if not serve_is_running(settings):
         typer.echo(
             "warning: no `hermes serve` is running here, so nothing will tick this job; start "
@@ -300,13 +306,35 @@ def remove_cmd(ref: str = RefArgument, user: str | None = UserOption) -> None:
     typer.echo(f"removed {job['id']} ({job['name']})")
 
 
+def _result_json(result: Any) -> dict[str, Any]:
+    """One run as `--json` shows it (the fields of its saved output file)."""
+    return {
+        "job_id": result.job_id,
+        "status": result.status,
+        "session_id": result.session_id,
+        "started_at": result.started_at.isoformat(),
+        "output_path": str(result.output_path) if result.output_path else None,
+        "response": result.response,
+        "error": result.error,
+    }
+
+
 @app.command("run")
-def run_cmd(ref: str = RefArgument, user: str | None = UserOption) -> None:
+def run_cmd(
+    ref: str = RefArgument,
+    user: str | None = UserOption,
+    as_json: bool = typer.Option(
+        False, "--json", help="Machine-readable output: the run's status, output file, response."
+    ),
+) -> None:
     """Run a job now and wait for it (its schedule is not moved)."""
     settings, store = _store(user)
     with _reported():
         job = store.get(ref)
     result = asyncio.run(_run_now(settings, store.scope, job["id"]))
+    if as_json:
+        typer.echo(json.dumps(_result_json(result), ensure_ascii=False))
+        raise typer.Exit(0 if result.status == "ok" else 1)
     typer.echo(f"output: {result.output_path}")
     if result.status != "ok":
         fail(f"job {job['id']} failed: {result.error}", 1)
@@ -329,7 +357,11 @@ async def _run_now(settings: Settings, scope: str, job_id: str) -> Any:
 
 
 @app.command("tick")
-def tick_cmd() -> None:
+def tick_cmd(
+    as_json: bool = typer.Option(
+        False, "--json", help='Machine-readable output: {"runs": [...], "skipped": [...]}.'
+    ),
+) -> None:
     """Run one scheduler tick now: every due job in every scope, once."""
     settings = settings_or_exit()
     try:
@@ -337,6 +369,10 @@ def tick_cmd() -> None:
     except ScheduleError as exc:
         fail(str(exc), 2)
     results, skipped = asyncio.run(_tick(settings))
+    if as_json:
+        runs = [{**_result_json(r), "scope": r.scope} for r in results]
+        typer.echo(json.dumps({"runs": runs, "skipped": skipped}, ensure_ascii=False))
+        raise typer.Exit(1 if skipped else 0)
     if not results and not skipped:
         typer.echo("no jobs were due")
     for result in results:

@@ -106,7 +106,9 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
-        openapi_url=None,
+        # the document every route is in (SPEC §13); it names routes, never data, so it is
+        # served without the key, as FastAPI does (under /p/<name>/ for a profile)
+        openapi_url="/openapi.json",
     )
     app.state.runtime = runtime
     app.state.started_at = int(time.time())

@@ -78,6 +78,16 @@ def _bearer(request: Request) -> bytes | None:
     return token.strip().encode("latin-1") if scheme.lower() == "bearer" else b""
 
 
+def sent_server_key(request: Request) -> bool:
+    """Whether the caller holds the server key, or none is configured (the server is open):
+    for answers that add owner detail to an anonymous route, never raising."""
+    expected = _key_bytes(request)
+    if expected is None:
+        return True
+    given = _bearer(request)
+    return given is not None and hmac.compare_digest(given, expected)
+
+
 async def require_auth(request: Request) -> None:
     """`Authorization: Bearer <key>`: the server key (constant-time compare), or a scoped key
     (`hermes keys create`) that acts as its one user. Open when no server key is configured,

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 from hermes import __version__
 from hermes.models.errors import SETUP_HINT
 from hermes.runtime import Runtime
-from hermes.server.deps import get_runtime, require_auth
+from hermes.server.deps import get_runtime, require_auth, sent_server_key
 from hermes.server.faults import disk_health
 from hermes.server.model_names import model_or_404
 
@@ -80,12 +80,37 @@ def _model_health(runtime: Runtime) -> dict[str, Any]:
     }
 
 
+async def _adapters(runtime: Runtime) -> dict[str, Any] | None:
+    """Each messaging adapter's state (SPEC §10), from the gateway part's own check; None
+    when no gateway runs here."""
+    for name, check in runtime.registry.health_checks:
+        if name != "gateway":
+            continue
+        try:
+            result = await asyncio.wait_for(check(runtime), PART_CHECK_TIMEOUT_S)
+        except Exception:  # /health answers whatever a part does; /health/detailed says why
+            return None
+        adapters = result.get("adapters")
+        return adapters if isinstance(adapters, dict) and adapters else None
+    return None
+
+
 @router.get("/health")
 @router.get("/v1/health", include_in_schema=False)
-async def health(runtime: Runtime = Depends(get_runtime)) -> JSONResponse:
-    """Anonymous liveness: `ok` while the process serves (SPEC §1), the version and whether a
-    model is configured. Nothing else: no paths, no parts (`/health/detailed` has them)."""
-    body = {"status": "ok", "version": __version__, "model_configured": _model_configured(runtime)}
+async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> JSONResponse:
+    """Liveness: `ok` while the process serves (SPEC §1), the version and whether a model is
+    configured; anonymous callers get nothing else (no paths, no parts: `/health/detailed`
+    has them). The owner (the server key, or anyone on an open server) also sees each
+    messaging adapter when the gateway runs (SPEC §10)."""
+    body: dict[str, Any] = {
+        "status": "ok",
+        "version": __version__,
+        "model_configured": _model_configured(runtime),
+    }
+    if sent_server_key(request):
+        adapters = await _adapters(runtime)
+        if adapters is not None:
+            body["adapters"] = adapters
     return JSONResponse(body)
 
 
