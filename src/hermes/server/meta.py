@@ -104,6 +104,7 @@ async def health_detailed(
     body: dict[str, Any] = {
         "status": "ok" if ok and not degraded else "degraded",
         "version": __version__,
+        "uptime": max(0, int(time.time()) - request.app.state.started_at),
         "store": store,
         "model_configured": _model_configured(runtime),
         "parts": parts,
