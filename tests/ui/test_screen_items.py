@@ -224,13 +224,17 @@ def test_the_key_is_never_in_a_url_or_the_logs(server: Server, browser: Any) -> 
 
 @pytest.fixture
 def bare_server(home: Path) -> Iterator[Server]:
-    """A server with no model configured (Status degraded, with the fix) and a home chat."""
+    """A server with no model configured and an MCP server that cannot start (Status
+    degraded, each with its fix), and a home chat."""
     from hermes.testing.fake_model import FakeModel
 
     from ..server.test_serve import hermes_serve
 
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text("gateway:\n  home: telegram:4242\n")
+    (home / "config.yaml").write_text(
+        "gateway:\n  home: telegram:4242\n"
+        f"mcp_servers:\n  broken:\n    command: {home / 'no-such-mcp-server'}\n"
+    )
     with FakeModel() as unused, hermes_serve(env={"HERMES_API_KEY": KEY}) as (_, base):
         yield Server(base, home, unused)
 
@@ -242,6 +246,10 @@ def test_status_names_what_is_degraded_and_its_fix(bare_server: Server, browser:
     assert "no model is configured" in text_of(browser, "#reasons")
     model = text_of(browser, "tr.part.status-not_configured")
     assert model.startswith("model") and "Fix:" in model and "hermes setup" in model
+    mcp = text_of(browser, "tr.part[data-part='mcp']")  # a part of members: one line each
+    assert "broken" in text_of(browser, "tr.part[data-part='mcp'] li[data-member='broken']")
+    assert "Fix:" in mcp and "hermes mcp list" in mcp
+    assert "MCP servers failing: broken" in text_of(browser, "#reasons")
     screenshot(browser, "status-degraded")
 
 
