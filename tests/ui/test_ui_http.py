@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ from pydantic import SecretStr
 
 from hermes.auth.keys import create_key, revoke
 from hermes.config.settings import Settings
+from hermes.server import ui as ui_package
 from hermes.server import ui_auth
 
 from ..server.conftest import SERVER_KEY, Api, open_api
@@ -177,3 +179,15 @@ async def test_every_preloaded_module_is_served(ui: Api) -> None:
     for href in preloaded:
         res = await ui.client.get(href)
         assert res.status_code == 200 and res.headers["content-type"].startswith("text/javascript")
+
+
+async def test_no_file_refers_to_another_origin(ui: Api) -> None:
+    """Offline: no font, script, style or picture from elsewhere (the CSP would refuse it
+    anyway; this says which file tried). The SVG namespace is a name, never fetched."""
+    static = Path(ui_package.__file__).parent / "static"
+    files = [p for p in static.rglob("*") if p.is_file()]
+    assert len(files) > 15
+    for path in files:
+        text = path.read_text(encoding="utf-8").replace("http://www.w3.org/2000/svg", "")
+        assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), path
+        assert "@import" not in text and "@font-face" not in text, path
