@@ -150,6 +150,18 @@ async def test_the_cookie_is_secure_over_tls_and_a_key_in_the_url_signs_nobody_i
         assert "secure" in cookie.lower() and "httponly" in cookie.lower()
     plain = (await ui.client.post("/ui/login", json={"key": SERVER_KEY})).headers["set-cookie"]
     assert "secure" not in plain.lower()  # plain loopback HTTP: a Secure cookie would be lost
+    for proxied, secure in [  # TLS ended by a reverse proxy that says so (README's nginx)
+        ({"X-Forwarded-Proto": "https"}, True),
+        ({"X-Forwarded-Proto": "https, http"}, True),
+        ({"Forwarded": 'for=192.0.2.7;proto="https", for=10.0.0.2'}, True),
+        ({"X-Forwarded-Proto": "http"}, False),
+        ({"Forwarded": "for=192.0.2.7;proto=http"}, False),
+    ]:
+        res = await ui.client.post("/ui/login", json={"key": SERVER_KEY}, headers=proxied)
+        assert ("secure" in res.headers["set-cookie"].lower()) is secure, proxied
+        csrf = res.json()["csrf"]
+        res = await ui.client.post("/ui/logout", headers={**proxied, "X-CSRF-Token": csrf})
+        assert ("secure" in res.headers["set-cookie"].lower()) is secure, proxied
     ui.client.cookies.clear()
     for path in [f"/ui/?key={SERVER_KEY}", f"/ui/session?key={SERVER_KEY}"]:
         res = await ui.client.get(path)
