@@ -38,9 +38,9 @@ def ticker_health(
     if quiet > STALL_TICKS * tick_seconds + STALL_GRACE_S:
         reason = f"no cron tick for {quiet:.0f} s (expected {every})"
         return {"status": "degraded", "reason": reason, "fix": RESTART_FIX}
-    if scheduler.skipped:
-        reason = "jobs the ticker cannot read: " + "; ".join(scheduler.skipped)
-        fix = "repair the jobs file (or remove it and recreate the jobs)"
+    if scheduler.skipped:  # a count, not paths or scopes: those name users
+        reason = f"{len(scheduler.skipped)} jobs file(s) cannot be read, so their jobs never run"
+        fix = "repair each file the log's `cron tick skipped` lines name (or recreate its jobs)"
         return {"status": "degraded", "reason": reason, "fix": fix}
     last = "first tick pending" if scheduler.ticked_at is None else f"last tick {quiet:.0f} s ago"
     detail = f"{last}, {every}, {scheduler.runs_in_flight} run(s) in flight"
