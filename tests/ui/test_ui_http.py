@@ -203,3 +203,19 @@ async def test_no_file_refers_to_another_origin(ui: Api) -> None:
         text = path.read_text(encoding="utf-8").replace("http://www.w3.org/2000/svg", "")
         assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), path
         assert "@import" not in text and "@font-face" not in text, path
+
+
+async def test_every_state_changing_route_needs_the_csrf_token(ui: Api) -> None:
+    """CSRF on every change: each POST/PUT/PATCH/DELETE in the API document (and the turn
+    routes kept out of it) refuses the sign-in cookie without its X-CSRF-Token."""
+    await _sign_in(ui.client, SERVER_KEY)
+    changes = [("POST", "/v1/chat/completions"), ("POST", "/ui/logout")]
+    for path, operations in ui.app.openapi()["paths"].items():
+        for method in operations:
+            if method in ("post", "put", "patch", "delete"):
+                changes.append((method.upper(), re.sub(r"\{[^}]+\}", "x1", path)))
+    assert len(changes) > 25
+    for method, path in changes:
+        res = await ui.client.request(method, path, json={})
+        assert res.status_code == 403, (method, path, res.text)
+        assert res.json()["error"]["code"] == "csrf_token_invalid", (method, path)
