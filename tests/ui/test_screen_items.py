@@ -223,7 +223,7 @@ def test_the_key_is_never_in_a_url_or_the_logs(server: Server, browser: Any) -> 
 
 
 @pytest.fixture
-def bare_server(home: Path) -> Iterator[Server]:
+def bare_server(chromium: None, home: Path) -> Iterator[Server]:
     """A server with no model configured and an MCP server that cannot start (Status
     degraded, each with its fix), and a home chat."""
     from hermes.testing.fake_model import FakeModel
