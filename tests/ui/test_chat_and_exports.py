@@ -1,5 +1,6 @@
-"""Chat's interrupt and rail search, and the two exports a browser downloads (a session's
-JSONL, a user's zip), in headless Chromium against a real `hermes serve` (issue 37)."""
+"""Chat's interrupt and rail search, the two exports a browser downloads (a session's JSONL,
+a user's zip), and a scoped user correcting a note and forgetting themselves, in headless
+Chromium against a real `hermes serve` (issue 37)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 
@@ -91,3 +93,33 @@ def test_a_session_and_a_user_export_download(server: Server, browser: Any, tmp_
     [record] = [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
     assert record["id"] == "ex-2"
     assert "owner's answer" in json.dumps(record["messages"])
+
+
+def test_a_scoped_user_corrects_a_note_then_forgets_themselves(
+    server: Server, browser: Any
+) -> None:
+    add = {"action": "add", "target": "user", "content": "alice likes jazz"}
+    assert server.api("POST", "/api/memory", user="alice", json=add).status_code == 200
+    server.fake.enqueue(Text("hello alice"))
+    r = server.api("POST", "/api/sessions/alice-1/chat", user="alice", json={"message": "hi"})
+    assert r.status_code == 200, r.text
+    key = server.scoped_key("alice")
+    sign_in(browser, server.base, key)
+    browser.get(server.base + "/ui/#/memory")
+    wait_for(browser, lambda d: "alice likes jazz" in text_of(d, "#notes-user"), "her note")
+    css(browser, "#notes-user .entry .edit")[0].click()
+    area = wait_for(browser, lambda d: css(d, "#notes-user .edit-text"), "the editor")[0]
+    area.clear()
+    area.send_keys("alice likes free jazz")
+    css(browser, "#notes-user .save")[0].click()
+    wait_for(browser, lambda d: "free jazz" in text_of(d, "#notes-user"), "the correction")
+    notes = server.api("GET", "/api/memory", user="alice").json()["user"]["entries"]
+    assert notes == ["alice likes free jazz"]
+    css(browser, "#forget-me")[0].click()
+    wait_for(browser, lambda d: d.switch_to.alert, "the confirm dialog").accept()
+    wait_for(browser, lambda d: "no longer holds anything of alice" in text_of(d, "main"), "done")
+    assert "alice" not in [u["id"] for u in server.api("GET", "/api/users").json()["users"]]
+    assert server.api("GET", "/api/memory", user="alice").json()["user"]["entries"] == []
+    assert server.api("GET", "/api/sessions/alice-1", user="alice").status_code == 404
+    gone = httpx.get(server.base + "/api/me", headers={"Authorization": f"Bearer {key}"})
+    assert gone.status_code == 401
