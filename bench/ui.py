@@ -40,6 +40,7 @@ from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 
 KEY = "bench-ui-server-key-0123456789"
 SCREENS = ["status", "chat", "sessions", "memory", "users", "cron", "usage"]
+SCREENS += ["keys", "logs", "gateway", "tools", "skills"]  # every screen of the dashboard
 # (label, hash route, screen id whose mark ends the draw) for the big-store rows
 BIG_SCREENS = [("transcript", "sessions/long-session", "sessions")]
 # (label, path) of the API calls the screens make, timed over HTTP with --messages
@@ -54,6 +55,12 @@ API_CALLS = [
     ("memory", "/api/memory"),
     ("cron", "/api/jobs"),
     ("usage", "/api/usage"),
+    ("keys", "/api/keys"),
+    ("logs", "/api/logs?limit=500"),
+    ("gateway", "/api/gateway"),
+    ("tools: mcp", "/api/mcp"),
+    ("tools: toolsets", "/api/toolsets"),
+    ("skills", "/api/skills"),
 ]
 FLAGS = [
     "--headless=new",

@@ -119,6 +119,8 @@ async def test_a_crashing_adapter_is_retried_while_the_api_keeps_serving(
         health = (await c.get("/health/detailed")).json()
         assert health["parts"]["gateway"]["status"] == "degraded"
         assert health["parts"]["gateway"]["adapters"]["telegram"]["last_error"]
+        assert health["reasons"]["gateway"].startswith("not connected: telegram ")
+        assert "hermes gateway status" in health["parts"]["gateway"]["fix"]
 
     gateway._write_status(force=True)
     report = CliRunner().invoke(app, ["gateway", "status"])

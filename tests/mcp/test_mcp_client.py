@@ -177,6 +177,8 @@ async def test_a_server_that_never_answers_does_not_block_and_is_reported(
     assert health["status"] == "degraded"
     assert health["parts"]["mcp"]["status"] == "error"
     assert health["parts"]["mcp"]["servers"]["silent"]["status"] == "error"
+    reason = health["reasons"]["mcp"]  # what the dashboard's Status shows, with the fix
+    assert "silent error: " in reason and "missing error" in reason and "hermes mcp list" in reason
 
 
 def test_mcp_list_and_doctor(home: Path) -> None:

@@ -53,7 +53,8 @@ async def test_detailed_health_is_behind_the_key_and_reports_the_store(keyed_api
     body = r.json()
     assert body["status"] == "ok" and body["store"]["ok"] is True
     assert body["store"]["journal_mode"] == "wal"
-    assert {"model", "disk", "notes"} <= set(body["parts"])
+    assert {"model", "disk", "notes", "cron"} <= set(body["parts"])
+    assert isinstance(body["uptime"], int) and 0 <= body["uptime"] < 600
 
 
 async def test_detailed_health_follows_open_auth_without_a_server_key(api: Api) -> None:

@@ -73,6 +73,7 @@ http {{
             proxy_set_header Connection "";
             proxy_set_header Host $host;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
             proxy_buffering off;
             proxy_read_timeout 300s;
             proxy_next_upstream error timeout;

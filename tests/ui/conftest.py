@@ -82,16 +82,26 @@ class Server:
 
 
 @pytest.fixture
-def server(fake: FakeModel, model_env: dict[str, str], home: Path) -> Iterator[Server]:
+def chromium() -> None:
+    """Skips the test when Chromium cannot run here; fails it instead under
+    HERMES_REQUIRE_BROWSER=1 (CI), so the browser tests cannot vanish from a run unnoticed."""
     reason = chromium_missing()
+    if reason and os.environ.get("HERMES_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"HERMES_REQUIRE_BROWSER=1 but {reason}")
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture
+def server(
+    chromium: None, fake: FakeModel, model_env: dict[str, str], home: Path
+) -> Iterator[Server]:
     with hermes_serve(env={"HERMES_API_KEY": KEY}) as (_, base):
         yield Server(base, home, fake)
 
 
 @pytest.fixture
-def browser(server: Server) -> Iterator[Any]:
+def browser(chromium: None) -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="hermes-ui-chrome-")
     driver = make_driver(profile)
     driver.set_page_load_timeout(30)

@@ -17,7 +17,7 @@ from selenium.webdriver.common.keys import Keys
 
 from hermes.store.base import NewMessage, NewSession
 from hermes.store.sqlite import SQLiteStore
-from hermes.testing.fake_model import Error
+from hermes.testing.fake_model import Error, Text
 
 from .conftest import KEY, Server, css, make_driver, screenshot, sign_in, text_of, wait_for
 
@@ -223,14 +223,18 @@ def test_the_key_is_never_in_a_url_or_the_logs(server: Server, browser: Any) -> 
 
 
 @pytest.fixture
-def bare_server(home: Path) -> Iterator[Server]:
-    """A server with no model configured (Status degraded, with the fix) and a home chat."""
+def bare_server(chromium: None, home: Path) -> Iterator[Server]:
+    """A server with no model configured and an MCP server that cannot start (Status
+    degraded, each with its fix), and a home chat."""
     from hermes.testing.fake_model import FakeModel
 
     from ..server.test_serve import hermes_serve
 
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text("gateway:\n  home: telegram:4242\n")
+    (home / "config.yaml").write_text(
+        "gateway:\n  home: telegram:4242\n"
+        f"mcp_servers:\n  broken:\n    command: {home / 'no-such-mcp-server'}\n"
+    )
     with FakeModel() as unused, hermes_serve(env={"HERMES_API_KEY": KEY}) as (_, base):
         yield Server(base, home, unused)
 
@@ -242,6 +246,10 @@ def test_status_names_what_is_degraded_and_its_fix(bare_server: Server, browser:
     assert "no model is configured" in text_of(browser, "#reasons")
     model = text_of(browser, "tr.part.status-not_configured")
     assert model.startswith("model") and "Fix:" in model and "hermes setup" in model
+    mcp = text_of(browser, "tr.part[data-part='mcp']")  # a part of members: one line each
+    assert "broken" in text_of(browser, "tr.part[data-part='mcp'] li[data-member='broken']")
+    assert "Fix:" in mcp and "hermes mcp list" in mcp
+    assert "MCP servers failing: broken" in text_of(browser, "#reasons")
     screenshot(browser, "status-degraded")
 
 
@@ -266,3 +274,27 @@ def test_memory_shows_each_notes_usage_bar(server: Server, browser: Any) -> None
         assert chars > 0 and int(limit) > chars, (target, chars, limit)
         assert (chars, int(limit)) == (limits[target]["chars"], limits[target]["limit"])
         assert f"/ {int(limit):,} chars" in text_of(browser, f"#notes-{target}")
+
+
+def test_the_owner_switches_to_a_users_data(server: Server, browser: Any) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    add = {"action": "add", "target": "user", "content": ""}
+    for user, note in [("alice", "alice likes jazz"), (None, "the owner's own note")]:
+        r = server.api("POST", "/api/memory", user=user, json={**add, "content": note})
+        assert r.status_code == 200, r.text
+    server.fake.enqueue(Text("hi alice"))
+    assert server.api("POST", "/api/sessions/alice-1/chat", user="alice", json={"message": "x"})
+    sign_in(browser, server.base, KEY)
+    open_fresh(browser, server, "memory")
+    assert "the owner's own note" in text_of(browser, "#notes-user")
+    assert "alice" not in text_of(browser, "#notes")
+    pick = wait_for(browser, lambda d: css(d, "#scope-pick option[value='alice']"), "alice")
+    assert pick
+    Select(css(browser, "#scope-pick")[0]).select_by_value("alice")
+    wait_for(browser, lambda d: "alice likes jazz" in text_of(d, "#notes-user"), "alice's notes")
+    assert "the owner's own note" not in text_of(browser, "#notes")
+    open_fresh(browser, server, "sessions")  # the choice holds across screens
+    wait_for(browser, lambda d: "alice-1" in text_of(d, "#session-list"), "alice's session")
+    Select(css(browser, "#scope-pick")[0]).select_by_value("")
+    wait_for(browser, lambda d: "alice-1" not in text_of(d, "#session-list"), "the owner's own")

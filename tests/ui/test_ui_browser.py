@@ -10,6 +10,7 @@ import pytest
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 
+from hermes import __version__
 from hermes.testing.fake_model import Text, ToolCalls
 
 from .conftest import KEY, Server, css, page_text, screenshot, sign_in, text_of, wait_for
@@ -58,8 +59,12 @@ def test_status_page(server: Server, browser: Any) -> None:
     wait_for(browser, lambda d: css(d, "table.parts tbody tr"), "the parts table")
     assert "Hermes" in text_of(browser, "#overall")
     parts = text_of(browser, "table.parts")
-    assert "model" in parts and "disk" in parts
-    assert "0.1" in text_of(browser, ".facts") or "Version" in text_of(browser, ".facts")
+    for part in ("store", "model", "disk", "notes", "cron", "gateway", "mcp", "semantic_search"):
+        assert part in parts, part
+    cron = [r.text for r in css(browser, "tr.part") if r.text.startswith("cron")]
+    assert cron and "ok" in cron[0] and "tick" in cron[0], cron  # the ticker's own row
+    assert __version__ in text_of(browser, ".facts")
+    assert text_of(browser, "#uptime").endswith(" s")  # a fresh server: "0 min 3 s"
     screenshot(browser, "status")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ from pydantic import SecretStr
 
 from hermes.auth.keys import create_key, revoke
 from hermes.config.settings import Settings
+from hermes.server import ui as ui_package
 from hermes.server import ui_auth
 
 from ..server.conftest import SERVER_KEY, Api, open_api
@@ -148,6 +150,18 @@ async def test_the_cookie_is_secure_over_tls_and_a_key_in_the_url_signs_nobody_i
         assert "secure" in cookie.lower() and "httponly" in cookie.lower()
     plain = (await ui.client.post("/ui/login", json={"key": SERVER_KEY})).headers["set-cookie"]
     assert "secure" not in plain.lower()  # plain loopback HTTP: a Secure cookie would be lost
+    for proxied, secure in [  # TLS ended by a reverse proxy that says so (README's nginx)
+        ({"X-Forwarded-Proto": "https"}, True),
+        ({"X-Forwarded-Proto": "https, http"}, True),
+        ({"Forwarded": 'for=192.0.2.7;proto="https", for=10.0.0.2'}, True),
+        ({"X-Forwarded-Proto": "http"}, False),
+        ({"Forwarded": "for=192.0.2.7;proto=http"}, False),
+    ]:
+        res = await ui.client.post("/ui/login", json={"key": SERVER_KEY}, headers=proxied)
+        assert ("secure" in res.headers["set-cookie"].lower()) is secure, proxied
+        csrf = res.json()["csrf"]
+        res = await ui.client.post("/ui/logout", headers={**proxied, "X-CSRF-Token": csrf})
+        assert ("secure" in res.headers["set-cookie"].lower()) is secure, proxied
     ui.client.cookies.clear()
     for path in [f"/ui/?key={SERVER_KEY}", f"/ui/session?key={SERVER_KEY}"]:
         res = await ui.client.get(path)
@@ -177,3 +191,31 @@ async def test_every_preloaded_module_is_served(ui: Api) -> None:
     for href in preloaded:
         res = await ui.client.get(href)
         assert res.status_code == 200 and res.headers["content-type"].startswith("text/javascript")
+
+
+async def test_no_file_refers_to_another_origin(ui: Api) -> None:
+    """Offline: no font, script, style or picture from elsewhere (the CSP would refuse it
+    anyway; this says which file tried). The SVG namespace is a name, never fetched."""
+    static = Path(ui_package.__file__).parent / "static"
+    files = [p for p in static.rglob("*") if p.is_file()]
+    assert len(files) > 15
+    for path in files:
+        text = path.read_text(encoding="utf-8").replace("http://www.w3.org/2000/svg", "")
+        assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), path
+        assert "@import" not in text and "@font-face" not in text, path
+
+
+async def test_every_state_changing_route_needs_the_csrf_token(ui: Api) -> None:
+    """CSRF on every change: each POST/PUT/PATCH/DELETE in the API document (and the turn
+    routes kept out of it) refuses the sign-in cookie without its X-CSRF-Token."""
+    await _sign_in(ui.client, SERVER_KEY)
+    changes = [("POST", "/v1/chat/completions"), ("POST", "/ui/logout")]
+    for path, operations in ui.app.openapi()["paths"].items():
+        for method in operations:
+            if method in ("post", "put", "patch", "delete"):
+                changes.append((method.upper(), re.sub(r"\{[^}]+\}", "x1", path)))
+    assert len(changes) > 25
+    for method, path in changes:
+        res = await ui.client.request(method, path, json={})
+        assert res.status_code == 403, (method, path, res.text)
+        assert res.json()["error"]["code"] == "csrf_token_invalid", (method, path)

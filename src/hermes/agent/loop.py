@@ -29,7 +29,8 @@ from hermes.agent.tool_loop import Limits, run_tool_loop
 from hermes.agent.turn import TurnObserver, TurnRequest, TurnResult
 from hermes.config.settings import Settings
 from hermes.models.client import ModelClient
-from hermes.models.errors import ContextLengthExceededError
+from hermes.models.errors import ContextLengthExceededError, ModelError
+from hermes.models.outcome import ModelCalls
 from hermes.models.types import Completion, ToolCall, Usage, tool_result
 from hermes.models.vision import VisionSupport
 from hermes.observability import context as ids
@@ -164,6 +165,7 @@ class Agent:
         self.locks = SessionLocks(store)
         self._background: set[asyncio.Task[None]] = set()
         self.usage = usage_records.UsageRecorder(store)
+        self.model_calls = ModelCalls()  # the model part of /health/detailed
         tracing.configure(settings.observability)
 
     # -- public ---------------------------------------------------------------------------
@@ -417,6 +419,10 @@ class Agent:
                     raise
                 retried = True
                 continue
+            except ModelError as exc:
+                self.model_calls.failed(exc, requested)
+                raise
+            self.model_calls.answered()
             rest = scrubber.flush()
             if rest and streaming:
                 _stream_rest(turn, observer, rest)

@@ -1,4 +1,5 @@
-"""The cron part: the `cronjob` tool, the one Scheduler of a runtime, and its ticker daemon.
+"""The cron part: the `cronjob` tool, the one Scheduler of a runtime, its ticker daemon and
+the ticker's health entry.
 (`/api/jobs` is the server's own router: it lives with the other HTTP routes.)"""
 
 from __future__ import annotations
@@ -55,9 +56,11 @@ def _counts(runtime: Runtime) -> Iterator[Count]:
 
 
 def register(hermes: Registry) -> None:
+    from hermes.cron.health import cron_health
     from hermes.cron.tool import cronjob
 
     hermes.tool(cronjob, group="cron", enabled=lambda settings: settings.cron.enabled)
     hermes.component(_scheduler)
     hermes.daemon(_ticker)
+    hermes.health("cron", cron_health)
     hermes.metrics(_counts)

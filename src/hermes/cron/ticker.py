@@ -223,6 +223,11 @@ class Scheduler:
         self._stopping = False
         self.skipped: list[str] = []
         """Jobs files the last tick could not read (corrupt, locked), with why."""
+        self.ticked_at: float | None = None
+        """`time.monotonic()` when the periodic loop last finished a tick (cron health)."""
+        self.tick_error: str | None = None
+        """Why the loop's last tick failed, or None when it went through."""
+        self.loop_started_at: float | None = None
         self.stats = CronStats()
 
     def store(self, scope: str, now: datetime | None = None) -> JobStore:
@@ -550,14 +555,17 @@ class Scheduler:
         """Tick now (catch-up) and then every `cron.tick_seconds`, inside the running loop."""
         if self._loop_task is None:
             self._stopping = False
+            self.loop_started_at = time.monotonic()
             self._loop_task = asyncio.get_running_loop().create_task(self._loop())
 
     async def _loop(self) -> None:
         while not self._stopping:
             try:
                 await self.tick(wait=False)
-            except Exception:
+                self.ticked_at, self.tick_error = time.monotonic(), None
+            except Exception as exc:
                 log.exception("cron tick failed")
+                self.tick_error = f"{type(exc).__name__}: {exc}"
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.cron.tick_seconds):
@@ -571,6 +579,15 @@ class Scheduler:
     def ticking(self) -> bool:
         """True while the periodic loop runs (inside `hermes serve`)."""
         return self._loop_task is not None
+
+    @property
+    def loop_ended(self) -> bool:
+        """The periodic loop was started and has ended without `stop()`: nothing ticks."""
+        return self._loop_task is not None and self._loop_task.done()
+
+    @property
+    def runs_in_flight(self) -> int:
+        return len(self._active)
 
     async def stop(self) -> None:
         """Stop ticking and cancel runs in flight (each is recorded as interrupted)."""

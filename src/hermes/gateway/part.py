@@ -41,8 +41,20 @@ async def _health(runtime: Runtime) -> dict[str, Any]:
     if gateway is None or not gateway.enabled:
         return {"status": "off", "adapters": {}}
     adapters = gateway.snapshot()
-    up = all(a["connected"] for a in adapters.values())
-    return {"status": "ok" if up else "degraded", "adapters": adapters}
+    down = [
+        f"{name} {a['state']}" + (f" ({a['last_error']})" if a["last_error"] else "")
+        for name, a in adapters.items()
+        if not a["connected"]
+    ]
+    if not down:
+        return {"status": "ok", "adapters": adapters}
+    return {  # the reason and fix are what the dashboard's Status shows for this part
+        "status": "degraded",
+        "adapters": adapters,
+        "reason": "not connected: " + "; ".join(down),
+        "fix": "check each platform's token and network (hermes gateway status); "
+        "adapters reconnect on their own",
+    }
 
 
 def _counts(runtime: Runtime) -> Iterator[Count]:

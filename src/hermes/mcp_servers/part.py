@@ -47,7 +47,19 @@ async def _health(runtime: Runtime) -> dict[str, Any]:
         await manager.wait_settled(min(HEALTH_FIRST_WAIT_S, longest))
     servers = manager.status()
     failing = [n for n, s in servers.items() if s["status"] not in OK_STATES]
-    return {"status": "error" if failing else "ok", "servers": servers}
+    if not failing:
+        return {"status": "ok", "servers": servers}
+    down = [
+        f"{n} {servers[n]['status']}"
+        + (f": {servers[n]['error']}" if servers[n].get("error") else "")
+        for n in failing
+    ]
+    return {  # the reason and fix are what the dashboard's Status shows for this part
+        "status": "error",
+        "servers": servers,
+        "reason": "MCP servers failing: " + "; ".join(down),
+        "fix": "check each server's command or URL under mcp_servers (hermes mcp list)",
+    }
 
 
 def _cli() -> Any:

@@ -70,9 +70,10 @@ def _model_configured(runtime: Runtime) -> bool:
 
 
 def _model_health(runtime: Runtime) -> dict[str, Any]:
-    """The model part of /health/detailed: a missing model is the first thing to fix."""
-    if _model_configured(runtime):
-        return {"status": "ok", "name": runtime.settings.model.name}
+    """The model part of /health/detailed: a missing model is the first thing to fix, then
+    an endpoint whose latest call failed."""
+    if _model_configured(runtime):  # configured; and answering, as far as this process saw
+        return {**runtime.agent.model_calls.health(), "name": runtime.settings.model.name}
     return {
         "status": "not_configured",
         "reason": "no model is configured (model.base_url and model.name), so chats get a 503",
@@ -129,6 +130,7 @@ async def health_detailed(
     body: dict[str, Any] = {
         "status": "ok" if ok and not degraded else "degraded",
         "version": __version__,
+        "uptime": max(0, int(time.time()) - request.app.state.started_at),
         "store": store,
         "model_configured": _model_configured(runtime),
         "parts": parts,

@@ -190,6 +190,21 @@ def cookie_path(request: Request) -> str:
     return "/" if profile == DEFAULT_PROFILE else f"/p/{profile}/"
 
 
+def over_tls(request: Request) -> bool:
+    """The browser reached us over HTTPS: directly, or through a TLS-terminating proxy that
+    says so (`X-Forwarded-Proto: https`, `Forwarded: proto=https`; `hermes serve` itself
+    speaks plain HTTP). The header is trusted from anyone: it can only add Secure to the
+    sender's own cookie, never take it away."""
+    if request.url.scheme == "https":
+        return True
+    forwarded_proto = request.headers.get("x-forwarded-proto", "").split(",")[0]
+    if forwarded_proto.strip().lower() == "https":
+        return True
+    first_hop = request.headers.get("forwarded", "").split(",")[0]
+    pairs = (part.strip().partition("=") for part in first_hop.split(";"))
+    return any(k.lower() == "proto" and v.strip('"').lower() == "https" for k, _, v in pairs)
+
+
 def set_cookie(request: Request, response: Response, sign_in: SignIn) -> None:
     response.set_cookie(
         cookie_name(request),
@@ -198,7 +213,7 @@ def set_cookie(request: Request, response: Response, sign_in: SignIn) -> None:
         path=cookie_path(request),
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=over_tls(request),
     )
 
 
@@ -208,7 +223,7 @@ def clear_cookie(request: Request, response: Response) -> None:
         path=cookie_path(request),
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=over_tls(request),
     )
 
 

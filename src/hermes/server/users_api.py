@@ -38,8 +38,8 @@ async def require_admin(request: Request) -> None:
     if record is not None:
         raise APIError(
             403,
-            "Managing users needs the server key (server.api_key); a scoped key acts as one "
-            "user and cannot list, export or forget users.",
+            f"{request.method} {request.url.path} needs the server key (server.api_key): a "
+            "scoped key acts as its one user and reaches only that user's data.",
             "permission_error",
             "admin_only",
         )

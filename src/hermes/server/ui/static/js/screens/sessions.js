@@ -10,7 +10,6 @@ function path(id, rest = '') {
 }
 
 async function listView(root, ctx) {
-  const headers = { headers: scopeHeaders(ctx) };
   const q = h('input', { type: 'search', id: 'session-search', placeholder: 'Words, or what was meant', 'aria-label': 'Search sessions' });
   const mode = h('select', { id: 'session-search-mode', 'aria-label': 'Search by' },
     h('option', { value: 'words' }, 'by words'), h('option', { value: 'meaning' }, 'by meaning'));
@@ -22,7 +21,8 @@ async function listView(root, ctx) {
     const query = q.value.trim();
     const p = pager(list, async (offset, size) => {
       const url = `/api/sessions?limit=${size}&offset=${offset}${query ? `&q=${encodeURIComponent(query)}&mode=${mode.value}` : ''}`;
-      return (await ctx.api('GET', url, undefined, headers)).sessions;
+      // the scope as chosen now: the picker's change reloads this list
+      return (await ctx.api('GET', url, undefined, { headers: scopeHeaders(ctx) })).sessions;
     }, (s) => h('li', { class: 'card' },
       h('a', { href: `#/sessions/${encodeURIComponent(s.id)}` }, s.title || s.id),
       ' ', h('span', { class: 'muted' }, `${s.id} · ${s.source} · ${s.message_count} messages · ${ago(s.updated_at)}`),

@@ -9,6 +9,17 @@ function uptime(seconds) {
   return d ? `${d} d ${hh} h` : hh ? `${hh} h ${m} min` : `${m} min ${Math.floor(seconds % 60)} s`;
 }
 
+// A part made of members (the gateway's adapters, the MCP servers): one line each.
+function members(part) {
+  const entries = Object.entries(part.adapters || part.servers || {});
+  if (!entries.length) return null;
+  return h('ul', { class: 'members' }, entries.map(([name, m]) => {
+    const state = m.state || m.status || (m.connected ? 'connected' : 'unknown');
+    const extra = [m.last_error || m.error, m.tools ? `${m.tools.length} tools` : ''].filter(Boolean).join(' · ');
+    return h('li', { 'data-member': name }, h('strong', {}, name), ` ${state}`, extra ? ` — ${extra}` : '');
+  }));
+}
+
 export default {
   id: 'status',
   title: 'Status',
@@ -16,17 +27,11 @@ export default {
   async render(root, ctx) {
     root.append(h('h1', {}, 'Status'));
     let health;
-    let started = null;
     try {
-      const [detailed, models] = await Promise.all([
-        ctx.api('GET', '/health/detailed').catch((err) => {
-          if (err.status === 503) return err.body || { status: 'down', parts: {}, reasons: { store: err.message } };
-          throw err;
-        }),
-        ctx.api('GET', '/v1/models').catch(() => null),
-      ]);
-      health = detailed;
-      started = models && models.data && models.data[0] ? models.data[0].created : null;
+      health = await ctx.api('GET', '/health/detailed').catch((err) => {
+        if (err.status === 503) return err.body || { status: 'down', parts: {}, reasons: { store: err.message } };
+        throw err;
+      });
     } catch (err) {
       root.append(errorBox(err));
       return;
@@ -34,7 +39,7 @@ export default {
     root.append(h('p', { class: `badge status-${health.status}`, id: 'overall' }, `Hermes ${health.status}`));
     root.append(h('dl', { class: 'facts' },
       h('dt', {}, 'Version'), h('dd', {}, health.version || ctx.version || ''),
-      h('dt', {}, 'Uptime'), h('dd', {}, started ? uptime(Date.now() / 1000 - started) : ''),
+      h('dt', {}, 'Uptime'), h('dd', { id: 'uptime' }, uptime(health.uptime)),
       h('dt', {}, 'Signed in as'), h('dd', {}, ctx.isAdmin ? 'owner' : `user ${ctx.user}`),
     ));
     const parts = Object.entries(health.parts || health.components || {});
@@ -49,10 +54,10 @@ export default {
     const rows = parts.map(([name, part]) => {
       const state = part.status || (part.ok ? 'ok' : 'unknown');
       const why = [part.reason, part.error, part.detail].filter(Boolean).join(' — ');
-      return h('tr', { class: `part status-${state}` },
+      return h('tr', { class: `part status-${state}`, 'data-part': name },
         h('th', { scope: 'row' }, name),
         h('td', {}, h('span', { class: `badge status-${state}` }, state)),
-        h('td', {}, why, part.fix ? h('div', { class: 'fix' }, 'Fix: ', part.fix) : null),
+        h('td', {}, why, members(part), part.fix ? h('div', { class: 'fix' }, 'Fix: ', part.fix) : null),
       );
     });
     const reasons = Object.entries(health.reasons || {});
