@@ -32,13 +32,19 @@ UserId = Path(
 CHUNK = 64 * 1024
 
 
+def _route_of(request: Request) -> str:
+    """The route as declared (`/api/gateway/pairing/{code}/approve`): the path a caller
+    sent may carry values (a pairing code) that an error message must not repeat."""
+    return str(getattr(request.scope.get("route"), "path", "") or request.url.path)
+
+
 async def require_admin(request: Request) -> None:
     """The server key's holder (the owner) only: a scoped key acts as one end user."""
     record: ApiKeyRecord | None = getattr(request.state, "api_key", None)
     if record is not None:
         raise APIError(
             403,
-            f"{request.method} {request.url.path} needs the server key (server.api_key): a "
+            f"{request.method} {_route_of(request)} needs the server key (server.api_key): a "
             "scoped key acts as its one user and reaches only that user's data.",
             "permission_error",
             "admin_only",
