@@ -184,6 +184,27 @@ async def test_a_reload_revalidates_each_file_without_sending_it_again(ui: Api) 
         assert stale.status_code == 200 and stale.content == first.content
 
 
+async def test_the_page_names_its_files_by_content_so_a_load_fetches_none_again(ui: Api) -> None:
+    """Every file the page names sits under one tagged folder and may be kept for a year
+    (its bytes never change under that name); relative module imports land there too, and
+    a page from before an upgrade (another tag) still gets its files, revalidated."""
+    page = (await ui.client.get("/ui/")).text
+    named = re.findall(r'(?:href|src)="(/ui/static/[^"]+)"', page)
+    assert len(named) > 10
+    tags = {path.split("/")[3] for path in named}
+    assert len(tags) == 1 and next(iter(tags)).startswith("v-"), tags
+    for path in named:
+        got = await ui.client.get(path)
+        assert got.status_code == 200, path
+        assert got.headers["cache-control"] == "public, max-age=31536000, immutable", path
+    app = next(path for path in named if path.endswith("/js/app.js"))
+    imported = app.replace("/js/app.js", "/js/screens/chat.js")  # a relative import's URL
+    assert (await ui.client.get(imported)).headers["cache-control"].endswith("immutable")
+    old = await ui.client.get("/ui/static/v-000000000000/js/app.js")
+    assert old.status_code == 200 and old.headers["cache-control"] == "no-cache"
+    assert (await ui.client.get("/ui/static/v-x/../../__init__.py")).status_code == 404
+
+
 async def test_every_preloaded_module_is_served(ui: Api) -> None:
     page = (await ui.client.get("/ui/")).text
     preloaded = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)

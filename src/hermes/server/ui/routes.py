@@ -18,10 +18,10 @@ from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Re
 from hermes import __version__
 from hermes.server import ui_auth
 from hermes.server.errors import APIError
+from hermes.server.ui.assets import REVALIDATE, STATIC, page, tag, untagged
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
-STATIC = Path(__file__).parent / "static"
 TYPES = {".html", ".css", ".js", ".svg", ".png", ".ico", ".json", ".woff2"}
 FAILED_SIGN_IN_DELAY = 0.25
 MAX_KEY_CHARS = 4096
@@ -44,12 +44,12 @@ async def root(request: Request) -> RedirectResponse:
     return RedirectResponse(_home(request), status_code=307)
 
 
-def _file(request: Request, target: Path) -> Response:
-    """The file, or 304 when the browser's copy is current: every page load revalidates
-    each file (no-cache, so an upgrade is seen at once) without sending it again."""
+def _file(request: Request, target: Path, cache_control: str = REVALIDATE) -> Response:
+    """The file, or 304 when the browser's copy is current. Untagged files are revalidated
+    at every load (no-cache, so an upgrade is seen at once); tagged ones are kept."""
     stat = target.stat()
     etag = f'"{stat.st_mtime_ns:x}-{stat.st_size:x}"'
-    headers = {"Cache-Control": "no-cache", "ETag": etag}
+    headers = {"Cache-Control": cache_control, "ETag": etag}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
     return FileResponse(target, headers=headers)
@@ -57,12 +57,20 @@ def _file(request: Request, target: Path) -> Response:
 
 @router.get("/")
 async def index(request: Request) -> Response:
-    return _file(request, STATIC / "index.html")
+    """The page, naming this build's tagged files (`ui.assets`); revalidated at every load."""
+    body = page()
+    etag = f'"{tag()}"'
+    headers = {"Cache-Control": REVALIDATE, "ETag": etag}
+    if etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="text/html; charset=utf-8", headers=headers)
 
 
 @router.get("/static/{path:path}")
 async def static(request: Request, path: str) -> Response:
-    """A file under static/ (known types only; no path may leave the folder)."""
+    """A file under static/, tagged or not (known types only; no path may leave the
+    folder)."""
+    path, cache_control = untagged(path)
     target = (STATIC / path).resolve()
     if (
         not target.is_relative_to(STATIC.resolve())
@@ -70,7 +78,7 @@ async def static(request: Request, path: str) -> Response:
         or not target.is_file()
     ):
         return _error(404, f"No dashboard file {path!r}.", "not_found")
-    return _file(request, target)
+    return _file(request, target, cache_control)
 
 
 def _same_origin(request: Request) -> bool:

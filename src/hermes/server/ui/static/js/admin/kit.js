@@ -9,7 +9,7 @@ let styled = false;
 export function useStyles() {
   if (styled) return;
   styled = true;
-  document.head.append(h('link', { rel: 'stylesheet', href: '/ui/static/admin.css' }));
+  document.head.append(h('link', { rel: 'stylesheet', href: new URL('../../admin.css', import.meta.url).href }));
 }
 
 /** A table: columns [[label, (row) => node|text]], rows, optional row attrs. */
