@@ -9,13 +9,17 @@ from typing import Any
 from hermes.config.settings import Settings
 from hermes.gateway.platforms import all_specs
 from hermes.gateway.state import StatusFile, pid_alive, read_json
+from hermes.plugins import Registry
 from hermes.store.base import RecordStore
 
 
-def gateway_report(settings: Settings, records: RecordStore | None = None) -> dict[str, Any]:
+def gateway_report(
+    settings: Settings, records: RecordStore | None = None, registry: Registry | None = None
+) -> dict[str, Any]:
     """The report, read from `$HERMES_HOME/gateway/status.json`, or with a shared database
     from every replica's status record (an adapter shows the replica where it is
-    connected, e.g. the one holding its poller lease); no running server needed."""
+    connected, e.g. the one holding its poller lease); no running server needed. A server
+    passes its registry: loading one reads every installed distribution's metadata."""
     status = StatusFile(settings.home, records)
     if records is not None:
         data = _merged(status.replicas())
@@ -26,7 +30,7 @@ def gateway_report(settings: Settings, records: RecordStore | None = None) -> di
     found = data.get("adapters")
     recorded: dict[str, Any] = found if isinstance(found, dict) else {}
     adapters: dict[str, Any] = {}
-    for spec in all_specs(settings=settings):
+    for spec in all_specs(registry, settings):
         entry = dict(recorded.get(spec.name) or {})
         entry["configured"] = spec.configured(settings)
         if not running:

@@ -84,7 +84,7 @@ async def status(runtime: Runtime = Depends(get_runtime)) -> dict[str, Any]:
     """What `hermes gateway status --json` shows, plus whether pairing is on and who the
     owners are: each platform configured or not, connected, messages, restarts, last error."""
     records = runtime.store.records if runtime.store.documents is not None else None
-    report = await asyncio.to_thread(gateway_report, runtime.settings, records)
+    report = await asyncio.to_thread(gateway_report, runtime.settings, records, runtime.registry)
     gateway = runtime.settings.gateway
     return {**report, "pairing": gateway.pairing, "owners": list(gateway.owner)}
 
