@@ -11,7 +11,7 @@ import pytest
 
 from hermes.config.settings import load_settings
 from hermes.memory import embeddings
-from hermes.recall.ranking import DEFAULT_CONFIG, Ranked, _first_page
+from hermes.recall.ranking import DEFAULT_CONFIG, Ranked, _first_page, rank_messages
 from hermes.recall.semantic import SemanticIndex, embed_pending
 from hermes.store.base import NewMessage
 from hermes.store.search_contract import TextMatch
@@ -124,3 +124,51 @@ def test_similarities_are_of_the_message_and_the_turns_around_it(store: SQLiteSt
     assert similar[ids[0]] == (own[0], 0.0, own[1], 0.0, own[2])
     assert similar[ids[4]] == (own[4], own[3], 0.0, own[2], 0.0)
     assert near.similarities([10_000]) == {}
+
+
+class _Words:
+    """A searcher whose window view finds the given matches (and nothing else)."""
+
+    def __init__(self, found: list[TextMatch]) -> None:
+        self.found = found
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: str = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        return self.found[:limit] if view == "window" else []
+
+    def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
+        return []
+
+    def tells_when(self, scope: str, message_ids: Sequence[int]) -> set[int]:
+        return set()
+
+
+def test_the_best_match_said_by_someone_else_keeps_a_place_in_the_first_ten() -> None:
+    """The question names Tim; John said what matches it best (Tim asked, John answered,
+    or the question named the wrong one). Tim's twelve weaker matches, tripled by the
+    speaker prior, would fill the first ten; John's turn keeps the tenth place."""
+    tims = [
+        TextMatch(i, f"s{i}", 0, "user", 1000.0 + i, 1.0 - i * 0.02, speaker="Tim")
+        for i in range(1, 13)
+    ]
+    johns = TextMatch(99, "s99", 1, "assistant", 500.0, 2.0, speaker="John")
+    searcher = _Words([johns, *tims])
+    question = "What book did Tim get in Italy?"
+    hits = [r.message_id for r in rank_messages(searcher, "default", question, limit=20)]  # type: ignore[arg-type]
+    assert hits.index(99) == 9
+    assert set(hits[:9]) <= {t.message_id for t in tims}
+    off = replace(DEFAULT_CONFIG, others=0)
+    hits = [r.message_id for r in rank_messages(searcher, "default", question, config=off)]  # type: ignore[arg-type]
+    assert 99 not in hits[:10]
+    # not when it is far down even without the prior
+    weak = TextMatch(99, "s99", 1, "assistant", 500.0, 0.1, speaker="John")
+    searcher = _Words([*tims, weak])
+    hits = [r.message_id for r in rank_messages(searcher, "default", question, limit=20)]  # type: ignore[arg-type]
+    assert 99 not in hits[:10]
