@@ -172,3 +172,47 @@ def test_the_best_match_said_by_someone_else_keeps_a_place_in_the_first_ten() ->
     searcher = _Words([*tims, weak])
     hits = [r.message_id for r in rank_messages(searcher, "default", question, limit=20)]  # type: ignore[arg-type]
     assert 99 not in hits[:10]
+
+
+class _Page(_Words):
+    """Window matches as given, and the `message` view scoring the given own-word scores."""
+
+    def __init__(self, found: list[TextMatch], own: dict[int, float]) -> None:
+        super().__init__(found)
+        self.own = _OwnWords(own)
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: str = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        if view == "message":
+            return self.own.match_messages(scope, terms, view=view, limit=limit)
+        return super().match_messages(scope, terms, view=view, limit=limit)
+
+
+def test_a_question_in_the_first_person_or_about_now_keeps_its_priors() -> None:
+    """The page's weights were fitted on questions about named people: for "my" and "you"
+    (the role prior) and "now" (the newest first) the fused order stands."""
+    found = [
+        TextMatch(1, "s1", 0, "user", 2000.0, 1.0),
+        TextMatch(2, "s2", 0, "assistant", 1000.0, 1.0),
+    ]
+    searcher = _Page(found, {2: 9.0, 1: 1.0})
+    near = _Near({1: (0.2, 0.0, 0.0, 0.0, 0.0), 2: (0.7, 0.5, 0.5, 0.5, 0.5)})
+
+    class _Index:
+        def search(self, scope: str, query: str, **kwargs: object) -> _Near:
+            return near
+
+    def first(question: str) -> int:
+        hits = rank_messages(searcher, "default", question, semantic=_Index())  # type: ignore[arg-type]
+        return hits[0].message_id
+
+    assert first("Which dog breed was adopted?") == 2  # reordered: 2 is nearer by meaning
+    assert first("Which dog breed did I adopt?") == 1  # the user's own turn
+    assert first("Which dog breed is adopted now?") == 1  # the newest

@@ -253,9 +253,12 @@ def rank_messages(
     if config.replies:
         ranked = _with_replies(searcher, scope, ranked, config.replies)
     ranked = _diversify(ranked, config)
-    # (not with near copies set aside: the page's cosines would bring back what they set
-    # aside, and its weights were fitted with them kept, the default)
-    if near is not None and config.page and not config.near_copies:
+    # not with near copies set aside (the page's cosines would bring back what they set
+    # aside; its weights were fitted with them kept, the default), nor for a question in the
+    # first or second person or about now: its weights were fitted on questions about named
+    # people, and blind to whose turn a hit is and how new, it overrode the role and present
+    # priors (bench/recall.py chat slice, "what is my dog's name", R@1 .583 -> .419)
+    if near is not None and config.page and not config.near_copies and role is None and not now:
         ranked = _first_page(searcher, scope, terms, ranked, near, config, exclude_sessions)
     if config.others and config.speaker and subject & speakers:
 
