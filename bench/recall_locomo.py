@@ -266,6 +266,10 @@ ABLATIONS: list[tuple[str, object]] = [
     ("question", 1.0),
     ("near_copies", False),
     ("unnamed_meaning", False),
+    ("page", 0),
+    ("page", 5),
+    ("others", 0),
+    ("others_within", 2),
 ]
 
 

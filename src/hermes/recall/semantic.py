@@ -323,6 +323,28 @@ class Nearest:
         first = _first_saying(rows, self.scores)
         return {int(ids[i]): int(ids[f]) for i, f in enumerate(first) if f != i}
 
+    def similarities(self, message_ids: Sequence[int]) -> dict[int, tuple[float, ...]]:
+        """Each message's similarity to the query (as the lists score it: the best of its
+        whole text and its weighted best sentence), then that of the turns one before, one
+        after, two before and two after it in its session (0 where there is none), whether
+        or not they made a list. Messages without a vector are left out."""
+        if self.scores is None or not message_ids:
+            return {}
+        matrix = self.scores.matrix
+        ids = np.asarray(message_ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(matrix.ids, ids), len(matrix.ids) - 1)
+        known = matrix.ids[at] == ids
+        rows, ids = at[known], ids[known]
+        alone = self.scores.alone
+        prev, nxt = matrix.neighbours()
+        before, after = prev[rows], nxt[rows]
+        before2 = np.where(before >= 0, prev[before], -1)
+        after2 = np.where(after >= 0, nxt[after], -1)
+        columns = [alone[rows]] + [
+            np.where(other >= 0, alone[other], 0.0) for other in (before, after, before2, after2)
+        ]
+        return {int(i): tuple(float(c[k]) for c in columns) for k, i in enumerate(ids.tolist())}
+
 
 class SemanticIndex:
     """Nearest messages of a scope to a query, by cosine similarity of their embeddings."""

@@ -1,0 +1,218 @@
+"""The first page of hits reordered by what the fusion by rank cannot see (`_first_page`):
+each hit's similarity by meaning, that of the turns around it, and its own words' match."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hermes.config.settings import load_settings
+from hermes.memory import embeddings
+from hermes.recall.ranking import DEFAULT_CONFIG, Ranked, _first_page, rank_messages
+from hermes.recall.semantic import SemanticIndex, embed_pending
+from hermes.store.base import NewMessage
+from hermes.store.search_contract import TextMatch
+from hermes.store.sqlite import SQLiteStore
+
+
+class _OwnWords:
+    """A searcher whose `message` view (the message's own words) scores as given."""
+
+    def __init__(self, scores: dict[int, float]) -> None:
+        self.scores = scores
+        self.views: list[str] = []
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: str = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        self.views.append(view)
+        return [
+            TextMatch(mid, "s", mid, "user", 0.0, score)
+            for mid, score in sorted(self.scores.items(), key=lambda x: -x[1])
+        ][:limit]
+
+
+class _Near:
+    """Nearest lists whose similarities are given: (own, before, after, 2 before, 2 after)."""
+
+    alone: list[TextMatch] = []
+    in_context: list[TextMatch] = []
+    by_speaker: list[TextMatch] = []
+
+    def __init__(self, similar: dict[int, tuple[float, ...]]) -> None:
+        self.similar = similar
+
+    def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
+        return {}
+
+    def similarities(self, message_ids: Sequence[int]) -> dict[int, tuple[float, ...]]:
+        return {i: self.similar[i] for i in message_ids if i in self.similar}
+
+
+def _ranked(*scores: float) -> list[Ranked]:
+    return [Ranked(i + 1, "s", i + 1, "user", 0.0, s) for i, s in enumerate(scores)]
+
+
+def test_a_hit_that_says_it_in_its_own_words_and_by_meaning_moves_up() -> None:
+    """The fusion put the turn that brought the subject up (1) a little above the one that
+    says the detail (2), by their neighbours' words and by rank; the detail is nearer by
+    meaning, its own words match better and the turn before it brought the subject up."""
+    ranked = _ranked(1.0, 0.95, 0.5)
+    searcher = _OwnWords({1: 2.0, 2: 6.0})
+    near = _Near({1: (0.30, 0.1, 0.2, 0.0, 0.2), 2: (0.45, 0.2, 0.1, 0.30, 0.0)})
+    out = _first_page(searcher, "default", ["detail"], ranked, near, DEFAULT_CONFIG, ())  # type: ignore[arg-type]
+    assert [r.message_id for r in out] == [2, 1, 3]
+    assert searcher.views == ["message"]
+    off = replace(DEFAULT_CONFIG, page=1)  # a page of one hit: nothing to reorder
+    out = _first_page(searcher, "default", ["detail"], ranked, near, off, ())  # type: ignore[arg-type]
+    assert [r.message_id for r in out] == [1, 2, 3]
+
+
+def test_hits_below_the_page_keep_their_places() -> None:
+    ranked = _ranked(1.0, 0.9, 0.8)
+    near = _Near({3: (0.9, 0.9, 0.9, 0.9, 0.9)})
+    config = replace(DEFAULT_CONFIG, page=2)
+    out = _first_page(_OwnWords({3: 9.0}), "default", ["x"], ranked, near, config, ())  # type: ignore[arg-type]
+    assert [r.message_id for r in out] == [1, 2, 3]
+
+
+@pytest.fixture
+def store(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    s = SQLiteStore(home / "state.db")
+    yield s
+    s.close()
+
+
+@pytest.mark.semantic
+def test_similarities_are_of_the_message_and_the_turns_around_it(store: SQLiteStore) -> None:
+    turns = [
+        "Hey! Long time no see.",
+        "I adopted a puppy last week, a little beagle.",
+        "Aww, what's its name?",
+        "Her name is Biscuit and she chews everything.",
+        "Ha, puppies do that.",
+    ]
+    store.ensure_session("default", "s1", source="import", started_at=1_000_000.0)
+    store.append_messages(
+        "default",
+        "s1",
+        [
+            NewMessage("user" if i % 2 else "assistant", t, timestamp=1_000_000.0 + i)
+            for i, t in enumerate(turns)
+        ],
+    )
+    embedder = embeddings.load(load_settings())
+    assert embedder is not None
+    embed_pending(store, embedder)
+    near = SemanticIndex(store, embedder).search("default", "what is the dog called", limit=5)
+    ids = sorted(m.message_id for m in near.alone)
+    assert len(ids) == 5
+    similar = near.similarities(ids)
+    own = [similar[i][0] for i in ids]
+    # (own, one before, one after, two before, two after); 0 where the session has none
+    assert similar[ids[2]] == (own[2], own[1], own[3], own[0], own[4])
+    assert similar[ids[0]] == (own[0], 0.0, own[1], 0.0, own[2])
+    assert similar[ids[4]] == (own[4], own[3], 0.0, own[2], 0.0)
+    assert near.similarities([10_000]) == {}
+
+
+class _Words:
+    """A searcher whose window view finds the given matches (and nothing else)."""
+
+    def __init__(self, found: list[TextMatch]) -> None:
+        self.found = found
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: str = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        return self.found[:limit] if view == "window" else []
+
+    def messages_at(self, scope: str, places: Sequence[tuple[str, int]]) -> list[TextMatch]:
+        return []
+
+    def tells_when(self, scope: str, message_ids: Sequence[int]) -> set[int]:
+        return set()
+
+
+def test_the_best_match_said_by_someone_else_keeps_a_place_in_the_first_ten() -> None:
+    """The question names Tim; John said what matches it best (Tim asked, John answered,
+    or the question named the wrong one). Tim's twelve weaker matches, tripled by the
+    speaker prior, would fill the first ten; John's turn keeps the tenth place."""
+    tims = [
+        TextMatch(i, f"s{i}", 0, "user", 1000.0 + i, 1.0 - i * 0.02, speaker="Tim")
+        for i in range(1, 13)
+    ]
+    johns = TextMatch(99, "s99", 1, "assistant", 500.0, 2.0, speaker="John")
+    searcher = _Words([johns, *tims])
+    question = "What book did Tim get in Italy?"
+    hits = [r.message_id for r in rank_messages(searcher, "default", question, limit=20)]  # type: ignore[arg-type]
+    assert hits.index(99) == 9
+    assert set(hits[:9]) <= {t.message_id for t in tims}
+    off = replace(DEFAULT_CONFIG, others=0)
+    hits = [r.message_id for r in rank_messages(searcher, "default", question, config=off)]  # type: ignore[arg-type]
+    assert 99 not in hits[:10]
+    # not when it is far down even without the prior
+    weak = TextMatch(99, "s99", 1, "assistant", 500.0, 0.1, speaker="John")
+    searcher = _Words([*tims, weak])
+    hits = [r.message_id for r in rank_messages(searcher, "default", question, limit=20)]  # type: ignore[arg-type]
+    assert 99 not in hits[:10]
+
+
+class _Page(_Words):
+    """Window matches as given, and the `message` view scoring the given own-word scores."""
+
+    def __init__(self, found: list[TextMatch], own: dict[int, float]) -> None:
+        super().__init__(found)
+        self.own = _OwnWords(own)
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: str = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        if view == "message":
+            return self.own.match_messages(scope, terms, view=view, limit=limit)
+        return super().match_messages(scope, terms, view=view, limit=limit)
+
+
+def test_a_question_in_the_first_person_or_about_now_keeps_its_priors() -> None:
+    """The page's weights were fitted on questions about named people: for "my" and "you"
+    (the role prior) and "now" (the newest first) the fused order stands."""
+    found = [
+        TextMatch(1, "s1", 0, "user", 2000.0, 1.0),
+        TextMatch(2, "s2", 0, "assistant", 1000.0, 1.0),
+    ]
+    searcher = _Page(found, {2: 9.0, 1: 1.0})
+    near = _Near({1: (0.2, 0.0, 0.0, 0.0, 0.0), 2: (0.7, 0.5, 0.5, 0.5, 0.5)})
+
+    class _Index:
+        def search(self, scope: str, query: str, **kwargs: object) -> _Near:
+            return near
+
+    def first(question: str) -> int:
+        hits = rank_messages(searcher, "default", question, semantic=_Index())  # type: ignore[arg-type]
+        return hits[0].message_id
+
+    assert first("Which dog breed was adopted?") == 2  # reordered: 2 is nearer by meaning
+    assert first("Which dog breed did I adopt?") == 1  # the user's own turn
+    assert first("Which dog breed is adopted now?") == 1  # the newest
