@@ -17,6 +17,7 @@ import pytest
 from hermes.config.settings import load_settings
 from hermes.memory import embeddings
 from hermes.recall.indexer import SemanticIndexer
+from hermes.recall.nearest import NearestOptions
 from hermes.recall.search import session_search
 from hermes.recall.semantic import SemanticIndex
 from hermes.services import Services
@@ -361,7 +362,9 @@ def test_a_phrase_said_in_every_session_does_not_crowd_out_the_answer(tmp_path, 
     assert len(near.alone) == len(near.in_context) == 5
     assert all(m.session_id != "gig" for m in near.alone + near.in_context)
     assert len({m.text_key for m in near.alone}) == 5
-    flooded = index.search("default", "When did I go to the concert?", limit=5, distinct=False)
+    flooded = index.search(
+        "default", "When did I go to the concert?", limit=5, options=NearestOptions(distinct=False)
+    )
     assert len({m.text_key for m in flooded.alone}) == 1  # five copies of the one phrase
     store.close()
 
@@ -420,7 +423,9 @@ def test_a_long_message_is_found_by_the_sentence_that_answers(tmp_path, monkeypa
     assert len(stored["long"]) == 2 * 384 * 4  # the whole text and its three sentences
     first = index.search("default", QUESTION, limit=4).alone[0]
     assert (first.session_id, first.index) == ("long", 2)
-    whole_only = index.search("default", QUESTION, limit=4, sentences=0.0).alone
+    whole_only = index.search(
+        "default", QUESTION, limit=4, options=NearestOptions(sentences=0.0)
+    ).alone
     assert (whole_only[0].session_id, whole_only[0].index) != ("long", 2)
     # sentences count against the same cap as messages: the newest ones are kept
     small = SemanticIndex(store, index.embedder, max_vectors=2)
@@ -492,7 +497,9 @@ def test_a_line_said_again_amid_other_small_talk_does_not_crowd_out_the_answer(
     store, index = _index()
     alone = [(m.session_id, m.index) for m in index.search("default", question, limit=5).alone]
     assert alone[2] == ("answer", 1) and all(sid.startswith("s") for sid, _ in alone[:2])
-    by_whole_texts = index.search("default", question, limit=5, sentence_copies=False).alone
+    by_whole_texts = index.search(
+        "default", question, limit=5, options=NearestOptions(sentence_copies=False)
+    ).alone
     assert all(m.session_id.startswith("s") for m in by_whole_texts)  # eight "different" texts
     store.close()
 

@@ -13,6 +13,7 @@ import pytest
 
 from hermes.config.settings import load_settings
 from hermes.memory import embeddings
+from hermes.recall.nearest import NearestOptions
 from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
 from hermes.recall.semantic import SemanticIndex, embed_pending
 from hermes.store.base import NewMessage
@@ -87,7 +88,12 @@ def test_the_named_persons_own_turns_are_searched_by_meaning(store: SQLiteStore)
     index = _index(store)
     question = "What class did Audrey enroll in?"
 
-    near = index.search("default", "What class did they enroll in?", limit=100, speakers=["audrey"])
+    near = index.search(
+        "default",
+        "What class did they enroll in?",
+        limit=100,
+        options=NearestOptions(speakers=("audrey",)),
+    )
     assert ("audrey", 0) not in _places(near.alone)  # everyone's list: 100 other people
     assert ("audrey", 0) in _places(near.by_speaker)[:3]
     assert {m.speaker for m in near.by_speaker} == {"Audrey"}

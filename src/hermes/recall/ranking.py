@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from hermes.recall.nearest import DEFAULT_NEAREST, NearestOptions
 from hermes.recall.query import (
     all_terms,
     asked_about,
@@ -136,12 +137,7 @@ class SemanticSearch(Protocol):
         *,
         limit: int,
         exclude_sessions: Sequence[str] = (),
-        context: float = 0.5,
-        distinct: bool = True,
-        near_copies: bool = True,
-        speakers: Sequence[str] = (),
-        sentences: float = 0.9,
-        sentence_copies: bool = True,
+        options: NearestOptions = DEFAULT_NEAREST,
     ) -> NearestLists: ...
 
 
@@ -231,12 +227,14 @@ def rank_messages(
             without_names(query, speakers) if config.unnamed_meaning else query,
             limit=min(size, config.semantic_candidates),
             exclude_sessions=exclude_sessions,
-            context=config.context,
-            distinct=config.repeats > 0,
-            near_copies=config.near_copies,
-            speakers=sorted(speakers & subject) if config.speaker_meaning else (),
-            sentences=config.sentences,
-            sentence_copies=config.sentence_copies,
+            options=NearestOptions(
+                context=config.context,
+                distinct=config.repeats > 0,
+                near_copies=config.near_copies,
+                speakers=tuple(sorted(speakers & subject)) if config.speaker_meaning else (),
+                sentences=config.sentences,
+                sentence_copies=config.sentence_copies,
+            ),
         )
         lists = [
             (_similar(near.alone, config, period), config.semantic),

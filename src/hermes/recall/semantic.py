@@ -27,6 +27,7 @@ import numpy as np
 
 from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
+from hermes.recall.nearest import DEFAULT_NEAREST, NearestOptions
 from hermes.store.base import Store
 from hermes.store.search_contract import StoredVector, TextMatch, VectorStore
 
@@ -372,22 +373,13 @@ class SemanticIndex:
         *,
         limit: int,
         exclude_sessions: Sequence[str] = (),
-        context: float = 0.5,
-        distinct: bool = True,
-        near_copies: bool = True,
-        speakers: Sequence[str] = (),
-        sentences: float = 0.9,
-        sentence_copies: bool = True,
+        options: NearestOptions = DEFAULT_NEAREST,
     ) -> Nearest:
         """The `limit` messages of `scope` nearest to `query`, best first (score = cosine,
-        of the whole text or `sentences` times that of its best sentence (`parts`); in
-        context: plus `context` times the best neighbour's). `distinct`: a text said
-        many times (the same vector, the same speaker) is listed once, by its best-scoring
-        message, so a common phrase cannot fill the list; with `near_copies`, a text said
-        again in nearly the same words is listed at most NEAR_KEPT times too. `speakers`:
-        a third list of only their turns. `sentence_copies`: near copies are compared by
-        what scored (the best sentence, when it carried a message's score), else by whole
-        texts."""
+        of the whole text or of its best sentence (`parts`), plus its neighbours' in
+        context), scored and listed as `options` say (`hermes.recall.nearest`)."""
+        context, distinct, near_copies = options.context, options.distinct, options.near_copies
+        speakers, sentences = options.speakers, options.sentences
         matrix = self._matrix(scope)
         if matrix is None or not len(matrix.ids) or limit <= 0:
             return Nearest([], [])
@@ -397,7 +389,7 @@ class SemanticIndex:
             log.warning("searching by words only: %s", exc)
             return Nearest([], [])
         similarity = matrix.similarity(query_vector, sentences)
-        if not sentence_copies:
+        if not options.sentence_copies:
             similarity.by_part = None
         alone = similarity.alone
         prev, nxt = matrix.neighbours()
