@@ -58,3 +58,17 @@ def test_frozen_messages_refuse_changes() -> None:
             change()
     assert message == {"role": "user", "content": "x"}
     assert isinstance(freeze(message), FrozenMessage) and freeze(message) is message
+
+
+def test_has_images_sees_markers_in_remembered_runs() -> None:
+    """The image-marker check remembers runs of frozen history, yet answers for the list given."""
+    from hermes.agent.images import has_images
+
+    history = [freeze({"role": "user", "content": f"m{i}"}) for i in range(40)]
+    assert not has_images([{"role": "system", "content": "s"}, *history])
+    grown = [*history, freeze({"role": "user", "content": "see [image: a.png]"})]
+    assert has_images(grown)
+    assert not has_images(history)  # the shorter list: its own answer, not the grown run's
+    swapped = [*history[:10], freeze({"role": "user", "content": "[image: b.png]"}), *history[11:]]
+    assert has_images(swapped)
+    assert has_images([*history, {"role": "user", "content": "[image: c.png]"}])

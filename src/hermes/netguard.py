@@ -22,10 +22,12 @@ import asyncio
 import ipaddress
 import socket
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from hermes.errors import HermesError
+
+if TYPE_CHECKING:
+    pass
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -115,6 +117,8 @@ async def pin_destination(
     url: str, *, allow_private: bool, allow_setting: str = "cron.webhook_allow_private"
 ) -> PinnedDestination:
     """Resolve the URL's host and check every address; raises `DestinationRefused`."""
+    import httpx  # here, not at import: it pulls rich and click (cold start)
+
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:

@@ -257,6 +257,11 @@ def test_hidden_ranges_leave_the_prompt_but_not_the_store(store: Store) -> None:
     store.hide_messages("default", "u", start=0, end=1)  # never shrinks a hidden range
     assert store.hidden_ranges("default", "u") == [(0, 2)]
     assert store.hidden_ranges("other", "u") == []
+    lease = Lease("session:default:u", "me")
+    held = store.begin_turn("default", "u", source="cli", lease=lease, ttl_seconds=60)
+    assert held is not None and held.hidden == [(0, 2)]  # read with the row: no second read
+    assert held == store.get_session("default", "u")
+    store.release_lock(lease.name, lease.holder)
     assert [m.content for m in store.get_messages("default", "u")] == ["a", "b"]
     with pytest.raises(StoreError, match="not a range"):
         store.hide_messages("default", "u", start=2, end=2)

@@ -108,7 +108,9 @@ class CompressingHistory:
     async def load_history(self, session: SessionRecord) -> list[dict[str, Any]]:
         key = (session.scope, session.id)
         view = self._views.get(key)
-        hidden = await asyncio.to_thread(self.store.hidden_ranges, session.scope, session.id)
+        hidden = session.hidden
+        if hidden is None:  # a record not read by begin_turn
+            hidden = await asyncio.to_thread(self.store.hidden_ranges, session.scope, session.id)
         if (
             view is None
             or view.started_at != session.started_at

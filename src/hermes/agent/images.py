@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from hermes.models.images import (
     ImageBlob,
     strip_markers,
 )
+from hermes.models.wire import FrozenMessage, FrozenRuns
 from hermes.scopes import scope_root
 
 log = logging.getLogger(__name__)
@@ -138,11 +139,27 @@ class ImageView:
         return ImageBlob(data, mime, ref.rsplit(".", 1)[1]).data_url()
 
 
-def has_images(messages: list[dict[str, Any]]) -> bool:
-    """Whether any message holds an image marker (else `for_model` has nothing to do)."""
-    return any(_has_marker(m) for m in messages)
+def has_images(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any message holds an image marker (else `for_model` has nothing to do). Runs of
+    frozen history messages are remembered, so a long session's turn checks only what is new."""
+    i = 0
+    while i < len(messages):
+        if type(messages[i]) is FrozenMessage:
+            found, i = _marked_runs.run(messages, i)
+        else:
+            found, i = _has_marker(messages[i]), i + 1
+        if found:
+            return True
+    return False
 
 
-def _has_marker(message: dict[str, Any]) -> bool:
+def _any_marker(found: bool | None, messages: Sequence[Mapping[str, Any]]) -> bool:
+    return bool(found) or any(_has_marker(m) for m in messages)
+
+
+_marked_runs: FrozenRuns[bool] = FrozenRuns(_any_marker)
+
+
+def _has_marker(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, str) and "[image: " in content

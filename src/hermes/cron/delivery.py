@@ -7,15 +7,16 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from hermes.cron.jobs import origin_target
 from hermes.cron.runner import RunResult
 from hermes.cron.store import Job
 from hermes.delivery import Deliverers, DeliveryError, Outbound
 from hermes.netguard import DestinationRefused, PinnedDestination, pin_destination
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,8 @@ async def post_webhook(
 
     The URL's host is resolved and checked first (`hermes.netguard`); a refused
     destination is reported, not retried, and never contacted."""
+    import httpx  # here, not at import: it pulls rich and click (cold start)
+
     try:
         target = await pin_destination(url, allow_private=allow_private)
     except DestinationRefused as exc:
@@ -105,6 +108,8 @@ async def _post_pinned(
     client: httpx.AsyncClient, target: PinnedDestination, payload: dict[str, Any]
 ) -> httpx.Response:
     """POST to the first of the checked addresses that accepts a connection."""
+    import httpx
+
     refused: httpx.ConnectError | None = None
     for url in target.urls:  # never empty: pin_destination refuses a host without addresses
         try:
@@ -133,6 +138,8 @@ async def deliver(
     """Send the run's message to every target of `job['deliver']` (comma-separated).
     `first_time(target)` (the store's delivery key) is False when this run's message to
     that target already went out from some process: it is then not sent again."""
+    import httpx
+
     report = DeliveryReport()
     content = message_for(job, result)
     if content is None:

@@ -25,9 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent.loop import Agent
 from hermes.cron.delivery import RETRY_DELAYS, DeliveryReport, deliver
@@ -55,6 +53,9 @@ from hermes.cron.store import (
 )
 from hermes.delivery import Deliverers
 from hermes.store.base import DEFAULT_SCOPE, DocumentStore
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 

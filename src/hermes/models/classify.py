@@ -11,8 +11,6 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
-
 from hermes.errors import HermesError
 from hermes.models.errors import (
     ContextLengthExceededError,
@@ -209,6 +207,8 @@ def refused(exc: BaseException) -> bool:
     """True when a 'timeout' was really a failed connect (the aiohttp transport reports
     refused connections, and servers that hang up without answering, as connect timeouts);
     the cause chain still holds the OSError or aiohttp's disconnect error."""
+    import aiohttp  # here: a server answers /health before it loads aiohttp
+
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:

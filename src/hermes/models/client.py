@@ -28,7 +28,7 @@ from hermes.models.errors import (
 )
 from hermes.models.retry import REFUSED_DELAY, REFUSED_RETRIES, retry_delay
 from hermes.models.streaming import StreamAccumulator, completion_from_payload
-from hermes.models.transport import HttpTransport, SdkTransport, openai_sdk
+from hermes.models.transport import HttpTransport, SdkTransport, aiohttp_module, openai_sdk
 from hermes.models.types import Completion
 from hermes.models.wire import encode_chat_body
 from hermes.observability import tracing
@@ -158,6 +158,7 @@ class OpenAICompatClient:
         """Import the SDK off the event loop and open the HTTP pool, so the first turn waits
         for neither. Does nothing more when no endpoint is configured."""
         await asyncio.to_thread(openai_sdk)
+        await asyncio.to_thread(aiohttp_module)
         if self.base_url:
             self._sdk_transport().client()
             self._http_transport().session()

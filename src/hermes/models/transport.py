@@ -19,7 +19,6 @@ import urllib.request
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from yarl import URL
 
 from hermes import __version__
@@ -27,6 +26,7 @@ from hermes.models.classify import AttemptFailed, failure_from_sdk, nothing_list
 from hermes.models.errors import ModelBadAnswerError
 
 if TYPE_CHECKING:
+    import aiohttp
     import openai
 
 USER_AGENT = f"hermes/{__version__}"
@@ -40,6 +40,11 @@ def openai_sdk() -> ModuleType:
     never stream never pay for it.
     """
     return importlib.import_module("openai")
+
+
+def aiohttp_module() -> ModuleType:
+    """aiohttp, imported at first use: `hermes serve` answers /health before loading it."""
+    return importlib.import_module("aiohttp")
 
 
 def env_proxy(url: URL) -> str | None:
@@ -70,6 +75,7 @@ class HttpTransport:
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
+            aiohttp = aiohttp_module()
             self._session = aiohttp.ClientSession(
                 # Like the SDK: connect and each read may take `timeout`, not the whole call.
                 timeout=aiohttp.ClientTimeout(
@@ -102,7 +108,7 @@ class HttpTransport:
                 status, headers = resp.status, resp.headers
         except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
             raise AttemptFailed("timeout") from exc
-        except (aiohttp.ClientError, OSError) as exc:
+        except (aiohttp_module().ClientError, OSError) as exc:  # evaluated on an error only
             raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
         text = raw.decode("utf-8", errors="replace")
         try:

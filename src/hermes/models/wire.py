@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, NoReturn, TypeVar
 
-__all__ = ["FrozenMessage", "encode_chat_body", "freeze"]
+__all__ = ["FrozenMessage", "FrozenRuns", "encode_chat_body", "freeze"]
+
+T = TypeVar("T")
 
 
 class FrozenMessage(dict):  # type: ignore[type-arg]
@@ -67,9 +69,10 @@ def _fragment(message: Mapping[str, Any]) -> str:
     return message.json() if isinstance(message, FrozenMessage) else _dumps(message)
 
 
-class _RunCache:
-    """The joined JSON of recent runs of frozen messages, so a history that grew by two
-    messages since the last call is extended, not re-encoded (~0.7 ms at 2,500 messages).
+class FrozenRuns(Generic[T]):
+    """A value folded over each run of frozen messages, remembered per run, so a history that
+    grew by two messages since the last call is extended, not folded again from its start (the
+    request body's JSON: ~0.7 ms at 2,500 messages; the image-marker check: a scan of them all).
 
     A cached run is reused only when the new list holds equal messages at those positions
     (`==` on lists checks identity first, so the check is a fast C loop); correctness does not
@@ -78,33 +81,39 @@ class _RunCache:
 
     MIN_RUN = 32
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, fold: Callable[[T | None, Sequence[Mapping[str, Any]]], T], size: int = 64):
+        self.fold = fold
+        """`fold(value of the run so far or None, the messages after it)`: the longer run's value."""
         self.size = size
-        self._runs: OrderedDict[int, tuple[list[Mapping[str, Any]], str]] = OrderedDict()
+        self._runs: OrderedDict[int, tuple[list[Mapping[str, Any]], T]] = OrderedDict()
 
-    def join_run(self, messages: Sequence[Mapping[str, Any]], start: int) -> tuple[str, int]:
-        """JSON of the run of frozen messages beginning at `start`, and where the run ends."""
+    def run(self, messages: Sequence[Mapping[str, Any]], start: int) -> tuple[T, int]:
+        """The value of the run of frozen messages beginning at `start`, and where it ends."""
         key = id(messages[start])
         cached = self._runs.get(key)
         known: list[Mapping[str, Any]] = []
-        text = ""
+        value: T | None = None
         if cached is not None:
             end = start + len(cached[0])
             if end <= len(messages) and messages[start:end] == cached[0]:
-                known, text = cached
+                known, value = cached
         end = start + len(known)
         while end < len(messages) and type(messages[end]) is FrozenMessage:
             end += 1
-        if end - start > len(known):
-            rest = _join(messages[start + len(known) : end])
-            text = f"{text},{rest}" if text else rest
+        if value is None or end - start > len(known):
+            value = self.fold(value, messages[start + len(known) : end])
         if end - start >= self.MIN_RUN:
             # holding the run keeps messages[start] alive, so its id cannot be reused
-            self._runs[key] = (list(messages[start:end]), text)
+            self._runs[key] = (list(messages[start:end]), value)
             self._runs.move_to_end(key)
             while len(self._runs) > self.size:
                 self._runs.popitem(last=False)
-        return text, end
+        return value, end
+
+
+def _extend_json(text: str | None, messages: Sequence[Mapping[str, Any]]) -> str:
+    rest = _join(messages)
+    return f"{text},{rest}" if text else rest
 
 
 def _join(messages: Sequence[Mapping[str, Any]]) -> str:
@@ -117,7 +126,7 @@ def _join(messages: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-_runs = _RunCache()
+_runs: FrozenRuns[str] = FrozenRuns(_extend_json)
 
 
 def _join_messages(messages: Sequence[Mapping[str, Any]]) -> str:
@@ -126,7 +135,7 @@ def _join_messages(messages: Sequence[Mapping[str, Any]]) -> str:
     i = 0
     while i < len(messages):
         if type(messages[i]) is FrozenMessage:
-            text, i = _runs.join_run(messages, i)
+            text, i = _runs.run(messages, i)
             pieces.append(text)
         else:
             pieces.append(_fragment(messages[i]))

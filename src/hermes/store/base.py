@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
 from hermes.errors import HermesError
@@ -53,6 +53,9 @@ class SessionRecord:
     last_prompt_tokens: int | None = None
     system_prompt: str | None = None
     user_turns: int = 0
+    hidden: list[tuple[int, int]] | None = field(default=None, compare=False, repr=False)
+    """The session's hidden ranges (`hidden_ranges`) when read in the row's transaction
+    (`begin_turn`), so a turn needs no second read; None: not read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,7 +572,8 @@ class Store(CompactionStore, Protocol):
         """Take `lease` and ensure the session in one transaction; None while someone else's
         lease is live (the caller polls). The lease is taken when free, expired, already ours,
         or held by a process that `hermes.store.leases.holder_is_dead` says is gone. Saves a
-        turn a round trip and a write."""
+        turn a round trip and a write; the record carries its `hidden` ranges, read in the same
+        transaction, which saves the turn's history load another."""
         ...
 
     def get_session(self, scope: str, session_id: str) -> SessionRecord | None: ...

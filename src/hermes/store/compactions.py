@@ -19,6 +19,7 @@ class CompactionStoreMixin:
 
     if TYPE_CHECKING:  # provided by SQLiteStore
         _lock: threading.RLock
+        _conn: sqlite3.Connection
 
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
@@ -79,11 +80,16 @@ class CompactionStoreMixin:
             )
 
     def hidden_ranges(self, scope: str, session_id: str) -> list[tuple[int, int]]:
-        rows = self._read(
+        with self._lock:
+            return self._hidden_in(self._conn, scope, session_id)
+
+    @staticmethod
+    def _hidden_in(conn: sqlite3.Connection, scope: str, session_id: str) -> list[tuple[int, int]]:
+        rows = conn.execute(
             "SELECT start_idx, end_idx FROM hidden_messages WHERE scope = ? AND session_id = ? "
             "ORDER BY start_idx",
             (scope, session_id),
-        )
+        ).fetchall()
         return [(int(r[0]), int(r[1])) for r in rows]
 
     def get_model_limit(self, model: str) -> int | None:

@@ -236,7 +236,9 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         with self._write() as conn:
             if not self._take_lease(conn, lease.name, lease.holder, ttl_seconds):
                 return None
-            return self._ensure_session_in(conn, scope, session_id, source=source)
+            session = self._ensure_session_in(conn, scope, session_id, source=source)
+            session.hidden = self._hidden_in(conn, scope, session_id)
+            return session
 
     def get_session(self, scope: str, session_id: str) -> SessionRecord | None:
         rows = self._read(

@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import html
 import re
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from hermes.config.settings import Settings, WebSearchSettings
 from hermes.netguard import DestinationRefused, pin_destination
 from hermes.tools.registry import ToolContext, ToolError, tool
+
+if TYPE_CHECKING:
+    import httpx
 
 BRAVE_API = "https://api.search.brave.com/res/v1"
 TAVILY_API = "https://api.tavily.com"
@@ -110,6 +111,8 @@ async def web_search(ctx: ToolContext, query: str, limit: int = 5) -> str:
         query: What to search for.
         limit: Maximum results.
     """
+    import httpx  # here, not at import: it pulls rich and click (cold start)
+
     s = ctx.settings.web.search
     backend = backend_of(s)
     if backend is None:
@@ -147,6 +150,8 @@ async def _get_capped(
 ) -> tuple[str, str, bytes]:
     """GET with redirects followed by hand (each hop checked); returns (final url,
     content-type, body up to max_bytes)."""
+    import httpx
+
     web = settings.web
     for _ in range(MAX_REDIRECTS + 1):
         target = await pin_destination(
@@ -198,6 +203,8 @@ def _readable(raw: bytes, content_type: str, url: str) -> tuple[str, str]:
 
 
 async def _extract_one(client: httpx.AsyncClient, settings: Settings, url: str, cap: int) -> str:
+    import httpx
+
     try:
         async with asyncio.timeout(settings.web.extract.timeout):
             final, kind, raw = await _get_capped(client, settings, url)
@@ -224,6 +231,8 @@ async def web_extract(ctx: ToolContext, urls: list[str]) -> str:
     Args:
         urls: Up to 5 http(s) URLs.
     """
+    import httpx
+
     wanted = list(dict.fromkeys(u.strip() for u in urls if u.strip()))
     if not wanted:
         raise ToolError("give at least one URL")

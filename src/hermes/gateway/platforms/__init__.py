@@ -103,4 +103,13 @@ def all_specs(
 
 
 def configured_specs(settings: Settings, registry: Registry | None = None) -> list[PlatformSpec]:
-    return [s for s in all_specs(registry, settings) if s.configured(settings)]
+    """The platforms whose credentials are set. A built-in one with an empty `gateway.<name>`
+    section is not asked: its module, and the HTTP and mail libraries it imports, would load
+    on every server start only to say no."""
+    registry = _registry(registry, settings)
+    return [
+        found
+        for name, where in registry.platforms.items()
+        if not (BUILTIN.get(name) == where and not settings.gateway.platform(name))
+        and (found := spec(name, registry)).configured(settings)
+    ]

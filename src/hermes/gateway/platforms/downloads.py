@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from hermes.gateway.base import AdapterError, Attachment
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_FILE_BYTES = 25_000_000
 """Larger files are not downloaded (OpenAI's transcription limit; far above any photo's)."""
@@ -44,6 +46,8 @@ async def fetch(
     max_bytes: int = MAX_FILE_BYTES,
 ) -> Attachment:
     """Download `url` to `path` (0600, folders 0700); AdapterError when it fails or is too big."""
+    import httpx  # here, not at import: it pulls rich and click (cold start)
+
     chunks: list[bytes] = []
     size = 0
     try:

@@ -50,6 +50,10 @@ _SESSION_COLUMNS = (
     "scope, id, source, started_at, updated_at, title, parent_session_id, ended_at, "
     "message_count, input_tokens, output_tokens, last_prompt_tokens, system_prompt, user_turns"
 )
+_HIDDEN_SQL = (
+    "SELECT start_idx, end_idx FROM hidden_messages WHERE scope = %s AND session_id = %s "
+    "ORDER BY start_idx"
+)
 _MESSAGE_COLUMNS = (
     "id, scope, session_id, idx, role, content, timestamp, tool_calls, tool_call_id, "
     "tool_name, token_count, name, model"
@@ -163,7 +167,10 @@ class PostgresStore(StoreParts, PgApiKeysMixin):
         with self._db.transaction() as conn:
             if not self._take(conn, lease.name, lease.holder, ttl_seconds, replica):
                 return None
-            return self._ensure_in(conn, scope, session_id, source)
+            session = self._ensure_in(conn, scope, session_id, source)
+            rows = conn.execute(_HIDDEN_SQL, (scope, session_id)).fetchall()
+            session.hidden = [(int(r[0]), int(r[1])) for r in rows]
+            return session
 
     def get_session(self, scope: str, session_id: str) -> SessionRecord | None:
         rows = self._db.fetch(
@@ -468,11 +475,7 @@ class PostgresStore(StoreParts, PgApiKeysMixin):
             )
 
     def hidden_ranges(self, scope: str, session_id: str) -> list[tuple[int, int]]:
-        rows = self._db.fetch(
-            "SELECT start_idx, end_idx FROM hidden_messages WHERE scope = %s AND session_id = %s "
-            "ORDER BY start_idx",
-            (scope, session_id),
-        )
+        rows = self._db.fetch(_HIDDEN_SQL, (scope, session_id))
         return [(int(r[0]), int(r[1])) for r in rows]
 
     def get_model_limit(self, model: str) -> int | None:
