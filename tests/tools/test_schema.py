@@ -20,6 +20,8 @@ def lookup(
     since: int | str | None = None,
     prefix: str = "",
     window: int = 5,
+    exact: bool = False,
+    offset: int = 0,
 ) -> str:
     """Look something up.
 
@@ -30,8 +32,10 @@ def lookup(
         since: a date or a number of days.
         prefix: only names starting with this.
         window: lines around each hit.
+        exact: whole words only.
+        offset: results to skip.
     """
-    return f"{query} {limit} {tags} {since} {prefix!r} {window}"
+    return f"{query} {limit} {tags} {since} {prefix!r} {window} {exact} {offset}"
 
 
 def test_optional_arguments_are_plain_optional_properties() -> None:
@@ -51,12 +55,15 @@ def test_optional_arguments_are_plain_optional_properties() -> None:
     }
     assert props["prefix"] == {"type": "string", "description": "only names starting with this."}
     assert props["window"]["default"] == 5  # a default that says something stays
+    assert props["exact"] == {"type": "boolean", "description": "whole words only."}  # off
+    assert props["offset"]["default"] == 0  # a number, not a flag left off
     assert "null" not in json.dumps(parameters) and "title" not in json.dumps(parameters)
 
 
 def test_validation_still_accepts_null_and_refuses_unknown_arguments() -> None:
     assert (
-        asyncio.run(lookup.invoke(None, {"query": "q", "limit": None})) == "q None None None '' 5"
+        asyncio.run(lookup.invoke(None, {"query": "q", "limit": None}))
+        == "q None None None '' 5 False 0"
     )  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         asyncio.run(lookup.invoke(None, {"query": "q", "colour": "red"}))  # type: ignore[arg-type]

@@ -101,7 +101,7 @@ async def cronjob(
     model: str | None = None,
     attach_session: bool = False,
 ) -> dict[str, Any]:
-    """Schedule prompts that run on their own later or repeatedly, and manage those jobs.
+    """Schedule prompts that run later or repeatedly, and manage those jobs.
     Each run starts a fresh conversation, so the prompt must say everything needed.
 
     Args:
@@ -114,12 +114,11 @@ async def cronjob(
         deliver: Where answers go: 'origin' (this chat; default in a chat), 'local' (saved
             files; default elsewhere), 'home' (owner's home chat), a webhook URL,
             'telegram[:<chat id>]' or 'email:<address>'.
-        repeat: Runs before the job retires (default: 1 for one-shot schedules, else
-            forever); 'forever' works too.
+        repeat: Number of runs, or 'forever' (default: 1 for one-shot schedules, else
+            forever).
         skills: Names of installed skills to load into every run.
-        model: Only when the user asks for one: the model runs use instead of the configured
-            one (the configured chain stays behind it).
-        attach_session: On create: let every run see this conversation's recent turns.
+        model: Only if the user names one: the model its runs use (else the configured one).
+        attach_session: On create: runs see this conversation's recent turns.
     """
     store = _store(ctx)
     try:

@@ -6,7 +6,7 @@ null}`; to a model an argument left out of `required` already says "optional", s
 becomes `{"type": "string"}` (a fifth of the toolset's characters). Null is still accepted
 when a model sends it: arguments are validated by the pydantic model, not by this schema.
 Titles go too (the property name says the same), and so do defaults that say "nothing" ("",
-[]) and the top-level `additionalProperties: false`: unknown arguments are refused by that
+[], and false: a flag left out is off) and the top-level `additionalProperties: false`: unknown arguments are refused by that
 same validation, with an error the model reads, and OpenAI's strict mode (the one reader that
 needs the flag) is not used for Hermes's own tools.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 _NULL = {"type": "null"}
-_EMPTY: tuple[Any, ...] = ("", [])
+_EMPTY: tuple[Any, ...] = ("", [], False)
 
 
 def tool_parameters(schema: dict[str, Any]) -> dict[str, Any]:
