@@ -357,7 +357,9 @@ class Agent:
             return resume_results(history, req.tool_results)
         recalled = [
             {"role": "system", "content": text}
-            for text in await self.memory.prefetch(req.scope, session_id, req.user_message)
+            for text in await self.memory.prefetch(
+                req.scope, session_id, req.user_message, source=req.source
+            )
         ]
         user = {"role": "user", "content": req.user_message}
         return [*closing_results(history), *recalled, user]

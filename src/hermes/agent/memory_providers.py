@@ -36,6 +36,11 @@ _FENCE_TAG = re.compile(r"</?\s*memory-context\s*>", re.IGNORECASE)
 _FENCED = re.compile(r"<\s*memory-context\s*>.*?(?:</\s*memory-context\s*>|\Z)", re.I | re.S)
 
 
+NOT_CONVERSATIONS = frozenset({"cron", "delegate"})
+"""Turn sources that are no conversation with the user: providers neither learn from them
+nor recall for them (as the original runs cron with its memory off)."""
+
+
 def fence(source: str, text: str) -> str:
     """Recalled text as the model sees it: inside tags with a note that it is not the user
     speaking. Tags inside the text are removed so it cannot close the fence early."""
@@ -164,11 +169,16 @@ class MemoryLayers:
                 blocks.append(text)
         return blocks
 
-    async def prefetch(self, scope: str, session_id: str, user_message: str) -> list[str]:
+    async def prefetch(
+        self, scope: str, session_id: str, user_message: str, *, source: str = ""
+    ) -> list[str]:
         """Each provider's recall for this turn, fenced as recalled memory. Providers that
         recall nothing by design (the contract's no-op, e.g. the built-in notes, which are
         in the system prompt) are not called: every turn would pay a span, a timer and a
-        timeout scope for them."""
+        timeout scope for them. A turn that is no conversation with the user (a cron run, a
+        delegate) asks none: its prompt would warm the scope's next recall with itself."""
+        if source in NOT_CONVERSATIONS:
+            return []
 
         async def one(provider: MemoryProvider) -> str | None:
             with (

@@ -1,6 +1,6 @@
 """The third-party memory provider README's "External memory" shows, as a plugin module: a
 `Backend` kept in a dict, registered with `add_provider` and on whenever the plugin is loaded.
-`DELAY` makes its recall slow (the tests set it)."""
+`DELAY` makes its recall slow (the tests set it); `QUERIES` keeps what each recall was asked."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hermes.memory.providers.backend import Said
 from hermes.memory.providers.plugin import add_provider
 
 DELAY = 0.0
+QUERIES: list[str] = []
 
 
 class Notebook:
@@ -21,6 +22,7 @@ class Notebook:
         return "the notebook is open"
 
     def recall(self, user: str, query: str) -> str:
+        QUERIES.append(query)
         time.sleep(DELAY)
         return "\n".join(f"- {line}" for line in self.pages.get(user, []))
 

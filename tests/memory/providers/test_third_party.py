@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes.agent.turn import TurnRequest
 from hermes.memory.providers import provider_health
 from hermes.memory.providers.forget import forget_provider_memory
 from hermes.plugins import load_registry
@@ -77,3 +78,23 @@ async def test_a_slow_recall_is_skipped_for_its_turn_and_reported(
     assert "over memory.provider_timeout" in health["detail"]
     last = recalled_blocks(fake.chat_requests()[-1])
     assert all("wasps" not in block for block in last)  # the late recall was not used
+
+
+async def test_a_cron_run_neither_reads_nor_warms_the_recall(
+    notebook: Runtime, fake: FakeModel
+) -> None:
+    """A scheduled run is no conversation with the user: it gets no recalled block, and its
+    prompt does not become the query of the user's next recall."""
+    fake.default = Text("ok")
+    notebook_provider.QUERIES.clear()
+    await timed_turn(notebook, "I keep bees", scope="alice", session="a-1")
+    await settle(notebook)
+    await notebook.agent.run_turn(
+        TurnRequest(user_message="Summarise the stock market news", scope="alice", source="cron")
+    )
+    await settle(notebook)
+    assert recalled_blocks(fake.chat_requests()[-1]) == []
+    await timed_turn(notebook, "what do I keep?", scope="alice", session="a-2")
+    [block] = recalled_blocks(fake.chat_requests()[-1])
+    assert "I keep bees" in block
+    assert all("stock market" not in call for call in notebook_provider.QUERIES)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.memory_providers import MemoryProvider
+from hermes.agent.memory_providers import NOT_CONVERSATIONS, MemoryProvider
 from hermes.config.settings import Settings
 from hermes.memory.providers.backend import Backend, ProviderError, Said
 from hermes.memory.providers.identity import provider_user
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BackendFactory = Callable[[Settings], Backend]
-SKIPPED_SOURCES = frozenset({"cron", "delegate"})  # not conversations with the user
 RECALL_CHARS = 4000
 QUERY_CHARS = 2000
 DRAIN_TIMEOUT_S = 5.0
@@ -110,7 +109,7 @@ class ExternalMemory(MemoryProvider):
         return ready.text or None
 
     async def sync_turn(self, result: TurnResult) -> None:
-        if result.source in SKIPPED_SOURCES or result.finish_reason == "tool_calls":
+        if result.source in NOT_CONVERSATIONS or result.finish_reason == "tool_calls":
             return
         said = [
             Said(r.role, self.redact(r.content))
