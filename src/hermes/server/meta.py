@@ -81,19 +81,31 @@ def _model_health(runtime: Runtime) -> dict[str, Any]:
     }
 
 
-async def _adapters(runtime: Runtime) -> dict[str, Any] | None:
-    """Each messaging adapter's state (SPEC §10), from the gateway part's own check; None
-    when no gateway runs here."""
+async def _part(runtime: Runtime, part: str) -> dict[str, Any] | None:
+    """A part's own health check (None when it has none or it failed: /health answers
+    whatever a part does, and /health/detailed says why)."""
     for name, check in runtime.registry.health_checks:
-        if name != "gateway":
+        if name != part:
             continue
         try:
-            result = await asyncio.wait_for(check(runtime), PART_CHECK_TIMEOUT_S)
-        except Exception:  # /health answers whatever a part does; /health/detailed says why
+            return await asyncio.wait_for(check(runtime), PART_CHECK_TIMEOUT_S)
+        except Exception:
             return None
-        adapters = result.get("adapters")
-        return adapters if isinstance(adapters, dict) and adapters else None
     return None
+
+
+async def _adapters(runtime: Runtime) -> dict[str, Any] | None:
+    """Each messaging adapter's state (SPEC §10); None when no gateway runs here."""
+    adapters = (await _part(runtime, "gateway") or {}).get("adapters")
+    return adapters if isinstance(adapters, dict) and adapters else None
+
+
+async def _memory_provider(runtime: Runtime) -> dict[str, Any] | None:
+    """The external memory provider, named with its state (SPEC §15); None when off."""
+    found = await _part(runtime, "memory_provider")
+    if not found or found.get("status") == "off":
+        return None
+    return {"name": found.get("provider"), "status": found.get("status")}
 
 
 @router.get("/health")
@@ -102,7 +114,7 @@ async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> J
     """Liveness: `ok` while the process serves (SPEC §1), the version and whether a model is
     configured; anonymous callers get nothing else (no paths, no parts: `/health/detailed`
     has them). The owner (the server key, or anyone on an open server) also sees each
-    messaging adapter when the gateway runs (SPEC §10)."""
+    messaging adapter when the gateway runs (SPEC §10) and the external memory provider."""
     body: dict[str, Any] = {
         "status": "ok",
         "version": __version__,
@@ -112,6 +124,9 @@ async def health(request: Request, runtime: Runtime = Depends(get_runtime)) -> J
         adapters = await _adapters(runtime)
         if adapters is not None:
             body["adapters"] = adapters
+        provider = await _memory_provider(runtime)
+        if provider is not None:
+            body["memory_provider"] = provider
     return JSONResponse(body)
 
 

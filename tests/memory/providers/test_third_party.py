@@ -8,13 +8,16 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
+from pydantic import SecretStr
 
 from hermes.agent.turn import TurnRequest
 from hermes.memory.providers import provider_health
 from hermes.memory.providers.forget import forget_provider_memory
 from hermes.plugins import load_registry
 from hermes.runtime import Runtime, build_runtime
+from hermes.server.app import create_app
 from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers import notebook_provider
 from tests.memory.providers.conftest import (
@@ -98,3 +101,19 @@ async def test_a_cron_run_neither_reads_nor_warms_the_recall(
     [block] = recalled_blocks(fake.chat_requests()[-1])
     assert "I keep bees" in block
     assert all("stock market" not in call for call in notebook_provider.QUERIES)
+
+
+async def test_health_names_the_provider_to_the_owner_only(notebook: Runtime) -> None:
+    key = "health-owner-key-0123456789"
+
+    async def health(headers: dict[str, str]) -> dict[str, object]:
+        app = create_app(notebook, close_runtime=False)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return (await client.get("/health", headers=headers)).json()
+
+    assert (await health({}))["memory_provider"] == {"name": "notebook", "status": "ok"}
+    notebook.settings.server.api_key = SecretStr(key)
+    assert set(await health({})) == {"status", "version", "model_configured"}
+    owner = await health({"Authorization": f"Bearer {key}"})
+    assert owner["memory_provider"] == {"name": "notebook", "status": "ok"}
