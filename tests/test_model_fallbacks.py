@@ -13,6 +13,7 @@ import httpx
 import pytest
 import yaml
 
+from hermes import tls
 from hermes.config.settings import load_settings
 from hermes.runtime import build_runtime
 from hermes.server.app import create_app
@@ -43,7 +44,9 @@ async def client(
     runtime = build_runtime(load_settings())
     app = create_app(runtime)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://hermes.test"
+        verify=tls.httpx_context(),
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://hermes.test",
     ) as c:
         yield c
     await runtime.aclose()

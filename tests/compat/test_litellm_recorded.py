@@ -9,6 +9,7 @@ from __future__ import annotations
 import httpx
 from pydantic import SecretStr
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel, ToolCalls
 from tests.compat.conftest import Hermes
@@ -41,7 +42,7 @@ RECORDED_STREAM = {
 def test_recorded_streaming_tool_request(hermes: Hermes) -> None:
     hermes.fake.enqueue(ToolCalls([("get_weather", {"city": "Oslo"})]))
     body = {k: v for k, v in RECORDED_STREAM.items() if v is not None}
-    with httpx.Client(base_url=hermes.base_url, timeout=10) as client:
+    with httpx.Client(verify=tls.httpx_context(), base_url=hermes.base_url, timeout=10) as client:
         r = client.post("/chat/completions", json=body, headers={"Authorization": "Bearer sk-x"})
     assert r.status_code == 200
     frames = [line[6:] for line in r.text.splitlines() if line.startswith("data: ")]

@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.store import open_store
 from hermes.testing.fake_model import FakeModel, Hang, Text
 from tests.standins.nginx import Nginx, find_nginx, free_port
@@ -75,7 +76,7 @@ class Replica:
 
     async def ready(self) -> None:
         deadline = time.monotonic() + 40
-        async with httpx.AsyncClient(timeout=2) as http:
+        async with httpx.AsyncClient(verify=tls.httpx_context(), timeout=2) as http:
             while time.monotonic() < deadline:
                 assert self.proc is not None and self.proc.poll() is None, self.log()
                 try:
@@ -187,7 +188,7 @@ class Client:
 
 
 async def _talk(base: str, client: Client, stop: asyncio.Event) -> None:
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+    async with httpx.AsyncClient(verify=tls.httpx_context(), base_url=base, timeout=30) as http:
         turn = 0
         while not stop.is_set():
             text = f"{client.session} turn {turn}"
@@ -213,7 +214,7 @@ async def _talk(base: str, client: Client, stop: asyncio.Event) -> None:
 
 async def _add_job(base: str, name: str, due_in: float) -> str:
     when = (datetime.now(UTC) + timedelta(seconds=due_in)).isoformat(timespec="seconds")
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+    async with httpx.AsyncClient(verify=tls.httpx_context(), base_url=base, timeout=30) as http:
         for _ in range(5):  # a 502 here is the kill's, and a job POST is safe to repeat once
             r = await http.post(
                 "/api/jobs", json={"name": name, "schedule": when, "prompt": f"cron {name}"}
@@ -226,7 +227,7 @@ async def _add_job(base: str, name: str, due_in: float) -> str:
 
 
 async def _job(base: str, job_id: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+    async with httpx.AsyncClient(verify=tls.httpx_context(), base_url=base, timeout=30) as http:
         r = await http.get(f"/api/jobs/{job_id}")
         return dict(r.json()["job"]) if r.status_code == 200 else {}
 

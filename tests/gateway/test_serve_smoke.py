@@ -11,6 +11,7 @@ import sys
 
 import httpx
 
+from hermes import tls
 from hermes.testing.fake_model import FakeModel, Text
 from tests.standins.telegram_api import TelegramBotAPI
 
@@ -44,7 +45,7 @@ async def test_serve_runs_the_gateway_next_to_the_api(
         await tg.user_says(OWNER, "are you there?")
         await tg.wait_for_sent(1, within=20)
         assert texts(tg) == ["hello from serve"]
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(verify=tls.httpx_context()) as client:
             health = (await client.get(f"{url}/health/detailed")).json()
         assert health["parts"]["gateway"]["adapters"]["telegram"]["connected"] is True
         status = await asyncio.to_thread(run_cli, "gateway", "status", "--json")

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 
+from hermes import tls
 from hermes.agent.turn import TurnRequest
 from hermes.config.settings import Settings
 from hermes.memory.notes import NotesStore
@@ -78,7 +79,7 @@ async def test_api_keeps_notes_and_search_per_user(settings: Settings, fake: Fak
 
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app), base_url="http://t"
+            verify=tls.httpx_context(), transport=httpx.ASGITransport(app), base_url="http://t"
         ) as client:
 
             async def chat(headers: dict, session: str, text: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.config.settings import load_settings
 from hermes.delivery import Outbound
 from hermes.gateway.delivery import GatewayDeliverer
@@ -165,7 +166,7 @@ async def test_cron_delivers_to_a_room_and_the_adapter_reconnects(
     saved = json.loads(session_file.read_text(encoding="utf-8"))
     assert saved["access_token"] == adapter.client.access_token
     assert stat.S_IMODE(session_file.stat().st_mode) == 0o600
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(verify=tls.httpx_context()) as http:
         r = await http.post(
             f"{owner.server.url}/_matrix/client/v3/logout",
             headers={"Authorization": f"Bearer {adapter.client.access_token}"},

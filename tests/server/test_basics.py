@@ -7,6 +7,7 @@ import pytest
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.plugins import Daemon
 from hermes.runtime import build_runtime
@@ -174,7 +175,10 @@ async def test_routers_of_other_parts_share_validation_auth_and_500_envelopes(
     app = create_app(build_runtime(keyed_settings), routers=[_extra_router()])
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app), base_url="http://t", headers=AUTH
+            verify=tls.httpx_context(),
+            transport=httpx.ASGITransport(app),
+            base_url="http://t",
+            headers=AUTH,
         ) as client:
             r = await client.post("/test/items", json={"name": "toolong", "count": 1})
             error = assert_envelope(r, 400, "invalid_value", "name")

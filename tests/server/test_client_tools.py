@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from hermes import tls
 from hermes.agent.client_tools import MISSING_RESULT
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
@@ -265,7 +266,9 @@ async def test_streamed_pause_frames(settings: Settings, fake: FakeModel) -> Non
 
     fake.enqueue(ToolCalls([("get_weather", {"city": "Lima"})]))
     async with open_socket_api(settings, tools=TEST_TOOLS) as (base, _):
-        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=10
+        ) as client:
             body = {
                 "model": "hermes",
                 "stream": True,

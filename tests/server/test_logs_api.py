@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.observability.log_tail import LogTail, attached
 from hermes.redact import Redactor
 from hermes.testing.fake_model import Error, FakeModel
@@ -64,7 +65,7 @@ def test_hermes_serve_streams_new_lines_masked(
     auth = {"Authorization": f"Bearer {SERVER_KEY}"}
     with (
         hermes_serve(env={"HERMES_API_KEY": SERVER_KEY}) as (_, base),
-        httpx.Client(base_url=base, headers=auth, timeout=30) as client,
+        httpx.Client(verify=tls.httpx_context(), base_url=base, headers=auth, timeout=30) as client,
     ):
         start = client.get("/api/logs").json()["last_id"]
         with client.stream("GET", f"/api/logs/stream?after={start}&level=warning") as stream:

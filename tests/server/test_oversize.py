@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel
 
@@ -40,7 +41,9 @@ async def test_an_oversized_body_gets_a_413_not_a_reset(settings: Settings, size
     the kernel then resets the connection and the client never sees the 413."""
     body = b'{"messages": "' + b"x" * size + b'"}'
     async with open_socket_api(settings) as (base, _):
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=30
+        ) as client:
             for _ in range(3):
                 r = await client.post(
                     "/v1/chat/completions",

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel
 
@@ -112,7 +113,9 @@ async def _send_batch(base: str, caplog: pytest.LogCaptureFixture) -> None:
     import httpx
 
     if True:
-        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=10
+        ) as client:
             caplog.clear()
             for method, path, kwargs in _requests():
                 if "content-length" in kwargs.get("headers", {}):

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.auth.keys import create_key
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
@@ -472,7 +473,9 @@ async def test_events_stream_live_over_a_real_socket(settings: Settings, fake: F
     target = junk(settings)
     dangerous_script(fake)
     async with open_socket_api(settings) as (base, _runtime):
-        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=10
+        ) as client:
             r = await client.post("/v1/runs", json={"input": "clean up"})
             run_id = r.json()["run_id"]
             seen: list[dict] = []

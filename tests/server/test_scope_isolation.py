@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 
@@ -192,7 +193,9 @@ async def test_isolation_holds_over_a_real_socket(
 ) -> None:
     fake.default = Text("ok")
     async with open_socket_api(keyed_settings) as (base, runtime):
-        async with httpx.AsyncClient(base_url=base, headers=AUTH) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, headers=AUTH
+        ) as client:
             await client.post(
                 "/v1/chat/completions",
                 json=chat_body(f"secret {SECRET}"),

@@ -9,6 +9,7 @@ import json
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from hermes.tools.workdir import workdir
@@ -122,7 +123,9 @@ async def test_a_streamed_turn_survives_the_client_going_away(
     target.mkdir()
     fake.enqueue(ToolCalls([("terminal", {"command": "rm -rf junk"})]), Text("cleaned"))
     async with open_socket_api(settings) as (base, _runtime):
-        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=10
+        ) as client:
             async with client.stream(
                 "POST", "/api/sessions/s-3/chat/stream", json={"message": "clean up"}
             ) as stream:

@@ -10,6 +10,7 @@ import threading
 import httpx
 import openai
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.testing.fake_model import Error, FakeModel, Text, ToolCalls
 
@@ -17,7 +18,7 @@ from .conftest import TEST_TOOLS, chat_body, chunks, open_socket_api, sse_events
 
 
 async def _stream(base: str, body: dict, headers: dict | None = None) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+    async with httpx.AsyncClient(verify=tls.httpx_context(), base_url=base, timeout=10) as client:
         return await client.post("/v1/chat/completions", json=body, headers=headers or {})
 
 
@@ -136,7 +137,9 @@ async def test_client_disconnect_cancels_the_turn_and_keeps_what_was_said(
 ) -> None:
     fake.enqueue(Text("partial answer " * 40, chunk_chars=4, delay=0.05))
     async with open_socket_api(settings) as (base, runtime):
-        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=10
+        ) as client:
             async with client.stream(
                 "POST",
                 "/v1/chat/completions",
@@ -178,7 +181,9 @@ async def test_non_streaming_turn_survives_a_client_that_hangs_up(
 
     fake.default = answer_after_the_hang_up
     async with open_socket_api(settings) as (base, runtime):
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=30
+        ) as client:
             post = asyncio.create_task(
                 client.post(
                     "/v1/chat/completions",

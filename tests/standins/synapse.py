@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from hermes import tls
+
 SECRET = "hermes-test-shared-secret"
 SERVER = "localhost"
 _txn = itertools.count(1)
@@ -160,6 +162,7 @@ class Person:
         r.raise_for_status()
         self.token = r.json()["access_token"]
         self.http = httpx.AsyncClient(
+            verify=tls.httpx_context(),
             base_url=f"{server.url}/_matrix/client/v3",
             headers={"Authorization": f"Bearer {self.token}"},
             timeout=30,

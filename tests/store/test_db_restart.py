@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.store import open_store
 from hermes.testing.fake_model import FakeModel, Text
 from tests.server.test_serve import hermes_serve
@@ -87,7 +88,9 @@ async def test_a_database_restart_under_load_gives_503_then_recovers(
     }
     statuses: list[tuple[int, str]] = []
     with hermes_serve(env=env) as (_, base):
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), base_url=base, timeout=30
+        ) as client:
 
             async def load(worker: int, turns: int) -> None:
                 for _ in range(turns):

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hermes import tls
 from hermes.config.settings import load_settings
 from hermes.memory.notes import open_notes
 from hermes.store import Store, open_store
@@ -75,7 +76,7 @@ def shared(pg_url: str) -> Iterator[Store]:
 async def _chat(
     base: str, text: str, session: str, headers: dict[str, str] | None = None
 ) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+    async with httpx.AsyncClient(verify=tls.httpx_context(), base_url=base, timeout=60) as client:
         return await client.post(
             "/v1/chat/completions",
             json={"model": "hermes", "messages": [{"role": "user", "content": text}]},
@@ -119,13 +120,13 @@ async def test_a_cron_slot_runs_once_with_both_replicas_ticking(
 ) -> None:
     (_, a), (_, b) = replicas
     when = (datetime.now(UTC) + timedelta(seconds=2)).isoformat(timespec="seconds")
-    async with httpx.AsyncClient(base_url=a, timeout=30) as client:
+    async with httpx.AsyncClient(verify=tls.httpx_context(), base_url=a, timeout=30) as client:
         r = await client.post(
             "/api/jobs", json={"name": "once", "schedule": when, "prompt": "cron says hi"}
         )
         assert r.status_code == 201, r.text
         job_id = r.json()["job"]["id"]
-    async with httpx.AsyncClient(base_url=b, timeout=30) as client:
+    async with httpx.AsyncClient(verify=tls.httpx_context(), base_url=b, timeout=30) as client:
         for _ in range(300):  # poll with a deadline: both replicas tick every 0.2 s
             job = (await client.get(f"/api/jobs/{job_id}")).json()["job"]
             if job.get("last_status"):

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from hermes import tls
 from hermes.errors import HermesError
 
 PROBE_TIMEOUT_S = 1.0
@@ -96,7 +97,9 @@ async def _probe_one(client: httpx.AsyncClient, kind: ServerKind, port: int) -> 
 async def find_local_servers(spec: str | None = None) -> list[Found]:
     """Every known local server that answers on its port, with the models it offers."""
     targets = probe_ports(spec)
-    async with httpx.AsyncClient(timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        verify=tls.httpx_context(), timeout=PROBE_TIMEOUT_S, trust_env=False
+    ) as client:
         found = await asyncio.gather(*(_probe_one(client, kind, port) for kind, port in targets))
     return [f for f in found if f is not None]
 
@@ -104,7 +107,9 @@ async def find_local_servers(spec: str | None = None) -> list[Found]:
 async def is_hermes(host: str, port: int) -> bool:
     """A Hermes server answers /health with its store and model status."""
     try:
-        async with httpx.AsyncClient(timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), timeout=PROBE_TIMEOUT_S, trust_env=False
+        ) as client:
             body = (await client.get(f"http://{_connect_host(host)}:{port}/health")).json()
     except (httpx.HTTPError, ValueError):
         return False

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes import tls
 from hermes.cron.jobs import origin_target
 from hermes.cron.runner import RunResult
 from hermes.cron.store import Job
@@ -152,7 +153,7 @@ async def deliver(
         report.skipped = "local"
         return report
     own_client = http_client is None
-    client = http_client or httpx.AsyncClient()
+    client = http_client or httpx.AsyncClient(verify=tls.httpx_context())
     try:
         for target in remote:
             if first_time is not None and not await first_time(target):

@@ -142,25 +142,29 @@ async def _help(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str
     return HELP
 
 
-async def _approve(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
+async def _approve(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str | None:
     decision = APPROVE_WORDS.get(args.lower())
     if decision is None:
         return "Usage: /approve, /approve session or /approve always"
-    return _resolve(gw, worker, msg, decision)
+    return await _resolve(gw, worker, msg, decision)
 
 
-async def _deny(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str:
-    return _resolve(gw, worker, msg, "deny")
+async def _deny(gw: Gateway, worker: ChatWorker, msg: Inbound, args: str) -> str | None:
+    return await _resolve(gw, worker, msg, "deny")
 
 
-def _resolve(gw: Gateway, worker: ChatWorker, msg: Inbound, decision: Decision) -> str:
-    if worker.approval is None:
+async def _resolve(gw: Gateway, worker: ChatWorker, msg: Inbound, decision: Decision) -> str | None:
+    """Confirm, then resume the turn: its answer always comes after the confirmation."""
+    if worker.approval is None or worker.approval.done():
         return "Nothing is waiting for approval."
     asker = worker.approval_identity
     if asker not in (None, msg.identity) and not gw.access.is_owner(msg.identity):
         return "Only the person who asked (or the owner) can answer this approval."
-    worker.resolve_approval(decision)
-    return "❌ Denied." if decision == "deny" else "✅ Approved."
+    try:
+        await gw.say(msg, "❌ Denied." if decision == "deny" else "✅ Approved.")
+    finally:
+        worker.resolve_approval(decision)
+    return None
 
 
 HANDLERS: dict[str, Handler] = {

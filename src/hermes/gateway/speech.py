@@ -12,6 +12,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Final, Literal
 
+from hermes import tls
 from hermes.errors import HermesError
 from hermes.gateway.voice import audio_endpoint
 
@@ -59,7 +60,11 @@ class Speaker:
         import openai
 
         client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=1
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            max_retries=1,
+            http_client=openai.DefaultAsyncHttpxClient(verify=tls.openai_context()),
         )
         try:
             response = await client.audio.speech.create(

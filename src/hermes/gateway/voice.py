@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes import tls
 from hermes.errors import HermesError
 from hermes.gateway.base import Attachment
 
@@ -83,7 +84,11 @@ class Transcriber:
         import openai
 
         client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=1
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            max_retries=1,
+            http_client=openai.DefaultAsyncHttpxClient(verify=tls.openai_context()),
         )
         try:
             result = await client.audio.transcriptions.create(

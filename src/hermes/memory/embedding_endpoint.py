@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.memory.embedder import MAX_CHARS, EmbeddingsUnavailableError
 
@@ -40,9 +41,10 @@ class EndpointEmbedder:
         self._model = model
         self._url = base_url.rstrip("/") + "/embeddings"
         self._client = httpx.Client(
+            verify=tls.httpx_context(),
             headers=headers,
             timeout=timeout,
-            transport=transport or httpx.HTTPTransport(retries=1),
+            transport=transport or httpx.HTTPTransport(verify=tls.httpx_context(), retries=1),
         )
         try:
             self.dimensions = int(self._request(["dimensions"]).shape[1])

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from yarl import URL
 
-from hermes import __version__
+from hermes import __version__, tls
 from hermes.models.classify import AttemptFailed, failure_from_sdk, nothing_listening
 from hermes.models.errors import ModelBadAnswerError
 
@@ -156,7 +156,7 @@ class SdkTransport:
                     "OpenAI-Organization": sdk.Omit(),
                     "OpenAI-Project": sdk.Omit(),
                 },
-                http_client=sdk.DefaultAioHttpClient(),
+                http_client=sdk.DefaultAioHttpClient(verify=tls.openai_context()),
             )
         return self._client
 

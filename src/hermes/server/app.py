@@ -44,6 +44,7 @@ from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
 from hermes.server.memory_history_api import router as memory_history_router
 from hermes.server.middleware import HygieneMiddleware, RequestIdMiddleware
+from hermes.server.routing import add_routes
 from hermes.server.runs import router as runs_router
 from hermes.server.runs_manager import RunManager
 from hermes.server.session_chat import router as session_chat_router
@@ -138,7 +139,7 @@ def create_app(
         *part_routers,
         *routers,
     ]:
-        app.include_router(router)
+        add_routes(app, router)
     ui.install(app)  # the dashboard at /ui (SPEC §14)
     settings = runtime.settings.server
     if settings.cors_origins:

@@ -10,6 +10,7 @@ import html
 import re
 from typing import TYPE_CHECKING, Any
 
+from hermes import tls
 from hermes.config.settings import Settings, WebSearchSettings
 from hermes.netguard import DestinationRefused, pin_destination
 from hermes.tools.registry import ToolContext, ToolError, tool
@@ -123,7 +124,9 @@ async def web_search(ctx: ToolContext, query: str, limit: int = 5) -> str:
     if not query.strip():
         raise ToolError("the query is empty")
     # the backend is the operator's own choice (often SearXNG on localhost): not SSRF-checked
-    async with httpx.AsyncClient(timeout=s.timeout, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        verify=tls.httpx_context(), timeout=s.timeout, trust_env=False
+    ) as client:
         try:
             results = await _BACKENDS[backend](client, s, query.strip())
         except httpx.HTTPStatusError as exc:
@@ -241,6 +244,8 @@ async def web_extract(ctx: ToolContext, urls: list[str]) -> str:
     settings = ctx.settings
     cap = min(settings.web.extract.max_chars, TOTAL_CHARS // len(wanted))
     timeout = httpx.Timeout(settings.web.extract.timeout)
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False) as c:
+    async with httpx.AsyncClient(
+        verify=tls.httpx_context(), timeout=timeout, trust_env=False, follow_redirects=False
+    ) as c:
         pages = await asyncio.gather(*(_extract_one(c, settings, u, cap) for u in wanted))
     return "\n\n".join(pages)

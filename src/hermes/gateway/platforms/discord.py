@@ -33,6 +33,7 @@ import httpx
 import yarl
 from pydantic import Field, SecretStr
 
+from hermes import tls
 from hermes.config.fields import CommaList
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
@@ -220,7 +221,9 @@ class DiscordAdapter(PlatformAdapter):
         Discord's CDN only; one that cannot be saved is named to the model by its URL."""
         saved: list[Attachment] = []
         unsaved: list[str] = []
-        async with httpx.AsyncClient(timeout=60, follow_redirects=False) as client:
+        async with httpx.AsyncClient(
+            verify=tls.httpx_context(), timeout=60, follow_redirects=False
+        ) as client:
             for item in attachments[:10]:
                 url, name = str(item.url), str(item.filename or "file")
                 if not self._cdn_host(url) or (item.size or 0) > MAX_FILE_BYTES:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from pydantic import SecretStr
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
 from hermes.gateway.access import PairingStore
@@ -343,7 +344,10 @@ class MatrixAdapter(PlatformAdapter):
         mime = info.get("mimetype") if isinstance(info.get("mimetype"), str) else None
         token = getattr(self.client, "access_token", None) or ""
         async with httpx.AsyncClient(
-            base_url=self.homeserver, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            verify=tls.httpx_context(),
+            base_url=self.homeserver,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
         ) as http:
             for route in (
                 f"/_matrix/client/v1/media/download/{server}/{media_id}",

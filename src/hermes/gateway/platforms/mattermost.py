@@ -24,6 +24,7 @@ import aiohttp
 import httpx
 from pydantic import SecretStr
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
@@ -157,7 +158,10 @@ class MattermostAdapter(PlatformAdapter):
         gateway/files/mattermost: their info, then their bytes, from the server's files API."""
         saved: list[Attachment] = []
         async with httpx.AsyncClient(
-            base_url=f"{self.base}/api/v4", headers=self._headers(), timeout=60
+            verify=tls.httpx_context(),
+            base_url=f"{self.base}/api/v4",
+            headers=self._headers(),
+            timeout=60,
         ) as http:
             for file_id in file_ids:
                 if not _FILE_ID.match(file_id):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
 from hermes.gateway.base import (
@@ -142,7 +143,9 @@ class SignalAdapter(PlatformAdapter):
 
     async def connect(self) -> None:
         self._stopping.clear()
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(CALL_TIMEOUT, read=None))
+        self._http = httpx.AsyncClient(
+            verify=tls.httpx_context(), timeout=httpx.Timeout(CALL_TIMEOUT, read=None)
+        )
         try:
             r = await self._http.get(f"{self.base}/api/v1/check")
         except httpx.HTTPError as exc:
@@ -284,7 +287,9 @@ class SignalAdapter(PlatformAdapter):
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(CALL_TIMEOUT, read=None))
+            self._http = httpx.AsyncClient(
+                verify=tls.httpx_context(), timeout=httpx.Timeout(CALL_TIMEOUT, read=None)
+            )
         return self._http
 
 

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import Field, SecretStr
 
+from hermes import tls
 from hermes.config.fields import CommaList
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
@@ -261,7 +262,10 @@ class SlackAdapter(PlatformAdapter):
         token = self.cfg.bot_token.get_secret_value()
         saved: list[Attachment] = []
         async with httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {token}"}, timeout=60, follow_redirects=True
+            verify=tls.httpx_context(),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+            follow_redirects=True,
         ) as client:
             for item in files[:10]:
                 if not isinstance(item, dict):

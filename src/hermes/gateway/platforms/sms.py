@@ -29,6 +29,7 @@ from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.fileio import atomic_write
 from hermes.gateway.base import (
@@ -315,7 +316,7 @@ def _httpx_client() -> Any:
     class HttpxTwilioClient(AsyncHttpClient):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__(log, True, 30.0)
-            self.client = httpx.AsyncClient(timeout=30.0)
+            self.client = httpx.AsyncClient(verify=tls.httpx_context(), timeout=30.0)
 
         async def request(
             self,

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
@@ -134,8 +135,14 @@ class TelegramAdapter(PlatformAdapter):
             self.token,
             base_url=f"{self.api_base}/bot",
             base_file_url=f"{self.api_base}/file/bot",
-            request=HTTPXRequest(connection_pool_size=SEND_CONNECTIONS, pool_timeout=30.0),
-            get_updates_request=HTTPXRequest(read_timeout=POLL_TIMEOUT + 15.0),
+            request=HTTPXRequest(
+                connection_pool_size=SEND_CONNECTIONS,
+                pool_timeout=30.0,
+                httpx_kwargs={"verify": tls.httpx_context()},
+            ),
+            get_updates_request=HTTPXRequest(
+                read_timeout=POLL_TIMEOUT + 15.0, httpx_kwargs={"verify": tls.httpx_context()}
+            ),
         )
         try:
             await self._initialize(bot)  # getMe: checks the token

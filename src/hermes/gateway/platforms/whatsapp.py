@@ -33,6 +33,7 @@ from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.gateway.base import (
     AdapterError,
@@ -108,7 +109,9 @@ class WhatsAppAdapter(WebhookAdapter):
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = httpx.AsyncClient(
-                headers={"Authorization": f"Bearer {self._token}"}, timeout=30.0
+                verify=tls.httpx_context(),
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=30.0,
             )
         return self._client
 

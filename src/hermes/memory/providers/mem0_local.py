@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.memory.providers.backend import ProviderError, Said, StoreHeld
 from hermes.memory.providers.sdk import quiet_mem0, require
@@ -108,7 +109,7 @@ class Mem0Local:
         require("mem0", NAME, "the mem0ai library")
         from mem0 import Memory
         from mem0.configs.base import MemoryConfig
-        from openai import OpenAI
+        from openai import DefaultHttpxClient, OpenAI
 
         config = _config(settings, folder)
         try:
@@ -125,13 +126,20 @@ class Mem0Local:
         llm = config["llm"]["config"]
         # its own client, so no OPENROUTER_API_KEY/OPENAI_BASE_URL in the environment redirects it
         self.memory.llm.client = OpenAI(
-            api_key=llm["api_key"], base_url=llm["openai_base_url"], timeout=timeout, max_retries=0
+            api_key=llm["api_key"],
+            base_url=llm["openai_base_url"],
+            timeout=timeout,
+            max_retries=0,
+            http_client=DefaultHttpxClient(verify=tls.openai_context()),
         )
         if settings.memory.mem0.embedder == "minilm":
             self.memory.embedding_model = _MiniLM(settings)
         else:
             self.memory.embedding_model.client = OpenAI(
-                api_key=llm["api_key"], base_url=llm["openai_base_url"], timeout=timeout
+                api_key=llm["api_key"],
+                base_url=llm["openai_base_url"],
+                timeout=timeout,
+                http_client=DefaultHttpxClient(verify=tls.openai_context()),
             )
         self.memory.vector_store._bm25_encoder = False  # fastembed would download a model
         self.folder = folder

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hermes import tls
 from hermes.config.settings import Settings
 from hermes.memory.providers.backend import ProviderError, Said
 from hermes.memory.providers.plugin import add_provider
@@ -39,7 +40,9 @@ class SupermemoryBackend:
         import httpx
 
         timeout = settings.memory.provider_timeout
-        self.http = httpx.Client(timeout=timeout)  # ours, so close() releases its sockets
+        self.http = httpx.Client(
+            verify=tls.httpx_context(), timeout=timeout
+        )  # ours, so close() releases its sockets
         self.client = Supermemory(
             api_key=cfg.api_key.get_secret_value(),
             base_url=cfg.base_url,

@@ -17,6 +17,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hermes.server.routing import add_routes
 from hermes.server.ui.me_api import router as me_router
 from hermes.server.ui.routes import router
 
@@ -61,6 +62,6 @@ class UIHeaders:
 
 def install(app: FastAPI) -> None:
     """Mount the dashboard's routes and the self-service `/api/me` on `app`."""
-    app.include_router(router)
-    app.include_router(me_router)
+    add_routes(app, router)
+    add_routes(app, me_router)
     app.add_middleware(UIHeaders)
