@@ -64,17 +64,20 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
 
 
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # where statements nest
+
+
 def _statements(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node under `node`, except the bodies of `if TYPE_CHECKING:` (their `else` runs)."""
-    for child in ast.iter_child_nodes(node):
-        yield child
-        if _type_checking(child):
-            assert isinstance(child, ast.If)
-            for other in child.orelse:
-                yield other
-                yield from _statements(other)
-        else:
-            yield from _statements(child)
+    """Every statement under `node` (imports are statements: expressions are not walked),
+    except the bodies of `if TYPE_CHECKING:` (their `else` runs)."""
+    pending = [node]
+    while pending:
+        parent = pending.pop()
+        blocks = ("orelse",) if _type_checking(parent) else _BLOCKS
+        for field in blocks:
+            for child in getattr(parent, field, ()):
+                yield child
+                pending.append(child)
 
 
 def _imported(module: str, source: str, is_package: bool, known: set[str]) -> Iterator[str]:
