@@ -129,6 +129,32 @@ def query_terms(terms: Sequence[str]) -> list[str]:
     return [t for t in dict.fromkeys(t.lower() for t in terms) if t]
 
 
+class TermMatching:
+    """`Searcher.match_messages` as every backend answers it before its own plan: the terms
+    normalised (`query_terms`), nothing asked for nothing, excluded sessions each once. A
+    backend implements `_matching` with what is left."""
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: SearchView = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        """Best-first messages of `scope` matching any term in `view` (see `Searcher`)."""
+        words = query_terms(terms)
+        if not words or limit <= 0:
+            return []
+        return self._matching(scope, words, view, limit, list(dict.fromkeys(exclude_sessions)))
+
+    def _matching(
+        self, scope: str, terms: list[str], view: SearchView, limit: int, excluded: list[str]
+    ) -> list[TextMatch]:
+        raise NotImplementedError
+
+
 class Searcher(Protocol):
     """Full-text search over one scope's user/assistant messages.
 

@@ -22,10 +22,10 @@ from hermes.store.row_scores import Weights, bm25_rows
 from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
+    TermMatching,
     TextMatch,
     asks_back,
     only_asks,
-    query_terms,
     text_key,
 )
 from hermes.store.search_contract import tells_when as says_when
@@ -191,7 +191,7 @@ def index_new_sessions(
         conn.executemany(f"INSERT INTO {table} (rowid, content, tag) VALUES (?, ?, ?)", rows)
 
 
-class SQLiteSearch:
+class SQLiteSearch(TermMatching):
     """SQLite's `Searcher`, served as `SQLiteStore.search`: `match_messages`, snippets, index
     check and rebuild, on the store's connection under the store's lock."""
 
@@ -199,19 +199,14 @@ class SQLiteSearch:
         self._conn = conn
         self._lock = lock
 
-    def match_messages(
+    def _matching(
         self,
         scope: str,
-        terms: Sequence[str],
-        *,
-        view: SearchView = "window",
-        limit: int = 50,
-        exclude_sessions: Sequence[str] = (),
+        terms: list[str],
+        view: SearchView,
+        limit: int,
+        exclude_sessions: list[str],
     ) -> list[TextMatch]:
-        """Best-first messages of `scope` matching any term in `view` (see the contract)."""
-        terms = query_terms(terms)
-        if not terms or limit <= 0:
-            return []
         table, rank, match = _plan(view, scope, terms)
         if not match:
             return []

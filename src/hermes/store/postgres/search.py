@@ -29,8 +29,8 @@ from hermes.store.postgres.predicates import ASKS_BACK, CONVERSATIONAL, ONLY_ASK
 from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
+    TermMatching,
     TextMatch,
-    query_terms,
     text_key,
 )
 
@@ -201,26 +201,16 @@ def _fetch_planned(db: Database, sql: str, params: dict[str, Any]) -> list[tuple
         return conn.execute(sql.encode(), params, prepare=False).fetchall()
 
 
-class PgSearch:
+class PgSearch(TermMatching):
     """PostgreSQL's `Searcher`, served as `PostgresStore.search`: `match_messages`,
     snippets, index check and rebuild."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def match_messages(
-        self,
-        scope: str,
-        terms: Sequence[str],
-        *,
-        view: SearchView = "window",
-        limit: int = 50,
-        exclude_sessions: Sequence[str] = (),
+    def _matching(
+        self, scope: str, terms: list[str], view: SearchView, limit: int, excluded: list[str]
     ) -> list[TextMatch]:
-        terms = query_terms(terms)
-        if not terms or limit <= 0:
-            return []
-        excluded = list(dict.fromkeys(exclude_sessions))
         if view == "trigram":
             return self._trigram(scope, terms, limit, excluded)
         if view not in _VIEW_PLANS:
