@@ -24,9 +24,9 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from hermes import entry_points as installed_entry_points
 from hermes.config.settings import ConfigError, Settings
 from hermes.errors import HermesError
 
@@ -307,7 +307,7 @@ def load_part(registry: Registry, module_path: str) -> None:
 
 
 def _plugin_entry_points() -> Iterable[Any]:
-    return entry_points(group=ENTRY_POINT_GROUP)
+    return installed_entry_points.select(ENTRY_POINT_GROUP)
 
 
 def _source(ep: Any) -> str:

@@ -9,9 +9,10 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol, TypeVar, get_type_hints, runtime_checkable
 
-from pydantic import ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
@@ -113,16 +114,25 @@ class Tool:
         self.takes_context = bool(params) and hints.get(params[0].name) is ToolContext
         if self.takes_context:
             params = params[1:]
-        fields: dict[str, Any] = {}
+        self._fields: dict[str, Any] = {}
         for p in params:
             annotation = hints.get(p.name, Any)
             default = ... if p.default is inspect.Parameter.empty else p.default
-            fields[p.name] = (annotation, Field(default, description=arg_docs.get(p.name)))
-        self.args_model = create_model(
-            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
-        )
-        self.parameters: dict[str, Any] = tool_parameters(self.args_model.model_json_schema())
+            self._fields[p.name] = (annotation, Field(default, description=arg_docs.get(p.name)))
         self._schema: FrozenMessage | None = None
+
+    # The argument model and its JSON schema are built when first asked for (the first turn's
+    # request, or a call), not when the module defining the tool is imported: ~1-2 ms a tool
+    # on the path of every start.
+    @cached_property
+    def args_model(self) -> type[BaseModel]:
+        return create_model(
+            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **self._fields
+        )
+
+    @cached_property
+    def parameters(self) -> dict[str, Any]:
+        return tool_parameters(self.args_model.model_json_schema())
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function schema; built once and frozen so its JSON is encoded once."""
