@@ -317,10 +317,16 @@ def _source(ep: Any) -> str:
 
 def _load_plugin(registry: Registry, ep: Any) -> PluginInfo:
     before = registry.inventory()
+    tools_before = len(registry.tools)
     try:
         register = _register_callable(ep.load(), ep.name)
         register(registry)
+        for entry in registry.tools[tools_before:]:
+            # built here, not at the first turn (`Tool` builds them when first asked): a
+            # plugin whose tool has no valid schema is skipped at load, as it always was
+            _ = entry.tool.parameters
     except Exception as exc:
+        del registry.tools[tools_before:]
         log.exception("plugin %r (%s) failed to load; skipped", ep.name, ep.value)
         return PluginInfo(ep.name, ep.value, _source(ep), False, error=f"{exc}")
     registry.loaded.append(f"plugin:{ep.name}")
