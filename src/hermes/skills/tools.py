@@ -20,7 +20,7 @@ def _library(ctx: ToolContext) -> SkillLibrary:
 
 @tool(name="skills_list")
 def skills_list(ctx: ToolContext, category: str | None = None) -> dict[str, Any]:
-    """List installed skills (name, description, category): all, or one category; the system prompt shows only an index.
+    """List installed skills (name, description, category): all, or one category.
 
     Args:
         category: only this category.
