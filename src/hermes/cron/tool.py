@@ -107,9 +107,9 @@ async def cronjob(
     Args:
         action: run = run it now.
         job_id: The job's id or exact name.
-        schedule: For create/update: cron ('0 9 * * 1-5'), 'every 30m', 'in 2h', 'daily at 7am',
-            'weekdays at 9am', 'every monday 9am' or ISO time ('2030-06-01T09:00').
-        prompt: For create/update: the complete instruction each run carries out.
+        schedule: cron ('0 9 * * 1-5'), 'every 30m', 'in 2h', 'daily at 7am',
+            'weekdays at 9am' or ISO time ('2030-06-01T09:00').
+        prompt: The complete instruction each run carries out.
         name: A short label for the job.
         deliver: Where answers go: 'origin' (this chat; default in a chat), 'local' (saved
             files; default elsewhere), 'home' (owner's home chat), a webhook URL,
@@ -117,7 +117,7 @@ async def cronjob(
         repeat: Number of runs, or 'forever' (default: 1 for one-shot schedules, else
             forever).
         skills: Names of installed skills to load into every run.
-        model: Only if the user names one: the model its runs use (else the configured one).
+        model: Only if the user names one: the model its runs use.
         attach_session: On create: runs see this conversation's recent turns.
     """
     store = _store(ctx)

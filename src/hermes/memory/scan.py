@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from hermes.memory import embeddings, scan_phrases
@@ -109,10 +110,18 @@ _EXFILTRATION = [
     ),
 ]
 
-_COMPILED = [
-    (re.compile(p, _I | re.MULTILINE), "prompt-injection", d)
-    for p, d in _INJECTION + scan_phrases.INJECTION
-] + [(re.compile(p, _I), "exfiltration", d) for p, d in _EXFILTRATION + scan_phrases.EXFILTRATION]
+
+# The patterns are compiled at the first scan, not at import: ~60 regexes are a few tens of
+# milliseconds that every `hermes serve` start and store-only command would pay otherwise.
+@cache
+def _compiled() -> list[tuple[re.Pattern[str], str, str]]:
+    return [
+        (re.compile(p, _I | re.MULTILINE), "prompt-injection", d)
+        for p, d in _INJECTION + scan_phrases.INJECTION
+    ] + [
+        (re.compile(p, _I), "exfiltration", d) for p, d in _EXFILTRATION + scan_phrases.EXFILTRATION
+    ]
+
 
 _COMPACT = [
     (
@@ -128,7 +137,12 @@ _COMPACT = [
     ),
     (r"donot(tell|inform|let)(the)?(user|human|owner)", "asks to hide things from the user"),
 ]
-_COMPACT_COMPILED = [(re.compile(p), "prompt-injection", d) for p, d in _COMPACT]
+
+
+@cache
+def _compact_compiled() -> list[tuple[re.Pattern[str], str, str]]:
+    return [(re.compile(p), "prompt-injection", d) for p, d in _COMPACT]
+
 
 # Credentials that must never sit in a file that is pasted into every prompt.
 _SECRETS = [
@@ -151,7 +165,11 @@ _SECRETS = [
         "a credential assignment",
     ),
 ]
-_SECRETS_COMPILED = [(re.compile(p, re.IGNORECASE), d) for p, d in _SECRETS]
+
+
+@cache
+def _secrets_compiled() -> list[tuple[re.Pattern[str], str]]:
+    return [(re.compile(p, re.IGNORECASE), d) for p, d in _SECRETS]
 
 
 def _invisible(text: str) -> Threat | None:
@@ -163,7 +181,7 @@ def _invisible(text: str) -> Threat | None:
 
 
 def _secret(text: str) -> Threat | None:
-    for pattern, what in _SECRETS_COMPILED:
+    for pattern, what in _secrets_compiled():
         if pattern.search(text):
             return Threat("secret", f"contains what looks like {what}; keep secrets in .env")
     return None
@@ -175,12 +193,12 @@ def _patterns(text: str, seen: set[str], where: str = "") -> list[Threat]:
     views = [folded, despace(folded)] if folded != despace(folded) else [folded]
     found: list[Threat] = []
     for view in views:
-        for pattern, family, detail in _COMPILED:
+        for pattern, family, detail in _compiled():
             if family not in seen and pattern.search(view):
                 found.append(Threat(family, detail + where))
                 seen.add(family)
     squeezed = compact(folded)
-    for pattern, family, detail in _COMPACT_COMPILED:
+    for pattern, family, detail in _compact_compiled():
         if family not in seen and pattern.search(squeezed):
             found.append(Threat(family, detail + where))
             seen.add(family)

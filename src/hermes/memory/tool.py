@@ -300,10 +300,9 @@ async def memory_tool(
 
     Args:
         target: 'user' for who the user is (profile, preferences, circumstances), 'memory' for your working notes (environment, conventions, lessons learned).
-        action: add a new entry, or replace (with content) / remove the entry named by old_text.
-        content: the whole new entry text (add, replace).
+        content: the whole new entry (add, replace).
         old_text: a short unique substring of the entry to replace or remove.
-        operations: several changes applied together, all or nothing, e.g. [{"action":"remove","old_text":"..."},{"action":"add","content":"..."}].
+        operations: several changes applied together, all or nothing: objects with action, content and old_text as above.
     """
     changes: list[tuple[str, str]] = []
     try:

@@ -337,9 +337,8 @@ def session_search(
     """Search and read your past conversations with this user: when they refer to something discussed before, or before asking them to repeat themselves. `query` (keywords: names, places, distinctive words; try synonyms if nothing fits) finds the best-matching sessions with the matching message, its neighbours and the session's first and last turns; `session_id` + `around` shows the messages around one message (to scroll, re-anchor on the first or last index shown); `session_id` alone reads a session; no arguments lists recent sessions.
 
     Args:
-        query: keywords to search for.
         session_id: a session from an earlier result, to read or scroll.
-        around: message index to centre on (with session_id).
+        around: message index to centre on.
         window: messages shown on each side when scrolling (1-20).
         limit: sessions to return (1-10; default 3 when searching, 10 when listing).
     """

@@ -219,6 +219,9 @@ async def serve(
     check_bots(settings)
     sock = bind_socket(host, port)
     # Heavy imports after the bind checks: a refused start stays fast.
+    from hermes.server.lazy_openapi import import_fastapi
+
+    import_fastapi()  # first, so that its OpenAPI models are built for /openapi.json only
     from hermes.observability.log_tail import LogTail, attached
     from hermes.plugins import Daemon
     from hermes.redact import Redactor, settings_secrets

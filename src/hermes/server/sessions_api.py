@@ -37,7 +37,6 @@ from hermes.server.session_views import (
     session_json,
 )
 from hermes.store.base import SessionRecord, Store
-from hermes.store.transfer import ImportFormatError, export_sessions, import_sessions, parse_jsonl
 
 router = APIRouter(prefix="/api/sessions", tags=["sessions"], dependencies=[Depends(require_auth)])
 
@@ -192,6 +191,9 @@ async def import_jsonl(
 ) -> dict[str, int]:
     """One session per line, as `hermes sessions export` writes; sessions whose id the scope
     has already are skipped; a malformed file imports nothing and the error lists its lines."""
+    # the transfer format's models load with the first import or export, not with the server
+    from hermes.store.transfer import ImportFormatError, import_sessions, parse_jsonl
+
     raw = await request.body()
     try:
         text = raw.decode("utf-8-sig")
@@ -299,6 +301,8 @@ async def export(
     target: Target = Depends(_target), runtime: Runtime = Depends(get_runtime)
 ) -> Response:
     """One line, exactly as `hermes sessions export --session ID` writes it."""
+    from hermes.store.transfer import export_sessions
+
     session_id, scope = target.id, target.scope
     lines = await asyncio.to_thread(
         lambda: list(export_sessions(runtime.store, scope, [session_id]))

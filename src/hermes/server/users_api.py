@@ -19,7 +19,6 @@ from hermes.server.deps import get_runtime, require_auth
 from hermes.server.errors import APIError
 from hermes.server.examples import json_example
 from hermes.store.api_keys import ApiKeyRecord
-from hermes.user_archive import write_archive
 from hermes.users import forget_user, list_users
 
 router = APIRouter(prefix="/api/users", tags=["users"], dependencies=[Depends(require_auth)])
@@ -90,6 +89,8 @@ async def export_user(
     user_id: str = UserId, runtime: Runtime = Depends(get_runtime)
 ) -> StreamingResponse:
     """A zip of the user's sessions (as `hermes sessions export`), notes, jobs and keys."""
+    from hermes.user_archive import write_archive  # the transfer format's models: on first use
+
     user = _user(user_id)
     spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115
     try:

@@ -20,10 +20,8 @@ HEADER = (
     "Skills are procedures saved from earlier work. Before replying, scan the list below; if "
     "one clearly matches the task, load it with skill_view(name) and follow it."
 )
-WRITE_HINT = (
-    "After a task that took many steps or a fix found after errors, save the procedure with "
-    "skill_manage (or patch the skill you used if it proved wrong)."
-)
+# when to save one is skill_manage's own description (sent whenever the tool is)
+WRITE_HINT = "New procedures and fixes to wrong ones go through skill_manage."
 DESCRIPTION_LIMITS = (100, 60, 30, 0)
 
 

@@ -20,7 +20,7 @@ def _library(ctx: ToolContext) -> SkillLibrary:
 
 @tool(name="skills_list")
 def skills_list(ctx: ToolContext, category: str | None = None) -> dict[str, Any]:
-    """List installed skills (name, description, category): all, or one category; the system prompt shows only an index.
+    """List installed skills (name, description, category): all, or one category.
 
     Args:
         category: only this category.
@@ -39,7 +39,7 @@ def skills_list(ctx: ToolContext, category: str | None = None) -> dict[str, Any]
 
 @tool(name="skill_view")
 def skill_view(ctx: ToolContext, name: str, file_path: str | None = None) -> dict[str, Any]:
-    """Load a skill: its full SKILL.md (instructions) and the list of its files, or one of those files. Follow a loaded skill's procedure.
+    """Load a skill: its full SKILL.md (instructions) and the list of its files, or one of those files.
 
     Args:
         name: the skill's name (or category/name).
@@ -89,13 +89,12 @@ def skill_manage(
     """Create or improve a skill: a reusable procedure saved as SKILL.md (YAML frontmatter with name and a one-line description, then Markdown sections When to Use, Procedure, Pitfalls, Verification). Save one after a many-step task or a fix found after errors; patch one that proved wrong (patch over edit).
 
     Args:
-        action: patch: old_string -> new_string; edit: content replaces SKILL.md; write_file / remove_file: file_path under references/, templates/, scripts/ or assets/.
         name: the skill's name, a lowercase slug such as deploy-staging.
-        content: the whole SKILL.md for create and edit.
+        content: the whole SKILL.md (create; edit replaces it).
         category: category folder for create, e.g. devops.
         old_string: exact text to replace (patch); must occur once.
         new_string: the replacement text (patch).
-        file_path: a supporting file for write_file, remove_file or patch.
+        file_path: a file under references/, templates/, scripts/ or assets/ (write_file, remove_file, patch).
         file_content: the file's content for write_file.
     """
     if not can_write(ctx.scope):

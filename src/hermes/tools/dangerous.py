@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 # start of a command: line start or after a separator, optionally behind sudo/env/xargs/…
 _CMD = (
@@ -26,12 +27,17 @@ _CMD = (
 @dataclass(frozen=True)
 class Pattern:
     key: str
-    regex: re.Pattern[str]
+    source: str
     reason: str
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """Compiled at the first check, not at import (tens of ms on every start)."""
+        return re.compile(self.source, re.IGNORECASE | re.MULTILINE)
 
 
 def _p(key: str, regex: str, reason: str) -> Pattern:
-    return Pattern(key, re.compile(regex, re.IGNORECASE | re.MULTILINE), reason)
+    return Pattern(key, regex, reason)
 
 
 # Never run, even when approved or with `tools.terminal.approval: off`: they destroy the host.

@@ -90,7 +90,6 @@ def write_file(ctx: ToolContext, path: str, content: str) -> str:
 
     Args:
         path: File path, relative to the working directory.
-        content: The complete new file content.
     """
     target = confine_for_write(ctx.settings, path)
     if target.is_dir():
@@ -131,7 +130,6 @@ def patch(
         path: File path, relative to the working directory.
         old_string: Exact text to replace, whitespace included.
         new_string: Replacement text.
-        replace_all: Replace every occurrence.
     """
     target = confine_for_write(ctx.settings, path)
     if old_string == "":

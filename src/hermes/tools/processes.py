@@ -143,7 +143,7 @@ async def process(
     """Manage background processes from terminal(background=true).
 
     Args:
-        action: list, poll (status + recent output), log (all output), wait, kill, or write (stdin).
+        action: poll: status + recent output; log: all output; write: to stdin.
         session_id: The process id (proc_...).
         data: Text to write to its stdin (include a trailing newline).
         timeout: Seconds to wait (action wait).
