@@ -1,0 +1,235 @@
+"""The first-page reorder's weights, fitted leaving one LoCoMo dev conversation out at a time.
+
+    .venv/bin/python bench/recall_page_fit.py                # current weights vs refitted
+    .venv/bin/python bench/recall_page_fit.py --windows      # + window embeddings (estimate)
+    .venv/bin/python bench/recall_page_fit.py --workdir DIR  # keep (and reuse) the import
+
+`RankConfig.page_weights` and `page_own_words` score each of the first ten hits by its fused
+score (relative to the best), its similarity by meaning and that of the turns around it,
+and how its own words match (`ranking._first_page`). This bench imports the dev slice as
+recall_locomo.py does, records those features for every question's first page, then for
+each conversation fits the weights on the other four (pairwise logistic regression: an
+evidence turn should outscore each other turn of its page) and scores the held-out one. A
+feature set is worth keeping when it helps every held-out conversation, not the total.
+
+`--windows` adds two features no store keeps yet: the similarity of the question to the
+embedding of the turn written together with the one (and the two) turns before it. The
+turns are embedded here, so the figure is what storing such vectors would buy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recall_locomo import CATEGORIES, Question, conversation_files, questions_of, run  # noqa: E402
+
+Place = tuple[str, int]
+CURRENT = ("fused", "meaning", "before", "after", "before2", "after2", "own words")
+WINDOWS = ("window 1", "window 2")
+
+
+@dataclass
+class Page:
+    places: list[Place]
+    features: dict[str, list[float]] = field(default_factory=dict)  # name -> one per place
+
+
+def capture(home: Path, questions: list[Question], windows: bool) -> dict[int, Page]:
+    """Each question's first page (before the reorder) and its features."""
+    os.environ["HERMES_HOME"] = str(home)
+    os.environ["HERMES_EMBEDDINGS"] = "on"
+    from hermes.config.settings import load_settings
+    from hermes.recall import ranking
+    from hermes.recall.component import Recall
+    from hermes.recall.ranking import rank_messages, without_names
+    from hermes.runtime import open_store
+
+    settings = load_settings()
+    store = open_store(settings)
+    semantic = Recall(settings, store).semantic(wait=True)
+    assert semantic is not None
+    pages: dict[int, Page] = {}
+    asking: list[int] = []
+    reorder = ranking._first_page
+
+    def record(searcher, scope, terms, ranked, near, config, exclude):  # type: ignore[no-untyped-def]
+        page = ranked[: config.page]
+        own = searcher.match_messages(
+            scope, terms, view="message", limit=config.candidates, exclude_sessions=exclude
+        )
+        best = max((m.score for m in own), default=0.0) or 1.0
+        words = {m.message_id: m.score / best for m in own}
+        similar = near.similarities([r.message_id for r in page])
+        top = page[0].score or 1.0
+        feats: dict[str, list[float]] = {name: [] for name in CURRENT}
+        for r in page:
+            around = similar.get(r.message_id, (0.0,) * 5)
+            for name, value in zip(
+                CURRENT, (r.score / top, *around, words.get(r.message_id, 0.0)), strict=True
+            ):
+                feats[name].append(value)
+        pages[asking[-1]] = Page([(r.session_id, r.index) for r in page], feats)
+        return reorder(searcher, scope, terms, ranked, near, config, exclude)
+
+    ranking._first_page = record  # the stage's inputs, recorded as it runs
+    try:
+        for i, q in enumerate(questions):
+            asking.append(i)
+            rank_messages(
+                store.search, f"user:{q.conversation}", q.text, limit=20, semantic=semantic
+            )
+        if windows:
+            _window_features(store, semantic.embedder, questions, pages, without_names)
+    finally:
+        ranking._first_page = reorder
+        store.close()
+    return pages
+
+
+def _window_features(
+    store,  # type: ignore[no-untyped-def]
+    embedder,  # type: ignore[no-untyped-def]
+    questions: list[Question],
+    pages: dict[int, Page],
+    without_names: Callable[[str, set[str]], str],
+) -> None:
+    """Similarity of each question to each page turn written after the one (two) before it."""
+    texts: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+
+    def session(scope: str, session_id: str) -> list[tuple[str, str | None]]:
+        if (scope, session_id) not in texts:
+            texts[scope, session_id] = [
+                (m.content or "", m.name) for m in store.get_messages(scope, session_id)
+            ]
+        return texts[scope, session_id]
+
+    def spoken(text: str, name: str | None) -> str:
+        return text[len(name) + 2 :] if name and text.startswith(name + ": ") else text
+
+    names: dict[str, set[str]] = {}
+    for i, page in pages.items():
+        q = questions[i]
+        scope = f"user:{q.conversation}"
+        if scope not in names:  # the scope's speakers, as the ranking unnames them
+            everyone = store.list_sessions(scope, limit=10_000)
+            names[scope] = {
+                name.lower() for s in everyone for _, name in session(scope, s.id) if name
+            }
+        wanted = []
+        for session_id, index in page.places:
+            turns = session(scope, session_id)
+            for span in (1, 2):
+                wanted.append(" ".join(spoken(*t) for t in turns[max(0, index - span) : index + 1]))
+        query = np.asarray(embedder.encode_query(without_names(q.text, names[scope])))
+        sims = (np.asarray(embedder.encode(wanted)) @ query).reshape(-1, 2)
+        page.features["window 1"] = sims[:, 0].tolist()
+        page.features["window 2"] = sims[:, 1].tolist()
+
+
+def matrix(page: Page, names: Sequence[str]) -> np.ndarray:
+    return np.array([page.features[n] for n in names]).T
+
+
+def fit(pages: list[Page], evidence: list[set[Place]], names: Sequence[str]) -> np.ndarray:
+    """Weights (the fused score's fixed at 1) under which evidence outscores the rest of
+    its page: logistic loss over every (evidence, other) pair, L2-regularised."""
+    pairs = []
+    for page, wanted in zip(pages, evidence, strict=True):
+        x = matrix(page, names)
+        hit = np.array([p in wanted for p in page.places])
+        if hit.any() and not hit.all():
+            pairs += [row - x[~hit] for row in x[hit]]
+    diff = np.vstack(pairs)
+    w = np.zeros(len(names))
+    w[0] = 1.0
+    for _ in range(1000):
+        margin = diff @ w
+        grad = -(diff * (1.0 / (1.0 + np.exp(margin)))[:, None]).mean(axis=0) + 0.01 * w
+        w -= 0.5 * grad
+    return w / w[0]
+
+
+def first_hit(page: Page, wanted: set[Place], weights: np.ndarray, names: Sequence[str]) -> bool:
+    scores = matrix(page, names) @ weights
+    return page.places[int(np.argmax(scores))] in wanted
+
+
+def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> str:
+    from hermes.recall.ranking import DEFAULT_CONFIG
+
+    current = np.array([1.0, *DEFAULT_CONFIG.page_weights, DEFAULT_CONFIG.page_own_words])
+    convs = sorted({q.conversation for q in questions})
+    sets: list[tuple[str, Sequence[str], bool]] = [
+        ("current weights", CURRENT, False),
+        ("refitted, current features", CURRENT, True),
+    ]
+    if windows:
+        sets.append(("refitted, + window embeddings", (*CURRENT, *WINDOWS), True))
+    lines = [
+        f"R@1 of the {len(pages)} questions whose first page is reordered "
+        f"(of {len(questions)}), each conversation scored with weights fitted on the others",
+        f"{'features':<32}{'all':>7}"
+        + "".join(f"{c[5:]:>7}" for c in convs)
+        + "".join(f"{CATEGORIES[k][:9]:>10}" for k in CATEGORIES),
+    ]
+    for label, names, refit in sets:
+        found: dict[int, bool] = {}
+        for conv in convs:
+            train = [i for i in pages if questions[i].conversation != conv]
+            weights = (
+                fit([pages[i] for i in train], [questions[i].evidence for i in train], names)
+                if refit
+                else current
+            )
+            for i in pages:
+                if questions[i].conversation == conv:
+                    found[i] = first_hit(pages[i], questions[i].evidence, weights, names)
+
+        def share(chosen: list[int], found: dict[int, bool] = found) -> str:
+            return f"{sum(found[i] for i in chosen) / max(1, len(chosen)):.3f}"
+
+        lines.append(
+            f"{label:<32}{share(list(found)):>7}"
+            + "".join(
+                f"{share([i for i in found if questions[i].conversation == c]):>7}" for c in convs
+            )
+            + "".join(
+                f"{share([i for i in found if questions[i].category == k]):>10}" for k in CATEGORIES
+            )
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--windows", action="store_true", help="estimate window embeddings")
+    args = parser.parse_args()
+    questions = [
+        q
+        for path in conversation_files()
+        for q in questions_of(path.stem, json.loads(path.read_text()))
+    ]
+    with tempfile.TemporaryDirectory(prefix="hermes-page-fit-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        home = workdir / "page-fit"
+        if not (home / "state.db").exists():
+            run("page-fit", "on", workdir, questions)
+        pages = capture(home, questions, args.windows)
+        print(report(pages, questions, args.windows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
