@@ -195,6 +195,17 @@ async def alice_then_bob(
     return recalled_blocks(chats[1]), [b for body in chats[2:] for b in recalled_blocks(body)]
 
 
+async def lyon_and_oslo(fake: FakeModel, runtime: Runtime, prefix: str, session: str) -> None:
+    """Alice tells she lives in Lyon and Bob in Oslo (scopes `<prefix>alice`, `<prefix>bob`),
+    each fact extracted, and everything settled."""
+    fake.enqueue(Text(facts("Alice lives in Lyon")), when=is_extraction)
+    fake.enqueue(Text(facts("Bob lives in Oslo")), when=is_extraction)
+    fake.default = Text("ok")
+    await timed_turn(runtime, "I live in Lyon", scope=f"{prefix}alice", session=session)
+    await timed_turn(runtime, "I live in Oslo", scope=f"{prefix}bob", session=session)
+    await settle(runtime)
+
+
 @pytest.fixture
 async def honcho(
     home: Path, model_env: dict[str, str], monkeypatch: pytest.MonkeyPatch

@@ -12,14 +12,11 @@ from pathlib import Path
 import pytest
 
 from hermes.runtime import Runtime
-from hermes.testing.fake_model import FakeModel, Text
+from hermes.testing.fake_model import FakeModel
 from tests.conftest import run_cli, run_cli_subprocess
 from tests.memory.providers.conftest import (
-    facts,
-    is_extraction,
+    lyon_and_oslo,
     provider_of,
-    settle,
-    timed_turn,
 )
 
 pytestmark = [pytest.mark.semantic]
@@ -29,12 +26,7 @@ async def test_status_and_forget_beside_a_running_server(
     mem0_home: Path, fake: FakeModel, provider_runtime: Callable[[], Runtime]
 ) -> None:
     runtime = provider_runtime()
-    fake.enqueue(Text(facts("Alice lives in Lyon")), when=is_extraction)
-    fake.enqueue(Text(facts("Bob lives in Oslo")), when=is_extraction)
-    fake.default = Text("ok")
-    await timed_turn(runtime, "I live in Lyon", scope="user:alice", session="a")
-    await timed_turn(runtime, "I live in Oslo", scope="user:bob", session="b")
-    await settle(runtime)
+    await lyon_and_oslo(fake, runtime, "user:", "a")
     assert (mem0_home / "mem0" / "worker.sock").exists()
 
     status = await asyncio.to_thread(run_cli, "memory", "status")

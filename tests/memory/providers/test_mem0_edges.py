@@ -19,6 +19,7 @@ from hermes.testing.fake_model import FakeModel, Text
 from tests.memory.providers.conftest import (
     facts,
     is_extraction,
+    lyon_and_oslo,
     make_settings,
     provider_of,
     settle,
@@ -33,12 +34,7 @@ async def test_forget_deletes_only_that_users_memory(
     mem0_home: Path, fake: FakeModel, provider_runtime: Callable[[], Runtime]
 ) -> None:
     runtime = provider_runtime()
-    fake.enqueue(Text(facts("Alice lives in Lyon")), when=is_extraction)
-    fake.enqueue(Text(facts("Bob lives in Oslo")), when=is_extraction)
-    fake.default = Text("ok")
-    await timed_turn(runtime, "I live in Lyon", scope="alice", session="f")
-    await timed_turn(runtime, "I live in Oslo", scope="bob", session="f")
-    await settle(runtime)
+    await lyon_and_oslo(fake, runtime, "", "f")
     provider = provider_of(runtime)
 
     removed = forget_provider_memory(runtime.settings, "alice")
