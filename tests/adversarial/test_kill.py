@@ -4,12 +4,15 @@ wait for a busy session never hold a shutdown up."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -138,7 +141,7 @@ def test_kill_9_mid_turn_then_the_session_continues_at_once(fake: FakeModel, hom
 
 @pytest.mark.usefixtures("model_env")
 def test_sigterm_is_not_held_up_by_a_request_waiting_for_a_session(home: Path) -> None:
-    with hermes_serve() as (proc, base):
+    with _verbose_serve() as (proc, base, lines):
         store = SQLiteStore(home / "state.db")
         try:
             assert take_lease(store, LEASE, "hermes:some-other-host:1:0:x", 600)
@@ -147,7 +150,7 @@ def test_sigterm_is_not_held_up_by_a_request_waiting_for_a_session(home: Path) -
         result: dict[str, httpx.Response] = {}
         thread = threading.Thread(target=_post, args=(base, "s1", result))
         thread.start()
-        time.sleep(0.5)  # the request is now polling for the lease (no event to wait on)
+        _wait_for_line(lines, "is busy in another Hermes process")  # the request is waiting
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
@@ -155,6 +158,44 @@ def test_sigterm_is_not_held_up_by_a_request_waiting_for_a_session(home: Path) -
         thread.join(10)
     assert result["r"].status_code == 503
     assert result["r"].json()["error"]["code"] == "shutting_down"
+
+
+@contextlib.contextmanager
+def _verbose_serve() -> Iterator[tuple[subprocess.Popen[str], str, queue.Queue[str]]]:
+    """`hermes -v serve` with its stderr read line by line by a thread of its own (the info
+    lines say what the server is doing); yields it, its base URL and the lines after that."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hermes", "-v", "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    stream = proc.stderr
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True)
+    reader.start()
+    try:
+        listening = _wait_for_line(lines, "listening on ")
+        yield proc, listening.split("listening on ", 1)[1].split()[0], lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        reader.join(10)  # to the end of its output
+        stream.close()
+
+
+def _wait_for_line(lines: queue.Queue[str], text: str, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if text in line:
+            return line
+    raise AssertionError(f"no line saying {text!r} within {timeout:g}s")
 
 
 def _post(base: str, session: str, out: dict[str, httpx.Response]) -> None:

@@ -119,6 +119,7 @@ class SessionLocks:
 
     async def _begin(self, scope: str, session_id: str, source: str, lease: Lease) -> SessionRecord:
         deadline = time.monotonic() + self._wait_seconds
+        told = False
         while True:
             session = await self._try_begin(scope, session_id, source, lease)
             if session is not None:
@@ -126,6 +127,13 @@ class SessionLocks:
             self._check_open()
             if time.monotonic() > deadline:
                 raise SessionBusyError(f"{lease.name} is busy in another Hermes process")
+            if not told:  # why a request is slow to answer, said once
+                log.info(
+                    "%s is busy in another Hermes process; waiting up to %gs for it",
+                    lease.name,
+                    self._wait_seconds,
+                )
+                told = True
             await asyncio.sleep(POLL_SECONDS)
 
     async def _try_begin(
