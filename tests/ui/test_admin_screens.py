@@ -145,8 +145,14 @@ def test_gateway_approve_a_pairing_request(server: Server, browser: Any) -> None
     assert "telegram" in text_of(browser, "#adapters")
     shot(browser, "gateway")
     css(browser, f"{row} button.approve")[0].click()
+    # the result line shows before the paired list has been fetched again: wait for both
     wait_for(
-        browser, lambda d: "Approved telegram:111" in text_of(d, "#pairing-result"), "approval"
+        browser,
+        lambda d: (
+            "Approved telegram:111" in text_of(d, "#pairing-result")
+            and "telegram:111" in text_of(d, "#paired")
+        ),
+        "approval",
     )
     assert "telegram:111" in text_of(browser, "#paired")
     assert "telegram:111" in store.approved()
