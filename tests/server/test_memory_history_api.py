@@ -117,6 +117,9 @@ async def test_bad_input_is_a_4xx_in_the_error_format(keyed_settings: Settings) 
             await api.client.post("/api/memory/revert", json={"version": "x"}),
             await api.client.post("/api/memory/revert", json={"version": 1, "extra": 1}),
             await api.client.post("/api/memory/revert", json={"version": 999999}),
+            # past a 64-bit id (the OpenAPI fuzz test found it a 500)
+            await api.client.post("/api/memory/revert", json={"version": 2**70}),
+            await api.client.get(f"/api/memory/history/{2**70}"),
         ]
         for r in cases:
             assert 400 <= r.status_code < 500, (r.request.url, r.status_code, r.text)

@@ -12,8 +12,8 @@ import asyncio
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
 
 from hermes.memory.history import api_actor, detail, is_target, summary
 from hermes.runtime import Runtime
@@ -27,12 +27,15 @@ from hermes.versioned.targets import TargetError, audit
 router = APIRouter(prefix="/api/memory", dependencies=[Depends(require_auth)])
 
 
+STORED_ID_MAX = 2**63 - 1  # a version id is a 64-bit integer in both stores: larger is a 422
+
+
 class RevertBody(BaseModel):
     """POST /api/memory/revert: the version to undo (from the history)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int
+    version: int = Field(ge=-STORED_ID_MAX - 1, le=STORED_ID_MAX)
 
 
 def _listed(version: NoteVersion) -> dict[str, Any]:
@@ -92,7 +95,7 @@ async def history(
 
 @router.get("/history/{version_id}")
 async def version_detail(
-    version_id: int,
+    version_id: int = Path(ge=-STORED_ID_MAX - 1, le=STORED_ID_MAX),
     runtime: Runtime = Depends(get_runtime),
     scope: str = Depends(get_scope),
 ) -> dict[str, Any]:
