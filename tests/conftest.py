@@ -22,6 +22,8 @@ from hermes.testing.fake_model import FakeModel
 if TYPE_CHECKING:
     import pexpect
 
+pytest_plugins = ["tests.hang_watch"]
+
 _CREDENTIAL = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
 _HERMES_VARS = (
     "OPENAI_BASE_URL",
