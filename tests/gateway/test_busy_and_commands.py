@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from hermes.config.settings import Settings
+from hermes.gateway import runner
 from hermes.gateway.runner import Gateway
 from hermes.plugins import load_registry
 from hermes.runtime import Runtime, build_runtime
@@ -258,3 +260,44 @@ async def test_a_dangerous_terminal_command_waits_for_approve_in_the_chat(
     tool_result = [m for m in fake.chat_requests()[1]["messages"] if m["role"] == "tool"][0]
     assert "removed" in tool_result["content"]
     assert not await asyncio.to_thread(target.exists)
+
+
+# -- stopping ---------------------------------------------------------------------------------
+
+
+async def test_a_turn_that_will_not_stop_does_not_hold_the_gateways_stop(
+    tg: TelegramBotAPI,
+    fake: FakeModel,
+    gw_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    released = asyncio.Event()
+    started = asyncio.Event()
+
+    @tool(name="stubborn")
+    async def stubborn(ctx: ToolContext) -> str:
+        """A test tool that ignores being cancelled until the test lets it go."""
+        started.set()
+        while not released.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await released.wait()
+        return "done"
+
+    monkeypatch.setattr(runner, "STOP_STEP_S", 0.3)
+    registry = load_registry(plugins=False)
+    registry.tool(stubborn)
+    runtime = build_runtime(gw_settings, registry=registry)
+    gw = runtime.services.get(Gateway)
+    try:
+        await gw.start()
+        await until(lambda: gw.status["telegram"].connected)
+        fake.enqueue(ToolCalls(("stubborn", {})), Text("finished"))
+        await tg.user_says(OWNER, "go")
+        await asyncio.wait_for(started.wait(), 30)
+        async with asyncio.timeout(10):  # without the deadlines: forever
+            await gw.stop()
+        assert f"the turn in telegram:{OWNER} did not end within 0.3 s" in caplog.text
+    finally:
+        released.set()
+        await runtime.aclose()

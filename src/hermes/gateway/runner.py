@@ -9,7 +9,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 INBOUND = "gateway_inbound"
 INBOUND_TTL = 86400.0
 BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+STOP_STEP_S = 10.0
 PAIRING_TEXT = (
     "Hi! I don't know you yet. Ask my owner to run\n\n    hermes gateway pair {code}\n\n"
     "and then message me again (the code works once, for an hour)."
@@ -102,16 +103,22 @@ class Gateway:
         self._write_status(force=True)
 
     async def stop(self) -> None:
-        for worker in list(self.workers.values()):
-            await worker.close()
-        await self.turns.close()
+        """Each step has a deadline: a turn or a platform that never finishes (a tool that
+        ignores cancellation, a websocket close nobody answers) must not hold the server's
+        shutdown, nor the other chats' and platforms' stops."""
+        for (_, chat), worker in list(self.workers.items()):
+            await _within(STOP_STEP_S, worker.close(), f"the turn in {chat}")
+        await _within(STOP_STEP_S, self.turns.close(), "the typing indicators")
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            await _within(
+                STOP_STEP_S, asyncio.gather(*self._tasks, return_exceptions=True), "the listeners"
+            )
         self._tasks.clear()
-        for adapter in self.adapters.values():
+        for name, adapter in self.adapters.items():
             with contextlib.suppress(Exception):
-                await adapter.disconnect()
+                await _within(STOP_STEP_S, adapter.disconnect(), f"{name}'s disconnect")
         with contextlib.suppress(OSError, StoreError):
             await asyncio.to_thread(self._status_file.clear)
 
@@ -316,3 +323,12 @@ class Gateway:
         if platform in self.status:
             self.status[platform].messages_out += 1
             self._changed()
+
+
+async def _within(seconds: float, step: Awaitable[Any], what: str) -> None:
+    """Await `step` for at most `seconds`; past that it is given up on, and said so."""
+    try:
+        async with asyncio.timeout(seconds):
+            await step
+    except TimeoutError:
+        log.warning("gateway stop: %s did not end within %g s; stopping without it", what, seconds)
