@@ -22,7 +22,7 @@ from hermes.testing.fake_model import FakeModel
 if TYPE_CHECKING:
     import pexpect
 
-pytest_plugins = ["tests.hang_watch"]
+pytest_plugins = ["tests.hang_watch", "tests.model_cache"]
 
 _CREDENTIAL = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
 _HERMES_VARS = (
@@ -96,6 +96,10 @@ def hermetic_env(
     if request.node.get_closest_marker("semantic") is None:
         monkeypatch.setenv("HERMES_EMBEDDINGS", "off")
         monkeypatch.setattr("hermes.memory.embeddings.extra_installed", lambda: False)
+    else:
+        from tests import model_cache  # (a plugin of this conftest: imported after it)
+
+        model_cache.seed(home, request.getfixturevalue("embedding_graphs"))
     monkeypatch.setenv("TZ", "UTC")
     return home
 

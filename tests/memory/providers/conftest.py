@@ -22,6 +22,7 @@ from hermes.memory.providers import provider_health
 from hermes.memory.providers.external import ExternalMemory
 from hermes.runtime import Runtime, build_runtime
 from hermes.testing.fake_model import FakeModel, Text
+from tests import model_cache
 from tests.memory.providers.honcho_api import KEY, HonchoAPI
 
 SETTLE_S = 60.0  # a Mem0 worker process may take ~15 s to start on a loaded machine
@@ -216,7 +217,9 @@ async def honcho(
 
 
 @pytest.fixture
-def mem0_home(home: Path, model_env: dict[str, str]) -> Path:
-    """A home set up for Mem0 (the local library, in its worker process)."""
+def mem0_home(home: Path, model_env: dict[str, str], embedding_graphs: Path) -> Path:
+    """A home set up for Mem0 (the local library, in its worker process, which embeds with
+    the bundled model: its graphs made once per run, `tests/model_cache.py`)."""
     write_config(home, {"provider": "mem0", "review_interval": 0})
+    model_cache.seed(home, embedding_graphs)
     return home
