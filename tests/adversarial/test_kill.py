@@ -153,8 +153,10 @@ def test_sigterm_is_not_held_up_by_a_request_waiting_for_a_session(home: Path) -
         _wait_for_line(lines, "is busy in another Hermes process")  # the request is waiting
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
-        assert time.monotonic() - started < 5
+        # held up, it would wait out the request's wait for the session (up to 10 minutes);
+        # a clean stop takes a second or two, several on a loaded machine
+        assert proc.wait(60) == 0
+        assert time.monotonic() - started < 30
         thread.join(10)
     assert result["r"].status_code == 503
     assert result["r"].json()["error"]["code"] == "shutting_down"

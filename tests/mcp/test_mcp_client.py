@@ -123,6 +123,10 @@ async def test_a_server_that_crashes_mid_call_is_reported_and_restarted(
 ) -> None:
     runtime = make_runtime({"flaky": {"command": sys.executable, "args": [FLAKY]}})
     manager = runtime.services.get(McpManager)
+    # connected before the turn: a first turn waits only a bounded moment for servers, which
+    # a Python server's start can take longer than on a loaded machine
+    manager.start()
+    await until(lambda: manager.connections["flaky"].state == "connected", within=60)
     fake.enqueue(ToolCalls([("mcp_flaky_crash", {})]), Text("it crashed"))
     await runtime.agent.run_turn(TurnRequest("crash it", session_id="s1"))
     [crashed] = tool_results(fake)
