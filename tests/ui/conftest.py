@@ -1,6 +1,6 @@
 """Browser fixtures: a real `hermes serve` with a server key and the fake model, and headless
-Chromium (Debian's chromium + chromium-driver) driven by Selenium, each test in a fresh
-profile. Without Chromium the browser tests are skipped and say why."""
+Chromium (Debian's chromium + chromium-driver) driven by Selenium: one per test worker, reset
+between tests (`_Chromium`). Without Chromium the browser tests are skipped and say why."""
 
 from __future__ import annotations
 
