@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from hermes.memory.providers import unix_socket
 from hermes.memory.providers.backend import CallDropped, ProviderError, Said
 
 log = logging.getLogger(__name__)
@@ -180,7 +181,7 @@ class ProcessBackend:
         answers: queue.Queue[Any] = queue.Queue()
         try:
             sock.settimeout(STOP_TIMEOUT_S)
-            sock.connect(str(at))
+            unix_socket.connect(sock, at)
             sock.settimeout(None)
             reader = sock.makefile("r", encoding="utf-8")
             threading.Thread(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from hermes.config.settings import Settings, load_settings
+from hermes.memory.providers import unix_socket
 from hermes.memory.providers.backend import Backend, ProviderError, Said, StoreHeld
 
 OPS = ("check", "recall", "store", "search", "forget", "note")
@@ -95,10 +96,10 @@ def _shared(path: Path | None, answer: _Answerer) -> Iterator[None]:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         path.unlink(missing_ok=True)  # a stale one: this process holds the store now
-        listener.bind(str(path))
+        unix_socket.bind(listener, path)
         os.chmod(path, 0o600)
         listener.listen()
-    except OSError as exc:  # e.g. a path over the socket length limit: not shared
+    except OSError as exc:  # not shared (a long path off Linux, a read-only home)
         log.warning("not answering other processes at %s: %s", path, exc)
         listener.close()
         yield
