@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -27,7 +26,9 @@ from ..conftest import run_cli
 def hermes_serve(
     *args: str, env: dict[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """`hermes serve --port 0 …` as a subprocess; yields it and its base URL once it is ready."""
+    """`hermes serve --port 0 …` as a subprocess; yields it and its base URL once it is ready.
+    A thread reads its stderr to the end (`served_stderr`): a line is never left unseen in a
+    buffer, and a chatty server never blocks on a full pipe."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "hermes", "serve", "--port", "0", *args],
         stderr=subprocess.PIPE,
@@ -35,8 +36,9 @@ def hermes_serve(
         text=True,
         env={**os.environ, **(env or {})},
     )
+    output = _Output(proc)
     try:
-        yield proc, _wait_for_url(proc)
+        yield proc, output.wait_for_url()
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -45,25 +47,57 @@ def hermes_serve(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        output.finish()
+
+
+_OUTPUTS: dict[int, _Output] = {}
+
+
+def served_stderr(proc: subprocess.Popen[str]) -> str:
+    """Everything the process wrote to stderr (once it has exited)."""
+    output = _OUTPUTS[proc.pid]
+    output.reader.join(10)
+    return "".join(output.lines)
+
+
+class _Output:
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stderr is not None
-        proc.stderr.close()
+        self.stream = proc.stderr
+        self.lines: list[str] = []
+        self.arrived = threading.Condition()
+        self.ended = False
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        _OUTPUTS[proc.pid] = self
 
+    def _read(self) -> None:
+        for line in self.stream:
+            with self.arrived:
+                self.lines.append(line)
+                self.arrived.notify_all()
+        with self.arrived:
+            self.ended = True
+            self.arrived.notify_all()
 
-def _wait_for_url(proc: subprocess.Popen[str], timeout: float = 20.0) -> str:
-    assert proc.stderr is not None
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stderr], [], [], 0.1)
-        if not ready:
-            continue
-        line = proc.stderr.readline()
-        if not line:
-            raise AssertionError(f"hermes serve exited early: {''.join(seen)}")
-        seen.append(line)
-        if "listening on " in line:
-            return line.split("listening on ", 1)[1].split()[0]
-    raise AssertionError(f"hermes serve did not start: {''.join(seen)}")
+    def wait_for_url(self, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for line in self.lines:
+                    if "listening on " in line:
+                        return line.split("listening on ", 1)[1].split()[0]
+                if self.ended:
+                    raise AssertionError(f"hermes serve exited early: {''.join(self.lines)}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"hermes serve did not start: {''.join(self.lines)}")
+                self.arrived.wait(left)
+
+    def finish(self) -> None:
+        self.reader.join(10)  # the process has exited: to the end of its output
+        self.stream.close()
+        _OUTPUTS.pop(next(k for k, v in _OUTPUTS.items() if v is self), None)
 
 
 def _answer(body: dict) -> Text:
@@ -164,8 +198,7 @@ def test_sigint_stops_cleanly(fake: FakeModel) -> None:
         assert httpx.get(f"{base}/health").status_code == 200
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0
-        assert proc.stderr is not None
-        assert "Traceback" not in proc.stderr.read()
+        assert "Traceback" not in served_stderr(proc)
 
 
 @pytest.mark.parametrize(
