@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
-from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from hermes import entry_points
@@ -626,6 +624,8 @@ ENV_OVERRIDES: dict[str, str] = {
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
+    import yaml  # here, not at the top: a home without config.yaml never needs it
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as exc:
@@ -643,6 +643,14 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             f"{path}: the top level must be a mapping of sections, not {type(data).__name__}"
         )
     return data
+
+
+def _read_dotenv(path: Path) -> dict[str, str | None]:
+    if not path.exists():
+        return {}  # what dotenv_values says of a missing file, without importing it
+    from dotenv import dotenv_values
+
+    return dict(dotenv_values(path))
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: str) -> None:
@@ -705,7 +713,7 @@ def load_settings(
     data = _read_yaml(config_path)
     data.pop("home", None)
     data.pop("profile", None)
-    dotenv = {k: v for k, v in dotenv_values(home / ".env").items() if v is not None}
+    dotenv = {k: v for k, v in _read_dotenv(home / ".env").items() if v is not None}
     overridden: dict[str, str] = {}
     named = name != DEFAULT_PROFILE
     for layer_name, layer in ((".env", dotenv), ("environment", env)):
