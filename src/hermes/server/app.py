@@ -63,14 +63,8 @@ CORS_ALLOW_HEADERS = [
 CORS_EXPOSE_HEADERS = ["X-Hermes-Session-Id", "Idempotency-Replayed", "X-Request-Id"]
 
 
-WARM_UP_DELAY_S = 1.0
-"""The model client's SDK is loaded this long after start-up (as the indexer starts late): a
-load started at once ran beside the first /health, on the same cores and the same GIL."""
-
-
 async def _warm_up_model(runtime: Runtime) -> None:
     """Load the model client's SDK after /health is up rather than before (cold start)."""
-    await asyncio.sleep(WARM_UP_DELAY_S)
     try:
         await runtime.model.warm_up()
     except Exception:  # the first turn will build it again and report any real problem
