@@ -38,6 +38,50 @@ def test_a_store_command_starts_without_loading_the_agent(tmp_path: Path) -> Non
     assert "hermes.gateway.part" in db.stdout.strip().splitlines()[-1]  # parts load on demand
 
 
+STORE_COMMANDS = (
+    ("sessions", "list"),
+    ("memory", "show"),
+    ("usage",),
+    ("keys", "list"),
+    ("users", "list"),
+    ("cron", "list"),
+)
+
+
+def test_store_commands_load_neither_the_registry_nor_unused_settings_parts() -> None:
+    """The store-only commands (issue #44: ≤ 0.3 s each) open settings and the store, and no
+    more: not the plugin registry, not the server, not the YAML or .env readers of a home that
+    has neither file, and of pydantic's models only `Settings` is built (its sections inside
+    it, not each on its own)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from hermes.cli.main import app\n"
+        "try:\n"
+        "    app(sys.argv[1:], prog_name='hermes')\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "from pydantic import BaseModel\n"
+        "def models(cls):\n"
+        "    for sub in cls.__subclasses__():\n"
+        "        yield sub\n"
+        "        yield from models(sub)\n"
+        "built = sorted({m.__name__ for m in models(BaseModel)\n"
+        "                if m.__module__.startswith('hermes.config')\n"
+        "                and m.__dict__.get('__pydantic_complete__')})\n"
+        "heavy = ('hermes.plugins', 'hermes.agent.loop', 'fastapi', 'yaml', 'dotenv')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), built)\n"
+    )
+    for command in STORE_COMMANDS:
+        run = subprocess.run(
+            [sys.executable, "-c", probe, *command], capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 0, (command, run.stderr)
+        assert run.stdout.strip().splitlines()[-1] == "[] ['Settings']", command
+
+
 def test_one_shot_prints_only_the_answer(model_env: dict, fake: FakeModel) -> None:
     fake.enqueue(Text("Hello from the model"))
     result = run_cli_subprocess("chat", "-q", "hi")  # smoke: a real process, real stdout

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hermes.config.home import (
     DEFAULT_PROFILE,
     PROFILES_DIR,
@@ -120,6 +118,8 @@ def _config_without_secrets(source: Path) -> tuple[bytes | None, list[str]]:
     if not source.is_file():
         return None, []
     raw = source.read_bytes()
+    import yaml  # here: a start with no profile to copy never reads YAML
+
     try:
         data = yaml.safe_load(raw.decode("utf-8-sig"))
     except (yaml.YAMLError, UnicodeDecodeError):

@@ -11,21 +11,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hermes.config.settings import Settings
-from hermes.plugins import Daemon, Registry, load_registry
 from hermes.store.base import Store
 from hermes.store.opener import open_store as _open_url
 
 if TYPE_CHECKING:  # loaded by the functions that need them: a command that only opens
-    # the store (`hermes sessions import`) starts a second sooner without the agent
+    # the store (`hermes sessions list`) starts sooner without the agent or the plugin
+    # registry (its dataclasses and the built-in parts' list)
     from hermes.agent.loop import Agent
     from hermes.models.client import ModelClient
+    from hermes.plugins import Daemon, Registry
     from hermes.services import Services
     from hermes.tools.registry import Toolset
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "Daemon",
     "Runtime",
     "build_runtime",
     "make_model_client",
@@ -81,6 +81,8 @@ def make_model_client(
     settings: Settings, *, model: str | None = None, registry: Registry | None = None
 ) -> ModelClient:
     """The client of the provider `model.provider` names (ConfigError if none is registered)."""
+    from hermes.plugins import load_registry
+
     return (registry or load_registry(settings)).model_client(settings, model)
 
 
@@ -129,6 +131,7 @@ def build_runtime(settings: Settings, *, registry: Registry | None = None) -> Ru
     from hermes.agent.loop import Agent
     from hermes.agent.memory_providers import MemoryLayers
     from hermes.delivery import Deliverers
+    from hermes.plugins import load_registry
     from hermes.tools.registry import Toolset
     from hermes.tools.toolsets import ToolGroups
 

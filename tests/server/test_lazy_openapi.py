@@ -48,7 +48,34 @@ from fastapi.openapi.models import OpenAPI
 
 deferred = not OpenAPI.__pydantic_complete__
 {APP}
-print(json.dumps({{"deferred": deferred, "document": app.openapi()}}))
+import sys
+
+v1 = "pydantic.v1" in sys.modules  # FastAPI's "is it a v1 model?" needs no import of it
+print(json.dumps({{"deferred": deferred, "v1": v1, "document": app.openapi()}}))
+"""
+
+V1_REFUSED = """
+from hermes.server.lazy_openapi import import_fastapi
+
+import_fastapi()
+from fastapi import FastAPI
+from fastapi.exceptions import PydanticV1NotSupportedError
+from pydantic.v1 import BaseModel
+
+
+class Old(BaseModel):
+    name: str
+
+
+app = FastAPI()
+try:
+
+    @app.get("/old")
+    async def old() -> Old:
+        return Old(name="x")
+
+except PydanticV1NotSupportedError:
+    print("refused")
 """
 
 
@@ -66,7 +93,16 @@ def test_the_document_is_the_same_with_deferred_models() -> None:
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert out["deferred"], "FastAPI's OpenAPI models were built at import"
+    assert not out["v1"], "pydantic.v1 was imported to check the routes' types"
     assert out["document"] == _eager_document()
+
+
+def test_a_pydantic_v1_model_is_still_refused() -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", V1_REFUSED], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "refused"
 
 
 @pytest.mark.usefixtures("model_env")

@@ -22,3 +22,14 @@ def comma_list(value: Any) -> Any:
 
 CommaList = Annotated[list[str], BeforeValidator(comma_list)]
 """`list[str]` that also accepts `a,b` (environment) and numbers (YAML)."""
+
+
+# Default factories as plain functions, not `list`/`dict`: pydantic reads each factory's
+# signature when it builds a model, and a builtin type's is parsed from its text (~0.5 ms each,
+# and ~10 ms more for the first, which compiles the tokenizer's patterns), a function's at once.
+def empty_list() -> list[Any]:
+    return []
+
+
+def empty_dict() -> dict[str, Any]:
+    return {}

@@ -1,6 +1,9 @@
-"""Typed settings built once from config.yaml, .env and the environment (environment wins)."""
+"""Typed settings built once from config.yaml, .env and the environment (environment wins).
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the models' ~160 field annotations are then
+objects Python builds once, where pydantic would compile and evaluate each string at every
+start (~15% of this module's import, on every command's path).
+"""
 
 import os
 import re
@@ -9,13 +12,11 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
-from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from hermes import entry_points
 from hermes.config.database import profile_schema, with_search_path
-from hermes.config.fields import CommaList
+from hermes.config.fields import CommaList, empty_dict, empty_list
 from hermes.config.home import (
     DEFAULT_PROFILE,
     ProfileError,
@@ -35,18 +36,22 @@ class ConfigError(HermesError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built at first use, not at import: `load_settings` builds `Settings` (every section's
+    # schema inline, once) and a section class alone is built only if used alone. Building
+    # ~30 validators at import was most of this module's cost, on every command's path.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 _SectionM = TypeVar("_SectionM", bound=BaseModel)
 
 
 def _section(model: type[_SectionM]) -> Any:
-    """A nested section's field, defaulting to the section's defaults. Not
-    `Field(default_factory=model)`: pydantic inspects a default factory's signature when the
-    class is built, and a model class's signature is generated field by field (a quarter of
-    this module's import, on every command's path); a lambda's is read at once."""
-    return Field(default_factory=lambda: model())
+    """A nested section's field, defaulting to the section's defaults: an empty mapping
+    validated by the enclosing model's own schema, as a config.yaml `section: {}` is, so the
+    section's class need not build a validator of its own (`defer_build`). Not
+    `Field(default_factory=model)`: that builds every section's class at the first `Settings`,
+    and pydantic generates a model class's signature field by field."""
+    return Field(default_factory=empty_dict, validate_default=True)
 
 
 class PricingSettings(_Section):
@@ -83,7 +88,7 @@ class ModelSettings(_Section):
     pricing: PricingSettings | None = None
     """USD per million tokens; else taken from the endpoint's model list when it says
     (OpenRouter does), else `/usage` shows tokens only."""
-    fallbacks: list[FallbackModelSettings] = Field(default_factory=list)
+    fallbacks: list[FallbackModelSettings] = Field(default_factory=empty_list)
     """Models tried in order when the one before fails (timeout, unreachable, 429, 5xx, or a
     prompt too long for its window where the next is larger)."""
     fallback_cooldown: float = Field(default=60.0, ge=0)
@@ -140,13 +145,13 @@ class ServerSettings(_Section):
     port: int = Field(default=11434, ge=0, le=65535)
     api_key: SecretStr | None = None
     model_name: str = "hermes"
-    cors_origins: list[str] = Field(default_factory=list)
+    cors_origins: list[str] = Field(default_factory=empty_list)
     max_body_bytes: int = Field(default=10_000_000, gt=0)
     # Seconds a client may take to send its whole request body (then 408).
     body_timeout: float = Field(default=60.0, gt=0)
     ignore_client_tools: bool = False
     # Session-id namespaces that get their own scope: `user:42` -> the brain of user 42 (SPEC §6).
-    session_scopes: CommaList = Field(default_factory=list)
+    session_scopes: CommaList = Field(default_factory=empty_list)
     # Listen beyond loopback with no server key: only behind loopback-only publishing (Docker).
     allow_unauthenticated_public_bind: bool = False
     # `/v1/runs` one caller (scope) may have unfinished at once on this replica (then 429).
@@ -285,9 +290,9 @@ class GatewaySettings(BaseModel):
     the platform's module declares and validates its own model (`read_platform_config`), so
     a platform, built-in or from a plugin, brings its settings without core edits."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
-    owner: CommaList = Field(default_factory=list)
+    owner: CommaList = Field(default_factory=empty_list)
     pairing: bool = False
     busy_mode: Literal["interrupt", "queue", "steer"] = "interrupt"
     home: str | None = None
@@ -320,12 +325,12 @@ class McpServerSettings(_Section):
     """One `mcp_servers.<name>` entry: a command to run (stdio) or a URL (streamable HTTP)."""
 
     command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = Field(default_factory=empty_list)
+    env: dict[str, str] = Field(default_factory=empty_dict)
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=empty_dict)
     tools: list[str] | None = None
-    exclude: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=empty_list)
     enabled: bool = True
     timeout: float = Field(default=60.0, gt=0)
     connect_timeout: float = Field(default=30.0, gt=0)
@@ -436,11 +441,11 @@ class PluginsSettings(BaseModel):
     each plugin's own section `plugins.<name>`, which the plugin validates with the model it
     declares next to its code (`plugin_section`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     # only these (HERMES_LOAD_PLUGINS=a,b; `none` or an empty list: no plugin); None: all
     load: CommaList | None = None
-    disabled: CommaList = Field(default_factory=list)
+    disabled: CommaList = Field(default_factory=empty_list)
 
     @field_validator("load")
     @classmethod
@@ -451,7 +456,7 @@ class PluginsSettings(BaseModel):
 SectionT = TypeVar("SectionT", bound=BaseModel)
 
 
-def plugin_section(settings: Settings, plugin: str, model: type[SectionT]) -> SectionT:
+def plugin_section(settings: "Settings", plugin: str, model: type[SectionT]) -> SectionT:
     """`plugins.<plugin>` validated as the plugin's `model`; a bad value is a ConfigError
     that names its key."""
     raw = (settings.plugins.model_extra or {}).get(plugin) or {}
@@ -510,7 +515,7 @@ class Settings(_Section):
     tools: ToolsSettings = _section(ToolsSettings)
     web: WebSettings = _section(WebSettings)
     skills: SkillsSettings = _section(SkillsSettings)
-    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=empty_dict)
     observability: ObservabilitySettings = _section(ObservabilitySettings)
     logging: LoggingSettings = _section(LoggingSettings)
     plugins: PluginsSettings = _section(PluginsSettings)
@@ -611,6 +616,8 @@ ENV_OVERRIDES: dict[str, str] = {
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
+    import yaml  # here, not at the top: a home without config.yaml never needs it
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as exc:
@@ -628,6 +635,14 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             f"{path}: the top level must be a mapping of sections, not {type(data).__name__}"
         )
     return data
+
+
+def _read_dotenv(path: Path) -> dict[str, str | None]:
+    if not path.exists():
+        return {}  # what dotenv_values says of a missing file, without importing it
+    from dotenv import dotenv_values
+
+    return dict(dotenv_values(path))
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: str) -> None:
@@ -690,7 +705,7 @@ def load_settings(
     data = _read_yaml(config_path)
     data.pop("home", None)
     data.pop("profile", None)
-    dotenv = {k: v for k, v in dotenv_values(home / ".env").items() if v is not None}
+    dotenv = {k: v for k, v in _read_dotenv(home / ".env").items() if v is not None}
     overridden: dict[str, str] = {}
     named = name != DEFAULT_PROFILE
     for layer_name, layer in ((".env", dotenv), ("environment", env)):

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadDateError, croniter
-
 from hermes.errors import HermesError
 
 ONE_SHOT_GRACE = timedelta(seconds=120)
@@ -236,6 +234,8 @@ def _parse_cron(text: str, original: str, now: datetime, tz: tzinfo) -> dict[str
         )
     _check_ranges(fields, original)
     expr = " ".join(fields)
+    from croniter import CroniterBadDateError, croniter  # at first use: ~40 ms of import
+
     if not croniter.is_valid(expr):
         raise ScheduleError(
             f"{original!r} is not a valid cron expression (minute 0-59, hour 0-23, "
@@ -366,6 +366,8 @@ def cron_next(expr: str, after: datetime, tz: tzinfo) -> datetime:
     Wall times skipped by a DST jump run once, shifted forward by the jump; repeated wall
     times run once, at their first occurrence. Raises CroniterBadDateError if never.
     """
+    from croniter import CroniterBadDateError, croniter
+
     after_utc = after.astimezone(UTC)
     near = _dst_near(after_utc, tz)
     local = after_utc.astimezone(tz)

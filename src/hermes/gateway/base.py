@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hermes.config.fields import CommaList
+from hermes.config.fields import CommaList, empty_list
 from hermes.errors import HermesError
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class PlatformConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    allowed_users: CommaList = Field(default_factory=list)
+    allowed_users: CommaList = Field(default_factory=empty_list)
 
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)

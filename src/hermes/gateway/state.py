@@ -17,8 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hermes.fileio import atomic_write
 from hermes.store.base import DEFAULT_SCOPE, DocumentStore, RecordStore
 
@@ -128,6 +126,8 @@ def forget_chats(home: Path, scope: str, documents: DocumentStore | None = None)
 
 def set_home(home: Path, target: str) -> None:
     """Store `gateway.home` in config.yaml, keeping every other key (atomic write)."""
+    import yaml  # here: a `hermes serve` start never writes config.yaml
+
     path = home / "config.yaml"
     data: Any = {}
     if path.exists():

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hermes.errors import HermesError
 
 SKILL_FILE = "SKILL.md"
@@ -107,6 +105,8 @@ def split_frontmatter(text: str, path: Path | str) -> tuple[dict[str, Any], str,
             break
     else:
         raise SkillFormatError(path, 1, "the frontmatter opened on line 1 is never closed by `---`")
+    import yaml  # at the first skill read, not on `hermes serve`'s path to /health
+
     try:
         data = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:
