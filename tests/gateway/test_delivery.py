@@ -17,7 +17,7 @@ from hermes.server.app import create_app
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
 from tests.standins.telegram_api import TelegramBotAPI
 
-from .conftest import FRIEND, OWNER, texts
+from .conftest import FRIEND, OWNER, texts, until
 
 runner = CliRunner()
 
@@ -102,11 +102,12 @@ async def test_send_message_tool_is_owner_only(
         Text("sent it"),
     )
     await tg.user_says(OWNER, "tell my friend hi")
-    await tg.wait_for_sent(2)
-    assert [(int(m["chat_id"]), m["text"]) for m in tg.sent] == [
-        (FRIEND, "hi friend"),
-        (OWNER, "sent it"),
-    ]
+    # the owner's answer may first show as a tool-progress draft (a slow turn), then edited
+    expected = [(FRIEND, "hi friend"), (OWNER, "sent it")]
+    await until(
+        lambda: [(int(m["chat_id"]), m["text"]) for m in tg.sent] == expected,
+        what="the message to the friend, then the answer to the owner",
+    )
     # the friend (another scope) has no send_message at all
     fake.enqueue(Text("no tools for you"))
     await tg.user_says(FRIEND, "message the owner")
@@ -145,7 +146,8 @@ async def test_a_job_made_in_a_chat_delivers_back_to_that_chat(
         Text("Scheduled."),
     )
     await tg.user_says(OWNER, "brief me every hour")
-    await tg.wait_for_sent(1)
+    # (a slow turn shows a tool-progress draft first, edited into the answer)
+    await until(lambda: texts(tg) == ["Scheduled."], what="the answer")
     api = create_app(gateway.runtime, close_runtime=False)
     transport = httpx.ASGITransport(app=api)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
