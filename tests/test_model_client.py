@@ -604,3 +604,28 @@ async def test_a_stream_that_breaks_off_says_so() -> None:
         await client.aclose()
         server.close()
     assert pieces == ["partial "]  # what arrived was passed on, and nothing was replayed
+
+
+async def test_warm_up_loads_the_tls_context_off_the_event_loop(
+    fake: FakeModel, client: OpenAICompatClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up runs while the server already answers: loading a CA bundle on the loop
+    would hold every request arriving meanwhile."""
+    import functools
+    import ssl
+    import threading
+
+    from hermes import tls
+
+    loaded_in: list[threading.Thread] = []
+
+    @functools.cache  # as the real one: built once, then handed out
+    def context() -> ssl.SSLContext:
+        loaded_in.append(threading.current_thread())
+        return ssl.create_default_context()
+
+    monkeypatch.setattr(tls, "openai_context", context)
+    await client.warm_up()
+    assert len(loaded_in) == 1 and loaded_in[0] is not threading.main_thread()
+    fake.enqueue(Text("warm"))
+    assert (await client.complete([{"role": "user", "content": "hi"}])).content == "warm"

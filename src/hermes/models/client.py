@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
+from hermes import tls
 from hermes.models.classify import PLACEHOLDER_API_KEY, AttemptFailed, Classifier, failure_from_sdk
 from hermes.models.errors import (
     SETUP_HINT,
@@ -160,6 +161,9 @@ class OpenAICompatClient:
         await asyncio.to_thread(openai_sdk)
         await asyncio.to_thread(aiohttp_module)
         if self.base_url:
+            # the SDK client's TLS context loads a CA bundle: off the loop too (requests
+            # that arrive meanwhile are served)
+            await asyncio.to_thread(tls.openai_context)
             self._sdk_transport().client()
             self._http_transport().session()
 
