@@ -317,6 +317,17 @@ class Build:
     rss: tuple[float, float] = (0.0, 0.0)
 
 
+def builds_under_test(ab: str | None) -> list[Build]:
+    """This build, and the one `--ab` names; each compiled first (byte code is not what a
+    start should be measured on)."""
+    builds = [Build("this build", ROOT / "src")]
+    if ab:
+        builds.append(build_of(ab))
+    for build in builds:
+        compileall.compile_dir(str(build.src), quiet=1)
+    return builds
+
+
 def build_of(rev: str) -> Build:
     """A build from a folder holding `src/hermes`, or from a git revision of this repository
     (its `src/` exported by `git archive` into /tmp, kept for later runs)."""
@@ -500,16 +511,12 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, help="rounds per build (default 1, or 3 with --ab)")
     args = parser.parse_args()
-    builds = [Build("this build", ROOT / "src")]
-    if args.ab:
-        builds.append(build_of(args.ab))
     args.rounds = args.rounds or (3 if args.ab else 1)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    builds = builds_under_test(args.ab)
     # The fake parses every request body (200 kB at turn 1,000); collections of the garbage
     # that leaves in this process would land in the measured latencies, so collect less often.
-    for build in builds:
-        compileall.compile_dir(str(build.src), quiet=1)
     gc.freeze()
     gc.set_threshold(100_000, 50, 1_000)
     try:

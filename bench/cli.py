@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import compileall
 import json
 import os
 import resource
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from api import ROOT, Build, build_of, table  # noqa: E402
+from api import Build, builds_under_test, table  # noqa: E402
 from instant_model import InstantModel  # noqa: E402
 
 COMMANDS: list[list[str]] = [
@@ -145,11 +144,7 @@ def main() -> None:
     parser.add_argument("--ab", metavar="REV", help="also measure another build, alternating")
     parser.add_argument("--runs", type=int, default=7, help="runs per command and build")
     args = parser.parse_args()
-    builds = [Build("this build", ROOT / "src")]
-    if args.ab:
-        builds.append(build_of(args.ab))
-    for build in builds:
-        compileall.compile_dir(str(build.src), quiet=1)
+    builds = builds_under_test(args.ab)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         seed_home(builds[0].src, home)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import compileall
 import statistics
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from api import ROOT, Build, build_of, cpu_seconds, hermes_serve, table  # noqa: E402
+from api import Build, builds_under_test, cpu_seconds, hermes_serve, table  # noqa: E402
 from instant_model import InstantModel  # noqa: E402
 
 
@@ -53,11 +52,7 @@ def main() -> None:
     parser.add_argument("--ab", metavar="REV", help="also measure another build, alternating")
     parser.add_argument("--starts", type=int, default=8, help="starts per build")
     args = parser.parse_args()
-    builds = [Build("this build", ROOT / "src")]
-    if args.ab:
-        builds.append(build_of(args.ab))
-    for build in builds:
-        compileall.compile_dir(str(build.src), quiet=1)
+    builds = builds_under_test(args.ab)
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     results = asyncio.run(measure(builds, args.starts))
     load_after = Path("/proc/loadavg").read_text().split()[:3]
