@@ -15,7 +15,7 @@ from hermes.runtime import build_runtime
 from hermes.store.base import DEFAULT_SCOPE
 from hermes.testing.fake_model import FakeModel, Text
 
-from .conftest import until
+from .conftest import until, write_config
 from .mailservers import BOT, PASSWORD, Dovecot, Outbox, smtp_server, start_dovecot, stop_dovecot
 
 ADA = "ada@example.test"
@@ -200,3 +200,26 @@ def test_passwords_never_go_in_clear_to_another_machine() -> None:
     )
     with pytest.raises(AdapterError, match="clear text"):
         imap_uses_tls(EmailConfig(imap_host="imap.example.com", imap_port=143))
+
+
+@pytest.fixture
+def lost_pushes(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server whose IDLE notifications never arrive (as when one is sent between the
+    search and the IDLE), and a short `poll_seconds`."""
+    import aioimaplib
+
+    async def silent(self: object, timeout: float | None = None) -> None:  # noqa: ASYNC109 (its signature)
+        await asyncio.sleep(timeout or 0)
+        raise TimeoutError
+
+    monkeypatch.setattr(aioimaplib.IMAP4, "wait_server_push", silent)
+    write_config(home, "gateway:\n  email:\n    poll_seconds: 0.5\n")
+
+
+async def test_a_mail_whose_notification_is_lost_is_read_within_poll_seconds(
+    lost_pushes: None, dovecot: Dovecot, outbox: Outbox, fake: FakeModel, mail_gateway: Gateway
+) -> None:
+    fake.enqueue(Text("Seen anyway."))
+    await asyncio.to_thread(dovecot.deliver, mail(ADA, "quiet", "no push for this one"))
+    [reply] = await wait_mail(outbox, 1)  # without the cap, the IDLE waits 25 minutes
+    assert reply.get_content().strip() == "Seen anyway."

@@ -1,5 +1,5 @@
-"""Email: IMAP in (IDLE where the server offers it, else polling every
-`gateway.email.poll_seconds`), SMTP out. Replies are threaded (`In-Reply-To`, `References`,
+"""Email: IMAP in (IDLE where the server offers it, re-issued every
+`gateway.email.poll_seconds`; else polling at that interval), SMTP out. Replies are threaded (`In-Reply-To`, `References`,
 `Re:` subject) and marked `Auto-Submitted: auto-replied` (RFC 3834) so other robots do not
 answer them; auto-replies, bounces, list mail and our own messages are never answered.
 Each email conversation (by its first Message-ID) is a thread: `email:<sender>:<hash>`.
@@ -140,9 +140,13 @@ class EmailAdapter(PlatformAdapter):
                     await asyncio.wait_for(self._stopping.wait(), self.cfg.poll_seconds)
 
     async def _idle(self, imap: Any) -> None:
+        """Wait for the server to say something changed, at most `poll_seconds`: a
+        notification can be lost (one sent between the search and the IDLE, which the IMAP
+        library drops when no command is pending), and then a mail would wait for the next
+        one, up to the 25 minutes an IDLE lasts."""
         waiter = await imap.idle_start(timeout=IDLE_SECONDS)
         try:
-            await imap.wait_server_push(timeout=IDLE_SECONDS)
+            await imap.wait_server_push(timeout=min(IDLE_SECONDS, self.cfg.poll_seconds))
         except TimeoutError:
             pass  # nothing arrived: re-issue IDLE before the server drops it
         finally:
