@@ -221,14 +221,19 @@ class Presence:
             )
         except psycopg.Error as exc:
             raise self._db.unavailable(exc) from None
-        for _ in range(8):
-            row = conn.execute(
-                "SELECT pg_try_advisory_lock(%s, %s)", (PRESENCE_NAMESPACE, self.key)
-            ).fetchone()
-            if row and row[0]:
-                self._conn = conn
-                return
-            self.key = random.randint(1, 2**31 - 1)
+        try:
+            for _ in range(8):
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(%s, %s)", (PRESENCE_NAMESPACE, self.key)
+                ).fetchone()
+                if row and row[0]:
+                    self._conn = conn
+                    return
+                self.key = random.randint(1, 2**31 - 1)
+        except psycopg.Error as exc:  # the server went away between connect and lock
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+            raise self._db.unavailable(exc) from None
         conn.close()
         raise StoreError("could not take a presence lock in the database; try again")
 
