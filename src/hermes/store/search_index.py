@@ -14,11 +14,12 @@ import re
 import sqlite3
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hermes.store.base import NewSession, StoreError
-from hermes.store.row_scores import Weights, bm25_rows
+from hermes.store.row_scores import Weights, bm25_rows, idf, saturated
 from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
@@ -26,6 +27,7 @@ from hermes.store.search_contract import (
     TextMatch,
     asks_back,
     only_asks,
+    query_terms,
     text_key,
 )
 from hermes.store.search_contract import tells_when as says_when
@@ -64,6 +66,9 @@ ROW_WEIGHTS = Weights(
     speaker=WINDOW_WEIGHTS.speaker,
     elsewhere=max(WINDOW_WEIGHTS.before, WINDOW_WEIGHTS.after),
 )
+# the tokenizer of the `message` and `window` views (search_schema: message_windows_fts)
+WORDS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_OWN = "hermes_own_words"  # a temporary table: the texts whose own words are scored
 
 
 def _quote(term: str) -> str:
@@ -120,11 +125,14 @@ def _matches(word: str, terms: Sequence[str]) -> bool:
 
 def highlight(text: str, terms: Sequence[str], *, tokens: int = SNIPPET_TOKENS) -> str:
     """About `tokens` words of `text` around its first matching word, matches in [brackets]."""
-    found = [m for m in _TOKEN.finditer(text) if _matches(m.group(), terms)]
     spans = list(_TOKEN.finditer(text))
     if not spans:
         return text[:200]
-    first = next((i for i, m in enumerate(spans) if found and m.start() == found[0].start()), 0)
+    if text.isascii():  # one scan for every word that matches (a snippet per hit, 20 a search)
+        found = list(_matcher(tuple(terms)).finditer(text))
+    else:  # lower() may change a word's length beyond ASCII: word by word
+        found = [m for m in spans if _matches(m.group(), terms)]
+    first = bisect_left([m.start() for m in spans], found[0].start()) if found else 0
     lo = max(0, first - tokens // 3)
     hi = min(len(spans), lo + tokens)
     start, end = spans[lo].start(), spans[hi - 1].end()
@@ -135,6 +143,25 @@ def highlight(text: str, terms: Sequence[str], *, tokens: int = SNIPPET_TOKENS) 
             pos = m.end()
     out.append(text[pos:end])
     return ("…" if lo else "") + "".join(out) + ("…" if hi < len(spans) else "")
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(terms: tuple[str, ...]) -> re.Pattern[str]:
+    """The words of an ASCII text that `_matches` `terms`, as one pattern: each match is a
+    whole word (`_TOKEN`), the same word, or (four letters or more) one that starts as the
+    term less its last letter. A term whose part that must match is not lowercase ASCII
+    word characters matches no lowercased ASCII word, and is left out."""
+    forms = []
+    for t in terms:
+        part = t[:-1] if len(t) >= 4 else t
+        if part.isascii() and part == part.lower() and _WORD_ONLY.fullmatch(part):
+            forms.append(re.escape(part) + (r"\w*" if len(t) >= 4 else r"(?!\w)"))
+    if not forms:
+        return re.compile(r"(?!)")
+    return re.compile(r"(?<!\w)(?:" + "|".join(forms) + ")", re.IGNORECASE | re.ASCII)
+
+
+_WORD_ONLY = re.compile(r"\w+", re.ASCII)
 
 
 def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
@@ -215,7 +242,8 @@ class SQLiteSearch(TermMatching):
         tagged = table == "message_trigram_fts" or self._tag_helps(scope)
         plans = [match]
         if view != "trigram":
-            rare = self._selective(view, scope, terms, tagged)
+            counts = self._counts(view, scope, terms, tagged)
+            rare = [t for t in terms if counts[t] <= COMMON_ROWS]
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
             elif not rare and len(terms) > 1:  # all common: rows with all of them first
@@ -320,9 +348,14 @@ class SQLiteSearch(TermMatching):
         """Whether to confine the FTS query with the scope's token: yes unless the scope
         holds most of the index (then the token's doclist is as long as the index and
         costs more than dropping the few other-scope rows after the query)."""
+        mine, total = self._sizes(scope)
+        return (mine / total if total else 0.0) < DOMINANT_SHARE
+
+    def _sizes(self, scope: str) -> tuple[int, int]:
+        """(messages of `scope`, messages of every scope), remembered for SHARE_TTL_S."""
         now = time.monotonic()
-        shares: dict[str, tuple[float, float]] = self.__dict__.setdefault("_scope_shares", {})
-        cached = shares.get(scope)
+        sizes: dict[str, tuple[float, int, int]] = self.__dict__.setdefault("_scope_sizes", {})
+        cached = sizes.get(scope)
         if cached is None or now - cached[0] > SHARE_TTL_S:
             with self._lock:
                 mine, total = self._conn.execute(
@@ -330,14 +363,17 @@ class SQLiteSearch(TermMatching):
                     "COALESCE(SUM(message_count), 0) FROM sessions",
                     (scope,),
                 ).fetchone()
-            shares[scope] = cached = (now, mine / total if total else 0.0)
-        return cached[1] < DOMINANT_SHARE
+            sizes[scope] = cached = (now, int(mine), int(total))
+        return cached[1], cached[2]
 
-    def _selective(self, view: SearchView, scope: str, terms: list[str], tagged: bool) -> list[str]:
-        """The words that pick candidates: those in at most COMMON_ROWS rows (of the scope,
-        or of the index when `tagged` is off). A word in many rows of a big scope (a
-        speaker's name, "work") would make BM25 score every one of them while it barely
-        ranks; the ranking above the store weighs speakers itself. All common: []."""
+    def _counts(
+        self, view: SearchView, scope: str, terms: list[str], tagged: bool
+    ) -> dict[str, int]:
+        """Rows of the scope (of the index when `tagged` is off) holding each word in
+        `view`, up to COMMON_ROWS + 1. The words that pick candidates are those in at most
+        COMMON_ROWS rows: a word in many rows of a big scope (a speaker's name, "work")
+        would make BM25 score every one of them while it barely ranks; the ranking above
+        the store weighs speakers itself."""
         table, _, _ = _plan(view, scope, terms[:1])
         # a word found common stays so for a while: counting its rows walks COMMON_ROWS of
         # them (~0.3 ms each time a name or "work" is asked about); a rare one is recounted
@@ -345,26 +381,106 @@ class SQLiteSearch(TermMatching):
             "_common_words", {}
         )
         now = time.monotonic()
-        rare = []
+        counts = {}
         with self._lock:
             for term in terms:
-                key = (table, scope, tagged, COMMON_ROWS, term)
+                key = (view, scope, tagged, COMMON_ROWS, term)
                 if now - common.get(key, -COMMON_TTL_S) < COMMON_TTL_S:
+                    counts[term] = COMMON_ROWS + 1
                     continue
                 match = _plan(view, scope, [term])[2]
                 match = match if tagged else _untagged(match)
-                rows = self._conn.execute(
+                counts[term] = rows = self._conn.execute(
                     f"SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
                     f"LIMIT ?)",
                     (match, COMMON_ROWS + 1),
                 ).fetchone()[0]
-                if rows <= COMMON_ROWS:
-                    rare.append(term)
-                else:
+                if rows > COMMON_ROWS:
                     if len(common) >= COMMON_KEPT:
                         common.clear()
                     common[key] = now
-        return rare
+        return counts
+
+    def own_words(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, float]:
+        """BM25 of the messages' own text (the `message` view) for these messages alone.
+        FTS5's bm25() cannot be confined to given rows (neither a rowid list nor a rowid
+        per query spares it walking each word's whole doclist: ~11 ms at 1M messages), so
+        the windows are split into words by the index's own tokenizer (`_stemmed`) and
+        scored here as bm25() scores the view: a word's document frequency is its share
+        of the index's rows (counted up to COMMON_ROWS + 1, as when picking candidates: a
+        word that common weighs little either way), and a row's length is that of its
+        whole window (the turns before and after it too), over these rows' average."""
+        words = query_terms(terms)
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        if not words or not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            windows = self._conn.execute(
+                # (+scope: the ids pick the rows; by the scope index it would read them all)
+                f"SELECT id, body, before || ' ' || after FROM message_windows "
+                f"WHERE +scope = ? AND id IN ({marks})",
+                (scope, *ids),
+            ).fetchall()
+        if not windows:
+            return {}
+        stems, found, lengths = self._stemmed(words, windows)
+        counts = self._counts("message", scope, words, tagged=False)
+        rows = self._sizes(scope)[1]
+        average = max(sum(lengths.values()) / len(lengths), 1.0)
+        scores = {}
+        for message_id, length in lengths.items():
+            said = found.get(message_id, {})
+            score = 0.0
+            for word, forms in zip(words, stems, strict=True):
+                times = min((said.get(f, 0) for f in forms), default=0)  # (a word of words)
+                if times:
+                    score += idf(counts[word], rows) * saturated(times, length, average)
+            if score > 0:
+                scores[message_id] = score
+        return scores
+
+    def _stemmed(
+        self, words: list[str], windows: list[tuple[int, str, str]]
+    ) -> tuple[list[set[str]], dict[int, dict[str, int]], dict[int, int]]:
+        """(each word's stems, each body's stems counted, each window's length in words)
+        for (id, body, the turns around it) rows, as the `message` view's tokenizer makes
+        them: they go through a temporary FTS5 table of the connection (never the
+        database file), read back by fts5vocab."""
+        with self._lock:
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_OWN} USING fts5(body, around, "
+                f"tokenize='{WORDS_TOKENIZER}')"
+            )
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_OWN}_tokens "
+                f"USING fts5vocab(temp, {_OWN}, instance)"
+            )
+            self._conn.execute(f"DELETE FROM temp.{_OWN}")
+            try:
+                self._conn.executemany(
+                    f"INSERT INTO temp.{_OWN} (rowid, body, around) VALUES (?, ?, ?)",
+                    [(-1 - k, word, "") for k, word in enumerate(words)] + windows,
+                )
+                tokens = self._conn.execute(
+                    f"SELECT doc, col, term FROM temp.{_OWN}_tokens"
+                ).fetchall()
+            finally:
+                self._conn.execute(f"DELETE FROM temp.{_OWN}")
+        stems: list[set[str]] = [set() for _ in words]
+        found: dict[int, dict[str, int]] = {}
+        lengths = {int(w[0]): 0 for w in windows}
+        for doc, col, term in tokens:
+            if doc < 0:
+                stems[-1 - doc].add(term)
+                continue
+            lengths[doc] += 1
+            if col == "body":
+                counted = found.setdefault(doc, {})
+                counted[term] = counted.get(term, 0) + 1
+        return stems, found, lengths
 
     def _ranked_ids(
         self, table: str, rank: str, match: str, params: tuple[object, ...], size: int
