@@ -66,12 +66,6 @@ def idf(rows_with_word: int, rows: int) -> float:
     return max(math.log((rows - rows_with_word + 0.5) / (rows_with_word + 0.5)), 1e-6)
 
 
-def saturated(count: float, length: float, average: float) -> float:
-    """BM25's weight of a word said `count` times in a text of `length` words, where texts
-    average `average` words."""
-    return count * (K1 + 1) / (count + K1 * (1 - B + B * length / average))
-
-
 def bm25_rows(
     rows: Sequence[tuple[str, str]], terms: Sequence[str], weights: Weights = Weights()
 ) -> list[float]:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hermes.store.base import NewSession, StoreError
-from hermes.store.row_scores import Weights, bm25_rows, idf, saturated
+from hermes.store.row_scores import Weights, bm25_rows, idf
 from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
@@ -68,7 +68,6 @@ ROW_WEIGHTS = Weights(
 )
 # the tokenizer of the `message` and `window` views (search_schema: message_windows_fts)
 WORDS_TOKENIZER = "porter unicode61 remove_diacritics 2"
-_OWN = "hermes_own_words"  # a temporary table: the texts whose own words are scored
 
 
 def _quote(term: str) -> str:
@@ -407,7 +406,7 @@ class SQLiteSearch(TermMatching):
         """BM25 of the messages' own text (the `message` view) for these messages alone.
         FTS5's bm25() cannot be confined to given rows (neither a rowid list nor a rowid
         per query spares it walking each word's whole doclist: ~11 ms at 1M messages), so
-        the windows are split into words by the index's own tokenizer (`_stemmed`) and
+        the windows are split into words by the index's own tokenizer (`_saturated`) and
         scored here as bm25() scores the view: a word's document frequency is its share
         of the index's rows (counted up to COMMON_ROWS + 1, as when picking candidates: a
         word that common weighs little either way), and a row's length is that of its
@@ -426,61 +425,57 @@ class SQLiteSearch(TermMatching):
             ).fetchall()
         if not windows:
             return {}
-        stems, found, lengths = self._stemmed(words, windows)
+        weights = self._saturated(words, windows)
         counts = self._counts("message", scope, words, tagged=False)
         rows = self._sizes(scope)[1]
-        average = max(sum(lengths.values()) / len(lengths), 1.0)
-        scores = {}
-        for message_id, length in lengths.items():
-            said = found.get(message_id, {})
-            score = 0.0
-            for word, forms in zip(words, stems, strict=True):
-                times = min((said.get(f, 0) for f in forms), default=0)  # (a word of words)
-                if times:
-                    score += idf(counts[word], rows) * saturated(times, length, average)
-            if score > 0:
-                scores[message_id] = score
+        scores: dict[int, float] = {}
+        for word in words:
+            weight = idf(counts[word], rows)
+            for message_id, saturated in weights[word].items():
+                scores[message_id] = scores.get(message_id, 0.0) + weight * saturated
         return scores
 
-    def _stemmed(
-        self, words: list[str], windows: list[tuple[int, str, str]]
-    ) -> tuple[list[set[str]], dict[int, dict[str, int]], dict[int, int]]:
-        """(each word's stems, each body's stems counted, each window's length in words)
-        for (id, body, the turns around it) rows, as the `message` view's tokenizer makes
-        them: they go through a temporary FTS5 table of the connection (never the
-        database file), read back by fts5vocab."""
+    def close(self) -> None:
+        """Close the database in memory that `_saturated` made, if it did."""
         with self._lock:
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_OWN} USING fts5(body, around, "
-                f"tokenize='{WORDS_TOKENIZER}')"
-            )
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_OWN}_tokens "
-                f"USING fts5vocab(temp, {_OWN}, instance)"
-            )
-            self._conn.execute(f"DELETE FROM temp.{_OWN}")
-            try:
-                self._conn.executemany(
-                    f"INSERT INTO temp.{_OWN} (rowid, body, around) VALUES (?, ?, ?)",
-                    [(-1 - k, word, "") for k, word in enumerate(words)] + windows,
+            words_db = self.__dict__.pop("_words_db", None)
+            if words_db is not None:
+                words_db.close()
+
+    def _saturated(
+        self, words: list[str], windows: list[tuple[int, str, str]]
+    ) -> dict[str, dict[int, float]]:
+        """For each word, BM25's weight of it in each (id, body, turns around) row's body
+        that holds it, lengths those of the whole windows over these rows' average, as
+        the `message` view's bm25() weighs it before its inverse document frequency:
+        the rows go into an FTS5 table of a database in memory (this search's own; the
+        same tokenizer), whose bm25() per word, divided by its inverse document frequency
+        among these rows, is that weight. (Reading the tokens back by fts5vocab cost ~2
+        ms for a page, a temporary table of the store's connection ~5 ms more.)"""
+        with self._lock:
+            words_db = self.__dict__.get("_words_db")
+            if words_db is None:
+                words_db = sqlite3.connect(":memory:", check_same_thread=False)
+                words_db.execute(
+                    f"CREATE VIRTUAL TABLE words USING fts5(body, around, content='', "
+                    f"tokenize='{WORDS_TOKENIZER}')"
                 )
-                tokens = self._conn.execute(
-                    f"SELECT doc, col, term FROM temp.{_OWN}_tokens"
-                ).fetchall()
+                self.__dict__["_words_db"] = words_db
+            out: dict[str, dict[int, float]] = {}
+            try:
+                words_db.executemany(
+                    "INSERT INTO words (rowid, body, around) VALUES (?, ?, ?)", windows
+                )
+                for word in words:
+                    found = words_db.execute(
+                        "SELECT rowid, bm25(words, 1.0, 0.0) FROM words WHERE words MATCH ?",
+                        (f"body : {_quote(word)}",),
+                    ).fetchall()
+                    among = idf(len(found), len(windows))
+                    out[word] = {int(r[0]): -float(r[1]) / among for r in found}
             finally:
-                self._conn.execute(f"DELETE FROM temp.{_OWN}")
-        stems: list[set[str]] = [set() for _ in words]
-        found: dict[int, dict[str, int]] = {}
-        lengths = {int(w[0]): 0 for w in windows}
-        for doc, col, term in tokens:
-            if doc < 0:
-                stems[-1 - doc].add(term)
-                continue
-            lengths[doc] += 1
-            if col == "body":
-                counted = found.setdefault(doc, {})
-                counted[term] = counted.get(term, 0) + 1
-        return stems, found, lengths
+                words_db.execute("INSERT INTO words (words) VALUES ('delete-all')")
+        return out
 
     def _ranked_ids(
         self, table: str, rank: str, match: str, params: tuple[object, ...], size: int
