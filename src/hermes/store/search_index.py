@@ -14,7 +14,6 @@ import re
 import sqlite3
 import threading
 import time
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -127,40 +126,21 @@ def highlight(text: str, terms: Sequence[str], *, tokens: int = SNIPPET_TOKENS) 
     spans = list(_TOKEN.finditer(text))
     if not spans:
         return text[:200]
-    if text.isascii():  # one scan for every word that matches (a snippet per hit, 20 a search)
-        found = list(_matcher(tuple(terms)).finditer(text))
-    else:  # lower() may change a word's length beyond ASCII: word by word
-        found = [m for m in spans if _matches(m.group(), terms)]
-    first = bisect_left([m.start() for m in spans], found[0].start()) if found else 0
+    # `_matches`, with the terms looked at once per snippet rather than once per word
+    same, forms = frozenset(terms), tuple(t[:-1] for t in terms if len(t) >= 4)
+    found = [
+        at for at, m in enumerate(spans) if (w := m.group().lower()) in same or w.startswith(forms)
+    ]
+    first = found[0] if found else 0
     lo = max(0, first - tokens // 3)
     hi = min(len(spans), lo + tokens)
     start, end = spans[lo].start(), spans[hi - 1].end()
     out, pos = [], start
-    for m in found:
-        if start <= m.start() and m.end() <= end:
-            out += [text[pos : m.start()], "[", m.group(), "]"]
-            pos = m.end()
+    for m in (spans[at] for at in found if lo <= at < hi):
+        out += [text[pos : m.start()], "[", m.group(), "]"]
+        pos = m.end()
     out.append(text[pos:end])
     return ("…" if lo else "") + "".join(out) + ("…" if hi < len(spans) else "")
-
-
-@functools.lru_cache(maxsize=64)
-def _matcher(terms: tuple[str, ...]) -> re.Pattern[str]:
-    """The words of an ASCII text that `_matches` `terms`, as one pattern: each match is a
-    whole word (`_TOKEN`), the same word, or (four letters or more) one that starts as the
-    term less its last letter. A term whose part that must match is not lowercase ASCII
-    word characters matches no lowercased ASCII word, and is left out."""
-    forms = []
-    for t in terms:
-        part = t[:-1] if len(t) >= 4 else t
-        if part.isascii() and part == part.lower() and _WORD_ONLY.fullmatch(part):
-            forms.append(re.escape(part) + (r"\w*" if len(t) >= 4 else r"(?!\w)"))
-    if not forms:
-        return re.compile(r"(?!)")
-    return re.compile(r"(?<!\w)(?:" + "|".join(forms) + ")", re.IGNORECASE | re.ASCII)
-
-
-_WORD_ONLY = re.compile(r"\w+", re.ASCII)
 
 
 def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
@@ -426,7 +406,7 @@ class SQLiteSearch(TermMatching):
         if not windows:
             return {}
         weights = self._saturated(words, windows)
-        counts = self._counts("message", scope, words, tagged=False)
+        counts = self._frequencies(scope, words)
         rows = self._sizes(scope)[1]
         scores: dict[int, float] = {}
         for word in words:
@@ -441,6 +421,20 @@ class SQLiteSearch(TermMatching):
             words_db = self.__dict__.pop("_words_db", None)
             if words_db is not None:
                 words_db.close()
+
+    def _frequencies(self, scope: str, words: list[str]) -> dict[str, int]:
+        """`_counts` of the `message` view in the whole index, each remembered for
+        SHARE_TTL_S: an inverse document frequency need not follow every new message,
+        and counting a word's rows took two statements of every search by meaning."""
+        now = time.monotonic()
+        known: dict[str, tuple[float, int]] = self.__dict__.setdefault("_frequency", {})
+        fresh = [w for w in words if now - known.get(w, (-SHARE_TTL_S, 0))[0] >= SHARE_TTL_S]
+        if fresh:
+            if len(known) >= COMMON_KEPT:
+                known.clear()
+            counted = self._counts("message", scope, fresh, tagged=False)
+            known.update((w, (now, counted[w])) for w in fresh)
+        return {w: known[w][1] for w in words}
 
     def _saturated(
         self, words: list[str], windows: list[tuple[int, str, str]]

@@ -161,10 +161,10 @@ FROM (
     SELECT c.id, {{score}} AS score
     FROM (
         SELECT c0.*, greatest(avg(c0.dl) OVER (), 1) AS avgdl FROM (
-            SELECT m.id, m.{{column}} AS v, m.body_vec AS body, length(m.{{column}}) AS dl
+            SELECT m.id, m.{{column}} AS v, m.body_vec AS body, length(m.{{length}}) AS dl
             FROM messages m
-            WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
-                AND NOT (m.session_id = ANY(%(excluded)s)){{only}}
+            WHERE m.scope = %(scope)s AND {{matching}}
+                AND NOT (m.session_id = ANY(%(excluded)s))
             ORDER BY m.id DESC LIMIT %(cap)s
         ) c0
     ) c
@@ -235,8 +235,8 @@ class PgSearch(TermMatching):
         self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
     ) -> dict[int, float]:
         """BM25 of the messages' own text (the `message` view) for these messages alone, each
-        word's inverse document frequency as `match_messages` has it; the messages' average
-        length theirs."""
+        word's inverse document frequency as `match_messages` has it, a message's length
+        that of its window (`window_vec`) over these messages' average (as on SQLite)."""
         words = query_terms(terms)
         ids = list(dict.fromkeys(int(i) for i in message_ids))
         if not words or not ids:
@@ -271,11 +271,15 @@ class PgSearch(TermMatching):
             query = f"to_tsquery('{config}', %(w{n})s)"  # a constant the planner folds
             tf = _window_tf(query) if view == "window" else _tf("c.v", query)
             terms.append(f"%(idf{n})s * {tf} * {K1 + 1} / ({tf} + {norm})")
+        # given messages (`only`): each one, matching or not, its length that of its whole
+        # window (the turns around it too) over theirs, as SQLite's bm25() of the view has it
+        matching = f"m.{column} @@ to_tsquery('{config}', %(q)s)"
         sql = _RANKED.format(
             column=column,
             config=config,
             score=" + ".join(terms),
-            only="" if only is None else " AND m.id = ANY(%(only)s)",
+            length=column if only is None else "window_vec",
+            matching=matching if only is None else "m.id = ANY(%(only)s)",
         )
         params: dict[str, Any] = {
             "q": tsquery_text(words, " & " if every else " | "),
