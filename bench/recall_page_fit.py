@@ -12,6 +12,10 @@ each conversation fits the weights on the other four (pairwise logistic regressi
 evidence turn should outscore each other turn of its page) and scores the held-out one. A
 feature set is worth keeping when it helps every held-out conversation, not the total.
 
+The own-words feature is `Searcher.own_words` of the page's hits, relative to the page's
+best; the row "as before" scores it as it was until 2026-11-28 (a search of the message
+view, relative to the scope's best match), to compare.
+
 `--windows` adds two features no store keeps yet: the similarity of the question to the
 embedding of the turn written together with the one (and the two) turns before it. The
 turns are embedded here, so the figure is what storing such vectors would buy.
@@ -37,6 +41,7 @@ from recall_locomo import CATEGORIES, Question, conversation_files, questions_of
 Place = tuple[str, int]
 CURRENT = ("fused", "meaning", "before", "after", "before2", "after2", "own words")
 WINDOWS = ("window 1", "window 2")
+SCOPE_BEST = ("own words, scope's best",)  # the own-words feature before 2026-11-28
 
 
 @dataclass
@@ -63,24 +68,26 @@ def capture(home: Path, questions: list[Question], windows: bool) -> dict[int, P
     asking: list[int] = []
     reorder = ranking._first_page
 
-    def record(searcher, scope, terms, ranked, near, config, exclude):  # type: ignore[no-untyped-def]
+    def record(searcher, scope, terms, ranked, near, config):  # type: ignore[no-untyped-def]
         page = ranked[: config.page]
-        own = searcher.match_messages(
-            scope, terms, view="message", limit=config.candidates, exclude_sessions=exclude
-        )
-        best = max((m.score for m in own), default=0.0) or 1.0
-        words = {m.message_id: m.score / best for m in own}
-        similar = near.similarities([r.message_id for r in page])
+        ids = [r.message_id for r in page]
+        own = searcher.own_words(scope, terms, ids)  # as `_first_page` scores them
+        best = max(own.values(), default=0.0) or 1.0
+        # as before 2026-11-28: the message view searched, relative to the scope's best
+        listed = searcher.match_messages(scope, terms, view="message", limit=config.candidates)
+        top_listed = max((m.score for m in listed), default=0.0) or 1.0
+        before = {m.message_id: m.score / top_listed for m in listed}
+        similar = near.similarities(ids)
         top = page[0].score or 1.0
-        feats: dict[str, list[float]] = {name: [] for name in CURRENT}
+        feats: dict[str, list[float]] = {name: [] for name in (*CURRENT, *SCOPE_BEST)}
         for r in page:
             around = similar.get(r.message_id, (0.0,) * 5)
-            for name, value in zip(
-                CURRENT, (r.score / top, *around, words.get(r.message_id, 0.0)), strict=True
-            ):
+            values = (r.score / top, *around, own.get(r.message_id, 0.0) / best)
+            for name, value in zip(CURRENT, values, strict=True):
                 feats[name].append(value)
+            feats[SCOPE_BEST[0]].append(before.get(r.message_id, 0.0))
         pages[asking[-1]] = Page([(r.session_id, r.index) for r in page], feats)
-        return reorder(searcher, scope, terms, ranked, near, config, exclude)
+        return reorder(searcher, scope, terms, ranked, near, config)
 
     ranking._first_page = record  # the stage's inputs, recorded as it runs
     try:
@@ -176,15 +183,20 @@ def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> 
     ]
     if windows:
         sets.append(("refitted, + window embeddings", (*CURRENT, *WINDOWS), True))
+    before = (*CURRENT[:-1], *SCOPE_BEST)
+    sets[:0] = [("as before: own words of the scope", before, False)]
+    sets.append(("refitted, as before", before, True))
     lines = [
         f"R@1 of the {len(pages)} questions whose first page is reordered "
         f"(of {len(questions)}), each conversation scored with weights fitted on the others",
-        f"{'features':<32}{'all':>7}"
+        f"{'features':<40}{'all':>7}"
         + "".join(f"{c[5:]:>7}" for c in convs)
         + "".join(f"{CATEGORIES[k][:9]:>10}" for k in CATEGORIES),
     ]
+    medians: list[str] = []
     for label, names, refit in sets:
         found: dict[int, bool] = {}
+        fitted: list[np.ndarray] = []
         for conv in convs:
             train = [i for i in pages if questions[i].conversation != conv]
             weights = (
@@ -192,6 +204,7 @@ def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> 
                 if refit
                 else current
             )
+            fitted.append(weights)
             for i in pages:
                 if questions[i].conversation == conv:
                     found[i] = first_hit(pages[i], questions[i].evidence, weights, names)
@@ -200,7 +213,7 @@ def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> 
             return f"{sum(found[i] for i in chosen) / max(1, len(chosen)):.3f}"
 
         lines.append(
-            f"{label:<32}{share(list(found)):>7}"
+            f"{label:<40}{share(list(found)):>7}"
             + "".join(
                 f"{share([i for i in found if questions[i].conversation == c]):>7}" for c in convs
             )
@@ -208,7 +221,10 @@ def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> 
                 f"{share([i for i in found if questions[i].category == k]):>10}" for k in CATEGORIES
             )
         )
-    return "\n".join(lines)
+        if refit:
+            median = np.median(np.array(fitted), axis=0)
+            medians.append(f"{label}: median of the fits " + ", ".join(f"{w:.2f}" for w in median))
+    return "\n".join(lines + medians)
 
 
 def main() -> int:

@@ -19,26 +19,17 @@ from hermes.store.sqlite import SQLiteStore
 
 
 class _OwnWords:
-    """A searcher whose `message` view (the message's own words) scores as given."""
+    """A searcher whose messages' own words score as given (`own_words`)."""
 
     def __init__(self, scores: dict[int, float]) -> None:
         self.scores = scores
-        self.views: list[str] = []
+        self.asked: list[list[int]] = []
 
-    def match_messages(
-        self,
-        scope: str,
-        terms: Sequence[str],
-        *,
-        view: str = "window",
-        limit: int = 50,
-        exclude_sessions: Sequence[str] = (),
-    ) -> list[TextMatch]:
-        self.views.append(view)
-        return [
-            TextMatch(mid, "s", mid, "user", 0.0, score)
-            for mid, score in sorted(self.scores.items(), key=lambda x: -x[1])
-        ][:limit]
+    def own_words(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, float]:
+        self.asked.append(list(message_ids))
+        return {i: self.scores[i] for i in message_ids if i in self.scores}
 
 
 class _Near:
@@ -69,11 +60,11 @@ def test_a_hit_that_says_it_in_its_own_words_and_by_meaning_moves_up() -> None:
     ranked = _ranked(1.0, 0.95, 0.5)
     searcher = _OwnWords({1: 2.0, 2: 6.0})
     near = _Near({1: (0.30, 0.1, 0.2, 0.0, 0.2), 2: (0.45, 0.2, 0.1, 0.30, 0.0)})
-    out = _first_page(searcher, "default", ["detail"], ranked, near, DEFAULT_CONFIG, ())  # type: ignore[arg-type]
+    out = _first_page(searcher, "default", ["detail"], ranked, near, DEFAULT_CONFIG)  # type: ignore[arg-type]
     assert [r.message_id for r in out] == [2, 1, 3]
-    assert searcher.views == ["message"]
+    assert searcher.asked == [[1, 2, 3]]  # the page's own words, of its hits alone
     off = replace(DEFAULT_CONFIG, page=1)  # a page of one hit: nothing to reorder
-    out = _first_page(searcher, "default", ["detail"], ranked, near, off, ())  # type: ignore[arg-type]
+    out = _first_page(searcher, "default", ["detail"], ranked, near, off)  # type: ignore[arg-type]
     assert [r.message_id for r in out] == [1, 2, 3]
 
 
@@ -81,7 +72,7 @@ def test_hits_below_the_page_keep_their_places() -> None:
     ranked = _ranked(1.0, 0.9, 0.8)
     near = _Near({3: (0.9, 0.9, 0.9, 0.9, 0.9)})
     config = replace(DEFAULT_CONFIG, page=2)
-    out = _first_page(_OwnWords({3: 9.0}), "default", ["x"], ranked, near, config, ())  # type: ignore[arg-type]
+    out = _first_page(_OwnWords({3: 9.0}), "default", ["x"], ranked, near, config)  # type: ignore[arg-type]
     assert [r.message_id for r in out] == [1, 2, 3]
 
 
@@ -175,24 +166,16 @@ def test_the_best_match_said_by_someone_else_keeps_a_place_in_the_first_ten() ->
 
 
 class _Page(_Words):
-    """Window matches as given, and the `message` view scoring the given own-word scores."""
+    """Window matches as given, and the messages' own words scoring as given."""
 
     def __init__(self, found: list[TextMatch], own: dict[int, float]) -> None:
         super().__init__(found)
         self.own = _OwnWords(own)
 
-    def match_messages(
-        self,
-        scope: str,
-        terms: Sequence[str],
-        *,
-        view: str = "window",
-        limit: int = 50,
-        exclude_sessions: Sequence[str] = (),
-    ) -> list[TextMatch]:
-        if view == "message":
-            return self.own.match_messages(scope, terms, view=view, limit=limit)
-        return super().match_messages(scope, terms, view=view, limit=limit)
+    def own_words(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, float]:
+        return self.own.own_words(scope, terms, message_ids)
 
 
 def test_a_question_in_the_first_person_or_about_now_keeps_its_priors() -> None:
@@ -216,3 +199,72 @@ def test_a_question_in_the_first_person_or_about_now_keeps_its_priors() -> None:
     assert first("Which dog breed was adopted?") == 2  # reordered: 2 is nearer by meaning
     assert first("Which dog breed did I adopt?") == 1  # the user's own turn
     assert first("Which dog breed is adopted now?") == 1  # the newest
+
+
+def _turns(store: SQLiteStore, session: str, texts: list[str]) -> list[int]:
+    store.ensure_session("default", session, source="import", started_at=1_000_000.0)
+    records = store.append_messages(
+        "default", session, [NewMessage("user", t, timestamp=1_000_000.0) for t in texts]
+    )
+    return [r.id for r in records]
+
+
+def test_the_page_s_own_words_are_relative_to_its_best_hit_not_the_scope_s(
+    store: SQLiteStore,
+) -> None:
+    """How well a hit's own words match counts relative to the best of the page: turns
+    elsewhere in the scope that match better (fifty short ones saying the word) do not
+    change the page's order."""
+    plain, detail = _turns(
+        store,
+        "s1",
+        [
+            "We met at noon and talked for a long while about work, family and the weather",
+            "After work I went home, cooked dinner, watched the news, called my sister "
+            "and then finally signed up for the city marathon next spring",
+        ],
+    )
+    ranked = [
+        Ranked(plain, "s1", 0, "user", 1_000_000.0, 1.0),
+        Ranked(detail, "s1", 1, "user", 1_000_000.0, 0.6),
+    ]
+    near = _Near({})
+
+    def order() -> list[int]:
+        out = _first_page(store.search, "default", ["marathon"], ranked, near, DEFAULT_CONFIG)
+        return [r.message_id for r in out]
+
+    assert order() == [detail, plain]
+    _turns(store, "s2", ["Marathon!"] * 50)
+    assert order() == [detail, plain]
+
+
+def test_a_question_of_common_words_scores_no_rows_beyond_the_page(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reordering the first page scores its hits' own words, not every row of the scope
+    holding one of the question's words (at 1M messages, for a question of common words,
+    that was the whole tail of a search by meaning)."""
+    from hermes.store import search_index
+
+    monkeypatch.setattr(search_index, "COMMON_ROWS", 3)  # every word below is common
+    ids = _turns(store, "s1", [f"Sam will go to the concert with friend {i}" for i in range(30)])
+    near = _Near({i: (0.5, 0.0, 0.0, 0.0, 0.0) for i in ids})
+
+    class _Index:
+        def search(self, scope: str, query: str, **kwargs: object) -> _Near:
+            return near
+
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    hits = rank_messages(
+        store.search, "default", "When did Sam go to the concert?", semantic=_Index()
+    )  # type: ignore[arg-type]
+    store.connection.set_trace_callback(None)
+    assert len(hits) == 10
+    own_view = "bm25(message_windows_fts, 0.0, 1.0, 0.0, 0.0, 0.0)"  # the `message` view
+    assert not [s for s in statements if own_view in s]
+    # the own words read are the page's hits'
+    (read,) = [s for s in statements if "FROM message_windows WHERE" in s]
+    ids = read.rsplit("IN (", 1)[1].rstrip(")").split(",")
+    assert sorted(map(int, ids)) == sorted(h.message_id for h in hits)

@@ -398,3 +398,22 @@ def test_messages_keep_the_model_that_answered_and_usage_sums_per_session(store:
         ("main", 15, 2, 2),
     ]
     assert usage.session_usage("default", "nothing-here") == []
+
+
+def test_own_words_score_the_given_messages_alone(store: Store) -> None:
+    """A ranking reordering its first page asks how well those messages' own words match:
+    only they are scored (not every row holding a word), a rarer word weighs more, and
+    messages of another scope or without the words are left out."""
+    store.ensure_session("default", "s", source="api")
+    texts = [f"we talked about the weather on day {i}" for i in range(12)]
+    texts += ["the weather was fine for the regatta", "nothing to see here", "weather again"]
+    records = store.append_messages("default", "s", [NewMessage("user", t) for t in texts])
+    store.ensure_session("other", "s", source="api")
+    (elsewhere,) = store.append_messages("other", "s", [NewMessage("user", "weather regatta")])
+    common, rare, neither, short = (records[i].id for i in (0, 12, 13, 14))
+    asked = [common, rare, neither, short, elsewhere.id]
+    scores = store.search.own_words("default", ["weather", "regatta"], asked)
+    assert set(scores) == {common, rare, short}
+    assert scores[rare] > scores[short] > scores[common] > 0  # "regatta" is in one row
+    assert store.search.own_words("default", ["weather"], []) == {}
+    assert store.search.own_words("default", [], [common]) == {}

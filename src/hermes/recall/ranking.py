@@ -257,7 +257,7 @@ def rank_messages(
     # people, and blind to whose turn a hit is and how new, it overrode the role and present
     # priors (bench/recall.py chat slice, "what is my dog's name", R@1 .583 -> .419)
     if near is not None and config.page and not config.near_copies and role is None and not now:
-        ranked = _first_page(searcher, scope, terms, ranked, near, config, exclude_sessions)
+        ranked = _first_page(searcher, scope, terms, ranked, near, config)
     if config.others and config.speaker and subject & speakers:
 
         def scored(found: list[TextMatch], names: frozenset[str]) -> list[Ranked]:
@@ -301,7 +301,6 @@ def _first_page(
     ranked: list[Ranked],
     near: NearestLists,
     config: RankConfig,
-    exclude: Sequence[str],
 ) -> list[Ranked]:
     """The first `config.page` hits reordered by their fused score (relative to the best)
     plus what the fusion by rank cannot see: how similar each is by meaning (a cosine, not
@@ -315,11 +314,9 @@ def _first_page(
     page = ranked[: config.page]
     if len(page) < 2:
         return ranked
-    own = searcher.match_messages(
-        scope, terms, view="message", limit=config.candidates, exclude_sessions=exclude
-    )
-    best_own = max((m.score for m in own), default=0.0) or 1.0
-    words = {m.message_id: m.score / best_own for m in own}
+    own = searcher.own_words(scope, terms, [r.message_id for r in page])
+    best_own = max(own.values(), default=0.0) or 1.0
+    words = {message_id: score / best_own for message_id, score in own.items()}
     similar = near.similarities([r.message_id for r in page])
     top = page[0].score or 1.0
     weights = config.page_weights

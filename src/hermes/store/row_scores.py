@@ -11,6 +11,7 @@ long the message is. Both are cheap to compute from the message text.
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -57,6 +58,12 @@ def _word_starts(term: str, text: str) -> list[int]:
         if not at or not (text[at - 1].isalnum() or text[at - 1] == "_"):
             starts.append(at)
     return starts
+
+
+def idf(rows_with_word: int, rows: int) -> float:
+    """BM25's (and FTS5's) inverse document frequency, floored at a small positive value."""
+    rows = max(rows, rows_with_word)
+    return max(math.log((rows - rows_with_word + 0.5) / (rows_with_word + 0.5)), 1e-6)
 
 
 def bm25_rows(

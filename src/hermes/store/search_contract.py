@@ -176,6 +176,18 @@ class Searcher(Protocol):
         first, skipping the sessions in `exclude_sessions`. Empty `terms` → []."""
         ...
 
+    def own_words(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, float]:
+        """How well each of `message_ids` (of `scope`) matches `terms` by its own text (the
+        `message` view), higher is better, comparable within one call: BM25 with each
+        word's inverse document frequency as the backend's view weighs it, a message's
+        length that of its window, computed for these messages alone (a ranking reordering
+        its first page asks for ten, and a search over the view would score every row
+        holding a common word). Messages holding none of the terms, and ids not in
+        `scope`, are left out."""
+        ...
+
     def message_snippets(
         self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
     ) -> dict[int, str]:

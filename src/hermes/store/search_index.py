@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hermes.store.base import NewSession, StoreError
-from hermes.store.row_scores import Weights, bm25_rows
+from hermes.store.row_scores import Weights, bm25_rows, idf
 from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
@@ -26,6 +26,7 @@ from hermes.store.search_contract import (
     TextMatch,
     asks_back,
     only_asks,
+    query_terms,
     text_key,
 )
 from hermes.store.search_contract import tells_when as says_when
@@ -64,6 +65,8 @@ ROW_WEIGHTS = Weights(
     speaker=WINDOW_WEIGHTS.speaker,
     elsewhere=max(WINDOW_WEIGHTS.before, WINDOW_WEIGHTS.after),
 )
+# the tokenizer of the `message` and `window` views (search_schema: message_windows_fts)
+WORDS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 def _quote(term: str) -> str:
@@ -120,19 +123,22 @@ def _matches(word: str, terms: Sequence[str]) -> bool:
 
 def highlight(text: str, terms: Sequence[str], *, tokens: int = SNIPPET_TOKENS) -> str:
     """About `tokens` words of `text` around its first matching word, matches in [brackets]."""
-    found = [m for m in _TOKEN.finditer(text) if _matches(m.group(), terms)]
     spans = list(_TOKEN.finditer(text))
     if not spans:
         return text[:200]
-    first = next((i for i, m in enumerate(spans) if found and m.start() == found[0].start()), 0)
+    # `_matches`, with the terms looked at once per snippet rather than once per word
+    same, forms = frozenset(terms), tuple(t[:-1] for t in terms if len(t) >= 4)
+    found = [
+        at for at, m in enumerate(spans) if (w := m.group().lower()) in same or w.startswith(forms)
+    ]
+    first = found[0] if found else 0
     lo = max(0, first - tokens // 3)
     hi = min(len(spans), lo + tokens)
     start, end = spans[lo].start(), spans[hi - 1].end()
     out, pos = [], start
-    for m in found:
-        if start <= m.start() and m.end() <= end:
-            out += [text[pos : m.start()], "[", m.group(), "]"]
-            pos = m.end()
+    for m in (spans[at] for at in found if lo <= at < hi):
+        out += [text[pos : m.start()], "[", m.group(), "]"]
+        pos = m.end()
     out.append(text[pos:end])
     return ("…" if lo else "") + "".join(out) + ("…" if hi < len(spans) else "")
 
@@ -215,7 +221,8 @@ class SQLiteSearch(TermMatching):
         tagged = table == "message_trigram_fts" or self._tag_helps(scope)
         plans = [match]
         if view != "trigram":
-            rare = self._selective(view, scope, terms, tagged)
+            counts = self._counts(view, scope, terms, tagged)
+            rare = [t for t in terms if counts[t] <= COMMON_ROWS]
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
             elif not rare and len(terms) > 1:  # all common: rows with all of them first
@@ -320,9 +327,14 @@ class SQLiteSearch(TermMatching):
         """Whether to confine the FTS query with the scope's token: yes unless the scope
         holds most of the index (then the token's doclist is as long as the index and
         costs more than dropping the few other-scope rows after the query)."""
+        mine, total = self._sizes(scope)
+        return (mine / total if total else 0.0) < DOMINANT_SHARE
+
+    def _sizes(self, scope: str) -> tuple[int, int]:
+        """(messages of `scope`, messages of every scope), remembered for SHARE_TTL_S."""
         now = time.monotonic()
-        shares: dict[str, tuple[float, float]] = self.__dict__.setdefault("_scope_shares", {})
-        cached = shares.get(scope)
+        sizes: dict[str, tuple[float, int, int]] = self.__dict__.setdefault("_scope_sizes", {})
+        cached = sizes.get(scope)
         if cached is None or now - cached[0] > SHARE_TTL_S:
             with self._lock:
                 mine, total = self._conn.execute(
@@ -330,14 +342,17 @@ class SQLiteSearch(TermMatching):
                     "COALESCE(SUM(message_count), 0) FROM sessions",
                     (scope,),
                 ).fetchone()
-            shares[scope] = cached = (now, mine / total if total else 0.0)
-        return cached[1] < DOMINANT_SHARE
+            sizes[scope] = cached = (now, int(mine), int(total))
+        return cached[1], cached[2]
 
-    def _selective(self, view: SearchView, scope: str, terms: list[str], tagged: bool) -> list[str]:
-        """The words that pick candidates: those in at most COMMON_ROWS rows (of the scope,
-        or of the index when `tagged` is off). A word in many rows of a big scope (a
-        speaker's name, "work") would make BM25 score every one of them while it barely
-        ranks; the ranking above the store weighs speakers itself. All common: []."""
+    def _counts(
+        self, view: SearchView, scope: str, terms: list[str], tagged: bool
+    ) -> dict[str, int]:
+        """Rows of the scope (of the index when `tagged` is off) holding each word in
+        `view`, up to COMMON_ROWS + 1. The words that pick candidates are those in at most
+        COMMON_ROWS rows: a word in many rows of a big scope (a speaker's name, "work")
+        would make BM25 score every one of them while it barely ranks; the ranking above
+        the store weighs speakers itself."""
         table, _, _ = _plan(view, scope, terms[:1])
         # a word found common stays so for a while: counting its rows walks COMMON_ROWS of
         # them (~0.3 ms each time a name or "work" is asked about); a rare one is recounted
@@ -345,26 +360,116 @@ class SQLiteSearch(TermMatching):
             "_common_words", {}
         )
         now = time.monotonic()
-        rare = []
+        counts = {}
         with self._lock:
             for term in terms:
-                key = (table, scope, tagged, COMMON_ROWS, term)
+                key = (view, scope, tagged, COMMON_ROWS, term)
                 if now - common.get(key, -COMMON_TTL_S) < COMMON_TTL_S:
+                    counts[term] = COMMON_ROWS + 1
                     continue
                 match = _plan(view, scope, [term])[2]
                 match = match if tagged else _untagged(match)
-                rows = self._conn.execute(
+                counts[term] = rows = self._conn.execute(
                     f"SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
                     f"LIMIT ?)",
                     (match, COMMON_ROWS + 1),
                 ).fetchone()[0]
-                if rows <= COMMON_ROWS:
-                    rare.append(term)
-                else:
+                if rows > COMMON_ROWS:
                     if len(common) >= COMMON_KEPT:
                         common.clear()
                     common[key] = now
-        return rare
+        return counts
+
+    def own_words(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, float]:
+        """BM25 of the messages' own text (the `message` view) for these messages alone.
+        FTS5's bm25() cannot be confined to given rows (neither a rowid list nor a rowid
+        per query spares it walking each word's whole doclist: ~11 ms at 1M messages), so
+        the windows are split into words by the index's own tokenizer (`_saturated`) and
+        scored here as bm25() scores the view: a word's document frequency is its share
+        of the index's rows (counted up to COMMON_ROWS + 1, as when picking candidates: a
+        word that common weighs little either way), and a row's length is that of its
+        whole window (the turns before and after it too), over these rows' average."""
+        words = query_terms(terms)
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        if not words or not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            windows = self._conn.execute(
+                # (+scope: the ids pick the rows; by the scope index it would read them all)
+                f"SELECT id, body, before || ' ' || after FROM message_windows "
+                f"WHERE +scope = ? AND id IN ({marks})",
+                (scope, *ids),
+            ).fetchall()
+        if not windows:
+            return {}
+        weights = self._saturated(words, windows)
+        counts = self._frequencies(scope, words)
+        rows = self._sizes(scope)[1]
+        scores: dict[int, float] = {}
+        for word in words:
+            weight = idf(counts[word], rows)
+            for message_id, saturated in weights[word].items():
+                scores[message_id] = scores.get(message_id, 0.0) + weight * saturated
+        return scores
+
+    def close(self) -> None:
+        """Close the database in memory that `_saturated` made, if it did."""
+        with self._lock:
+            words_db = self.__dict__.pop("_words_db", None)
+            if words_db is not None:
+                words_db.close()
+
+    def _frequencies(self, scope: str, words: list[str]) -> dict[str, int]:
+        """`_counts` of the `message` view in the whole index, each remembered for
+        SHARE_TTL_S: an inverse document frequency need not follow every new message,
+        and counting a word's rows took two statements of every search by meaning."""
+        now = time.monotonic()
+        known: dict[str, tuple[float, int]] = self.__dict__.setdefault("_frequency", {})
+        fresh = [w for w in words if now - known.get(w, (-SHARE_TTL_S, 0))[0] >= SHARE_TTL_S]
+        if fresh:
+            if len(known) >= COMMON_KEPT:
+                known.clear()
+            counted = self._counts("message", scope, fresh, tagged=False)
+            known.update((w, (now, counted[w])) for w in fresh)
+        return {w: known[w][1] for w in words}
+
+    def _saturated(
+        self, words: list[str], windows: list[tuple[int, str, str]]
+    ) -> dict[str, dict[int, float]]:
+        """For each word, BM25's weight of it in each (id, body, turns around) row's body
+        that holds it, lengths those of the whole windows over these rows' average, as
+        the `message` view's bm25() weighs it before its inverse document frequency:
+        the rows go into an FTS5 table of a database in memory (this search's own; the
+        same tokenizer), whose bm25() per word, divided by its inverse document frequency
+        among these rows, is that weight. (Reading the tokens back by fts5vocab cost ~2
+        ms for a page, a temporary table of the store's connection ~5 ms more.)"""
+        with self._lock:
+            words_db = self.__dict__.get("_words_db")
+            if words_db is None:
+                words_db = sqlite3.connect(":memory:", check_same_thread=False)
+                words_db.execute(
+                    f"CREATE VIRTUAL TABLE words USING fts5(body, around, content='', "
+                    f"tokenize='{WORDS_TOKENIZER}')"
+                )
+                self.__dict__["_words_db"] = words_db
+            out: dict[str, dict[int, float]] = {}
+            try:
+                words_db.executemany(
+                    "INSERT INTO words (rowid, body, around) VALUES (?, ?, ?)", windows
+                )
+                for word in words:
+                    found = words_db.execute(
+                        "SELECT rowid, bm25(words, 1.0, 0.0) FROM words WHERE words MATCH ?",
+                        (f"body : {_quote(word)}",),
+                    ).fetchall()
+                    among = idf(len(found), len(windows))
+                    out[word] = {int(r[0]): -float(r[1]) / among for r in found}
+            finally:
+                words_db.execute("INSERT INTO words (words) VALUES ('delete-all')")
+        return out
 
     def _ranked_ids(
         self, table: str, rank: str, match: str, params: tuple[object, ...], size: int

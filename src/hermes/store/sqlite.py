@@ -78,7 +78,8 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         if fresh:
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
-        self.search = SQLiteSearch(self._conn, self._lock)
+        self._search = SQLiteSearch(self._conn, self._lock)
+        self.search = self._search
         self.vectors = SQLiteVectorStore(self._conn, self._lock)
         self.runs = SQLiteRunStore(self._conn, self._lock)
         self.note_history = SQLiteNoteHistory(self._conn, self._lock)
@@ -543,4 +544,5 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
 
     def close(self) -> None:
         with self._lock:
+            self._search.close()
             self._conn.close()

@@ -17,7 +17,6 @@ query filters on `scope`, which the GIN indexes hold next to the vectors (btree_
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,11 +25,13 @@ import psycopg
 
 from hermes.store.base import StoreError
 from hermes.store.postgres.predicates import ASKS_BACK, CONVERSATIONAL, ONLY_ASKS, TELLS_WHEN
+from hermes.store.row_scores import idf as _idf
 from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
     TermMatching,
     TextMatch,
+    query_terms,
     text_key,
 )
 
@@ -160,9 +161,9 @@ FROM (
     SELECT c.id, {{score}} AS score
     FROM (
         SELECT c0.*, greatest(avg(c0.dl) OVER (), 1) AS avgdl FROM (
-            SELECT m.id, m.{{column}} AS v, m.body_vec AS body, length(m.{{column}}) AS dl
+            SELECT m.id, m.{{column}} AS v, m.body_vec AS body, length(m.{{length}}) AS dl
             FROM messages m
-            WHERE m.scope = %(scope)s AND m.{{column}} @@ to_tsquery('{{config}}', %(q)s)
+            WHERE m.scope = %(scope)s AND {{matching}}
                 AND NOT (m.session_id = ANY(%(excluded)s))
             ORDER BY m.id DESC LIMIT %(cap)s
         ) c0
@@ -186,12 +187,6 @@ _COUNT_ONE = (
 # the scope's size for the inverse document frequency: its sessions' counts (one row per
 # session read, where counting its messages would read every message's index entry)
 _SCOPE_ROWS = "(SELECT coalesce(sum(message_count), 0) FROM sessions WHERE scope = %(scope)s)"
-
-
-def _idf(rows_with_word: int, rows: int) -> float:
-    """BM25's (and FTS5's) inverse document frequency, floored at a small positive value."""
-    rows = max(rows, rows_with_word)
-    return max(math.log((rows - rows_with_word + 0.5) / (rows_with_word + 0.5)), 1e-6)
 
 
 def _fetch_planned(db: Database, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -236,6 +231,25 @@ class PgSearch(TermMatching):
                 return found
         return self._ranked(view, scope, terms, idf, limit, excluded)
 
+    def own_words(
+        self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
+    ) -> dict[int, float]:
+        """BM25 of the messages' own text (the `message` view) for these messages alone, each
+        word's inverse document frequency as `match_messages` has it, a message's length
+        that of its window (`window_vec`) over these messages' average (as on SQLite)."""
+        words = query_terms(terms)
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        if not words or not ids:
+            return {}
+        column, config = _VIEW_PLANS["message"]
+        counts, rows = self._counts(scope, column, config, words)
+        words = [t for t in words if counts[t] > 0]
+        if not words:
+            return {}
+        idf = {t: _idf(counts[t], rows) for t in words}
+        found = self._ranked("message", scope, words, idf, len(ids), [], only=ids)
+        return {m.message_id: m.score for m in found if m.score > 0}
+
     def _ranked(
         self,
         view: str,
@@ -245,9 +259,11 @@ class PgSearch(TermMatching):
         limit: int,
         excluded: list[str],
         every: bool = False,
+        only: list[int] | None = None,
     ) -> list[TextMatch]:
         """The best `limit` of the newest matches of any (or `every`) one of `words`, ranked
-        by BM25 with each word's inverse document frequency in the whole scope."""
+        by BM25 with each word's inverse document frequency in the whole scope; with `only`,
+        of those messages alone."""
         column, config = _VIEW_PLANS[view]
         norm = f"{K1} * (1 - {B} + {B} * c.dl / c.avgdl)"
         terms = []
@@ -255,13 +271,23 @@ class PgSearch(TermMatching):
             query = f"to_tsquery('{config}', %(w{n})s)"  # a constant the planner folds
             tf = _window_tf(query) if view == "window" else _tf("c.v", query)
             terms.append(f"%(idf{n})s * {tf} * {K1 + 1} / ({tf} + {norm})")
-        sql = _RANKED.format(column=column, config=config, score=" + ".join(terms))
+        # given messages (`only`): each one, matching or not, its length that of its whole
+        # window (the turns around it too) over theirs, as SQLite's bm25() of the view has it
+        matching = f"m.{column} @@ to_tsquery('{config}', %(q)s)"
+        sql = _RANKED.format(
+            column=column,
+            config=config,
+            score=" + ".join(terms),
+            length=column if only is None else "window_vec",
+            matching=matching if only is None else "m.id = ANY(%(only)s)",
+        )
         params: dict[str, Any] = {
             "q": tsquery_text(words, " & " if every else " | "),
             "scope": scope,
             "excluded": excluded,
             "limit": limit,
             "cap": max(2 * limit if every else RANKED_ROWS, limit),
+            "only": only,
         }
         params.update({f"w{n}": _lexeme(w) for n, w in enumerate(words)})
         params.update({f"idf{n}": idf[w] for n, w in enumerate(words)})
