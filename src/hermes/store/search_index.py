@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hermes.store.base import NewSession, StoreError
 from hermes.store.row_scores import Weights, bm25_rows, idf
@@ -392,17 +393,11 @@ class SQLiteSearch(TermMatching):
         word that common weighs little either way), and a row's length is that of its
         whole window (the turns before and after it too), over these rows' average."""
         words = query_terms(terms)
-        ids = list(dict.fromkeys(int(i) for i in message_ids))
-        if not words or not ids:
+        if not words:
             return {}
-        marks = ",".join("?" * len(ids))
-        with self._lock:
-            windows = self._conn.execute(
-                # (+scope: the ids pick the rows; by the scope index it would read them all)
-                f"SELECT id, body, before || ' ' || after FROM message_windows "
-                f"WHERE +scope = ? AND id IN ({marks})",
-                (scope, *ids),
-            ).fetchall()
+        windows = self._rows_by_id(
+            "SELECT id, body, before || ' ' || after FROM message_windows", scope, message_ids
+        )
         if not windows:
             return {}
         weights = self._saturated(words, windows)
@@ -539,17 +534,22 @@ class SQLiteSearch(TermMatching):
         }
 
     def _message_texts(self, scope: str, message_ids: Sequence[int]) -> dict[int, str]:
+        rows = self._rows_by_id(
+            f"SELECT id, substr(content, 1, {BODY_CHARS}) FROM messages", scope, message_ids
+        )
+        return {int(r[0]): r[1] or "" for r in rows}
+
+    def _rows_by_id(self, select: str, scope: str, message_ids: Sequence[int]) -> list[Any]:
+        """`select`'s rows for these ids of `scope` (each id once); none for no ids."""
         ids = list(dict.fromkeys(int(i) for i in message_ids))
         if not ids:
-            return {}
+            return []
         marks = ",".join("?" * len(ids))
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT id, substr(content, 1, {BODY_CHARS}) FROM messages "
-                f"WHERE +scope = ? AND id IN ({marks})",
-                (scope, *ids),
+            # (+scope: the ids pick the rows; by the scope index it would read them all)
+            return self._conn.execute(
+                f"{select} WHERE +scope = ? AND id IN ({marks})", (scope, *ids)
             ).fetchall()
-        return {int(r[0]): r[1] or "" for r in rows}
 
     def check_search_index(self) -> SearchIndexHealth:
         """FTS5's own integrity check of every search table against the messages."""
