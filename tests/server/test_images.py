@@ -269,10 +269,13 @@ async def test_a_large_image_is_taken_and_stored_whole(
 
 
 async def test_a_scope_keeps_at_most_images_kept_images_on_disk(
-    vapi: Api, fake: FakeModel, vision: Settings
+    vapi: Api, fake: FakeModel, vision: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`model.images_kept: 2`: a third image removes the least recently sent one, whose
-    marker then reaches the model as `[image]`; an image sent again counts as recent."""
+    marker then reaches the model as `[image]`; an image sent again counts as recent, even
+    when every turn falls in one tick of the clock (a file system's times are coarse: the
+    order once came out wrong under load)."""
+    monkeypatch.setattr("hermes.agent.images.time.time_ns", lambda: 1_700_000_000_000_000_000)
     vision.model.images_kept = 2
     vision.model.image_turns = 10
     fake.default = Text("seen")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,19 +43,35 @@ def image_dir(home: Path, scope: str) -> Path:
     return scope_root(home, scope) / "images"
 
 
+_last_sent_ns = 0
+_sent_lock = threading.Lock()
+
+
+def _sent_now_ns() -> int:
+    """A modification time later than any this process gave before. A file system's own
+    times come from a coarse clock (a tick of some milliseconds on tmpfs and ext4), so two
+    images sent in one tick would tie and the older could outlive the newer."""
+    global _last_sent_ns
+    with _sent_lock:
+        _last_sent_ns = max(time.time_ns(), _last_sent_ns + 1)
+        return _last_sent_ns
+
+
 def save_images(home: Path, scope: str, blobs: Iterable[ImageBlob], keep: int) -> None:
     """Write each image once under its content address (an existing file is the same bytes,
     touched so it counts as recent), then keep only the `keep` most recently sent."""
     folder = image_dir(home, scope)
     for blob in blobs:
         path = folder / blob.name
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            atomic_write(path, blob.data)
+        sent = _sent_now_ns()
         try:
-            os.utime(path)
-            continue
-        except FileNotFoundError:
-            pass
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(path, blob.data)
+            os.utime(path, ns=(sent, sent))
+        except FileNotFoundError:  # pruned by another turn of this scope meanwhile
+            atomic_write(path, blob.data)
+            os.utime(path, ns=(sent, sent))
     prune_images(folder, keep)
 
 
