@@ -78,7 +78,9 @@ def test_cron_run_now_shows_the_output_and_delivery(server: Server, browser: Any
     wait_for(browser, lambda d: css(d, f"{row} button.pause"), "resumed")
     shot(browser, "cron")
     css(browser, f"{row} button.run-now")[0].click()
-    wait_for(browser, lambda d: "cron-output-4711" in text_of(d, "#runs"), "the run's output", 60)
+    # "finished" only once the run's delivery is recorded: its output is saved first
+    wait_for(browser, lambda d: "finished." in text_of(d, "#run-status"), "the run's end", 60)
+    assert "cron-output-4711" in text_of(browser, "#runs")
     assert "Summarise the day" in text_of(browser, "#runs")
     assert "local" in text_of(browser, "#runs .delivery")
     assert browser.current_url.endswith(f"#/cron/{job_id}")

@@ -99,16 +99,24 @@ async function detailView(root, ctx, id, runFirst) {
     const first = runs.querySelector('details.run');
     if (first) first.open = true;
     count = found.length;
-    return count;
+    return found;
   }
 
+  // The run's output is saved before it is delivered, and its delivery record is added to it
+  // after: polling goes on until the new run has that record, or it would read "not
+  // delivered" for good.
   async function poll(before) {
     status.textContent = 'Running… the output appears here when the run ends.';
     for (let i = 0; i < POLL_LIMIT && !stopped; i += 1) {
       await new Promise((r) => setTimeout(r, POLL_MS));
       if (stopped) return;
-      const n = await loadRuns();
-      if (n > before) { status.textContent = 'The run finished.'; await loadJob(); return; }
+      const found = await loadRuns();
+      if (found.length > before && found[0].delivery) {
+        status.textContent = 'The run finished.';
+        await loadJob();
+        return;
+      }
+      if (found.length > before) status.textContent = 'The run finished; delivering…';
     }
     if (!stopped) status.textContent = 'Still running; reload later to see its output.';
   }
