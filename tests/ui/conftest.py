@@ -5,9 +5,14 @@ between tests (`_Chromium`). Without Chromium the browser tests are skipped and 
 from __future__ import annotations
 
 import os
+import queue
+import re
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +23,6 @@ import pytest
 from hermes.auth.keys import create_key
 from hermes.store.sqlite import SQLiteStore
 from hermes.testing.fake_model import FakeModel
-
-from ..server.test_serve import hermes_serve
 
 KEY = "ui-test-server-key-0123456789"
 CHROMIUM = os.environ.get("HERMES_CHROMIUM", "/usr/bin/chromium")
@@ -92,11 +95,61 @@ def chromium() -> None:
         pytest.skip(reason)
 
 
+@contextmanager
+def serve_in_thread(timeout: float = 30) -> Iterator[str]:
+    """`hermes serve`'s own entry point (`hermes.server.serve.run`, with the settings the
+    command would load from this environment) on a thread of this test worker; yields its base
+    URL once it listens, and stops it as SIGTERM does when the block ends.
+
+    Why a thread, not a subprocess: a browser test's server otherwise costs a fresh
+    interpreter's imports and the dashboard's first requests (more CPU than most browser
+    tests' own work, on a suite bound by two cores). A subprocess still serves the tests that
+    read a server's own output (`test_screen_items`, `tests/server/test_serve.py`)."""
+    from hermes.config.settings import load_settings
+    from hermes.server.serve import run
+
+    settings = load_settings()
+    lines: queue.Queue[str | None] = queue.Queue()
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            run(settings, "127.0.0.1", 0, announce=lines.put, stop_when=stop)
+        except BaseException as exc:  # noqa: BLE001 (said by the waiting test)
+            failed.append(exc)
+        finally:
+            lines.put(None)
+
+    thread = threading.Thread(target=serve, name="hermes-serve", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if line is None:
+                raise AssertionError(f"the server ended before it listened: {failed!r}")
+            if found := re.search(r"listening on (http://\S+)", line):
+                break
+        yield found.group(1)
+    finally:
+        stop.set()
+        thread.join(30)
+        assert not thread.is_alive(), "the server did not stop within 30 s"
+    if failed:
+        raise AssertionError(f"the server failed: {failed!r}")
+
+
 @pytest.fixture
 def server(
-    chromium: None, fake: FakeModel, model_env: dict[str, str], home: Path
+    chromium: None,
+    fake: FakeModel,
+    model_env: dict[str, str],
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Server]:
-    with hermes_serve(env={"HERMES_API_KEY": KEY}) as (_, base):
+    monkeypatch.setenv("HERMES_API_KEY", KEY)
+    with serve_in_thread() as base:
         yield Server(base, home, fake)
 
 

@@ -183,15 +183,29 @@ def _quiet_signal_reraise() -> Iterator[None]:
 
 class _Server(uvicorn.Server):
     """uvicorn's server, telling Hermes the moment a stop signal arrives: requests still
-    waiting for a busy session then give up (503) instead of holding the shutdown up."""
+    waiting for a busy session then give up (503) instead of holding the shutdown up.
+    `stop_when`, once set, stops it as SIGTERM does (checked on uvicorn's tick): a server in
+    a thread of another program gets no signals."""
 
-    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        on_exit: Callable[[], None],
+        stop_when: threading.Event | None = None,
+    ) -> None:
         super().__init__(config)
         self._on_exit = on_exit
+        self._stop_when = stop_when
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._on_exit()
         super().handle_exit(sig, frame)
+
+    async def on_tick(self, counter: int) -> bool:
+        if self._stop_when is not None and self._stop_when.is_set() and not self.should_exit:
+            self.handle_exit(signal.SIGTERM, None)
+        return await super().on_tick(counter)
 
 
 def _uvicorn_config(app: object) -> uvicorn.Config:
@@ -212,8 +226,10 @@ async def serve(
     port: int,
     *,
     announce: Callable[[str], None] = lambda line: None,
+    stop_when: threading.Event | None = None,
 ) -> None:
-    """Serve until a signal; raises ServeError for bind problems before anything is opened."""
+    """Serve until a signal (or until `stop_when` is set); raises ServeError for bind problems
+    before anything is opened."""
     warning = check_bind(settings, host)
     no_model = check_model(settings, host, port)
     check_bots(settings)
@@ -256,7 +272,9 @@ async def serve(
     if profiles is not None:
         profiles.default_app = app
         served = profiles
-    server = _Server(_uvicorn_config(served), on_exit=runtime.agent.locks.close)
+    server = _Server(
+        _uvicorn_config(served), on_exit=runtime.agent.locks.close, stop_when=stop_when
+    )
     try:
         with _quiet_signal_reraise(), attached(app.state.log_tail):
             await server.serve(sockets=[sock])
@@ -292,9 +310,15 @@ def _profile_router(
 
 
 def run(
-    settings: Settings, host: str, port: int, *, announce: Callable[[str], None] = lambda line: None
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    announce: Callable[[str], None] = lambda line: None,
+    stop_when: threading.Event | None = None,
 ) -> None:
-    """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio."""
+    """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio.
+    In the main thread signals stop it; in another thread, `stop_when`."""
     try:
         import uvloop
     except ImportError:
@@ -302,4 +326,4 @@ def run(
     else:
         runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
     with runner:
-        runner.run(serve(settings, host, port, announce=announce))
+        runner.run(serve(settings, host, port, announce=announce, stop_when=stop_when))
