@@ -103,8 +103,8 @@ def serve_in_thread(timeout: float = 30) -> Iterator[str]:
 
     Why a thread, not a subprocess: a browser test's server otherwise costs a fresh
     interpreter's imports and the dashboard's first requests (more CPU than most browser
-    tests' own work, on a suite bound by two cores). A subprocess still serves the tests that
-    read a server's own output (`test_screen_items`, `tests/server/test_serve.py`)."""
+    tests' own work, on a suite bound by two cores). `hermes serve` as a command, in its own
+    process, is tested in `tests/server/test_serve.py` and the other real-subprocess tests."""
     from hermes.config.settings import load_settings
     from hermes.server.serve import run
 

@@ -19,7 +19,17 @@ from hermes.store.base import NewMessage, NewSession
 from hermes.store.sqlite import SQLiteStore
 from hermes.testing.fake_model import Error, Text
 
-from .conftest import KEY, Server, css, make_driver, screenshot, sign_in, text_of, wait_for
+from .conftest import (
+    KEY,
+    Server,
+    css,
+    make_driver,
+    screenshot,
+    serve_in_thread,
+    sign_in,
+    text_of,
+    wait_for,
+)
 
 pytestmark = pytest.mark.browser
 LONG = 250
@@ -223,19 +233,18 @@ def test_the_key_is_never_in_a_url_or_the_logs(server: Server, browser: Any) -> 
 
 
 @pytest.fixture
-def bare_server(chromium: None, home: Path) -> Iterator[Server]:
+def bare_server(chromium: None, home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     """A server with no model configured and an MCP server that cannot start (Status
     degraded, each with its fix), and a home chat."""
     from hermes.testing.fake_model import FakeModel
-
-    from ..server.test_serve import hermes_serve
 
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text(
         "gateway:\n  home: telegram:4242\n"
         f"mcp_servers:\n  broken:\n    command: {home / 'no-such-mcp-server'}\n"
     )
-    with FakeModel() as unused, hermes_serve(env={"HERMES_API_KEY": KEY}) as (_, base):
+    monkeypatch.setenv("HERMES_API_KEY", KEY)
+    with FakeModel() as unused, serve_in_thread() as base:
         yield Server(base, home, unused)
 
 
