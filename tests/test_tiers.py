@@ -59,6 +59,7 @@ def _item(*fixtures: str, **params: str) -> Any:
 def test_postgresql_dovecot_and_chromium_are_found_by_fixture_or_parameter() -> None:
     assert needs_a_real_server(_item("pg_url", "pg_database"))
     assert needs_a_real_server(_item("dovecot")) and needs_a_real_server(_item("browser"))
+    assert needs_a_real_server(_item("chromium"))  # a test that starts a Chromium of its own
     assert needs_a_real_server(_item("store_url", store_url="postgresql"))
     assert not needs_a_real_server(_item("store_url", store_url="sqlite"))
     assert not needs_a_real_server(_item("home", "fake"))

@@ -24,6 +24,7 @@ SERVER_FIXTURES = frozenset(
         "dovecot",  # IMAP
         "synapse",  # Matrix homeserver
         "browser",  # headless Chromium
+        "chromium",  # Chromium must be here: a test starting its own (a phone-sized window)
     }
 )
 
