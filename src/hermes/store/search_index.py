@@ -223,14 +223,24 @@ class SQLiteSearch(TermMatching):
         plans = [match]
         if view != "trigram":
             counts = self._counts(view, scope, terms, tagged)
+            # a word in no row matches nothing: kept, it would count as the rarest and pick
+            # the candidates alone (none), and empty the rows holding every word
+            terms = [t for t in terms if counts[t]]
+            if not terms:
+                return []
+            plans = [_plan(view, scope, terms)[2]]
             rare = [t for t in terms if counts[t] <= COMMON_ROWS]
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
-            elif not rare and len(terms) > 1:  # all common: rows with all of them first
+            elif not rare and len(terms) == 1:  # one common word: its newest rows, ranked here
+                only = plans[0] if tagged else _untagged(plans[0])
+                newest = self._holding_all(table, only, max(UNRANKED_ROWS, limit))
+                return self._ranked_here(view, newest, scope, terms, limit, exclude_sessions)
+            elif not rare:  # all common: rows with all of them first
                 every = _plan(view, scope, terms, every=True)[2]
                 ids = self._holding_all(table, every if tagged else _untagged(every))
                 if len(ids) > UNRANKED_ROWS:  # many: bm25() ranks them
-                    plans = [every, match]
+                    plans = [every, plans[0]]
                 else:
                     found = self._ranked_here(view, ids, scope, terms, limit, exclude_sessions)
                     if len(found) >= limit:
@@ -274,12 +284,13 @@ class SQLiteSearch(TermMatching):
                 return kept[:limit]
             size *= 4
 
-    def _holding_all(self, table: str, match: str) -> list[int]:
-        """Rowids matching `match` (every word of a query), up to UNRANKED_ROWS + 1 of them."""
+    def _holding_all(self, table: str, match: str, most: int | None = None) -> list[int]:
+        """Rowids matching `match` (every word of a query), the newest `most` of them
+        (default UNRANKED_ROWS + 1; FTS5 walks a doclist backwards as cheaply as forwards)."""
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?",
-                (match, UNRANKED_ROWS + 1),
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (match, UNRANKED_ROWS + 1 if most is None else most),
             ).fetchall()
         return [int(r[0]) for r in rows]
 
