@@ -41,7 +41,6 @@ from hermes.store.search_schema import (
 from hermes.unsegmented import unsegmented
 
 MAX_CANDIDATES = 5000
-UNRANKED_ROWS = 1000  # rows holding every (common) word, up to this many, are ranked here
 COMMON_ROWS = 3000  # a word in more rows of the scope than this does not pick candidates
 DOMINANT_SHARE = 0.5  # a scope with this share of all messages is searched without its tag
 SHARE_TTL_S = 60.0
@@ -240,22 +239,16 @@ class SQLiteSearch(TermMatching):
             rare = [t for t in terms if counts[t] <= COMMON_ROWS]
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
-            elif not rare and len(terms) == 1:
-                # one common word: its newest rows, twice as many as asked for, ranked here
-                # (as on PostgreSQL; bm25() would walk its whole doclist: ~180 ms at 1M)
-                only = plans[0] if tagged else _untagged(plans[0])
-                newest = self._holding_all(table, only, 2 * limit)
-                return self._ranked_here(view, newest, scope, terms, limit, exclude_sessions)
-            elif not rare:  # all common: rows with all of them first
+            elif not rare:
+                # all common: the newest rows holding every word, twice as many as asked
+                # for, ranked here (as on PostgreSQL): bm25() would walk each word's whole
+                # doclist (one common word at 1M: ~180 ms)
                 every = _plan(view, scope, terms, every=True)[2]
-                ids = self._holding_all(table, every if tagged else _untagged(every))
-                if len(ids) > UNRANKED_ROWS:  # many: bm25() ranks them
-                    plans = [every, plans[0]]
-                else:
-                    found = self._ranked_here(view, ids, scope, terms, limit, exclude_sessions)
-                    if len(found) >= limit:
-                        return found
-                    # fewer than asked for: bm25() over rows with any of the words
+                ids = self._holding_all(table, every if tagged else _untagged(every), 2 * limit)
+                found = self._ranked_here(view, ids, scope, terms, limit, exclude_sessions)
+                if len(found) >= limit:
+                    return found
+                # fewer than asked for: bm25() over rows with any of the words
         for n, plan in enumerate(plans, start=1):
             found = self._search(
                 table, rank, plan if tagged else _untagged(plan), scope, limit, exclude_sessions
@@ -294,13 +287,13 @@ class SQLiteSearch(TermMatching):
                 return kept[:limit]
             size *= 4
 
-    def _holding_all(self, table: str, match: str, most: int | None = None) -> list[int]:
+    def _holding_all(self, table: str, match: str, most: int) -> list[int]:
         """Rowids matching `match` (every word of a query), the newest `most` of them
-        (default UNRANKED_ROWS + 1; FTS5 walks a doclist backwards as cheaply as forwards)."""
+        (FTS5 walks a doclist backwards as cheaply as forwards)."""
         with self._lock:
             rows = self._conn.execute(
                 f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT ?",
-                (match, UNRANKED_ROWS + 1 if most is None else most),
+                (match, most),
             ).fetchall()
         return [int(r[0]) for r in rows]
 
