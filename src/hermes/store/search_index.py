@@ -309,17 +309,12 @@ class SQLiteSearch(TermMatching):
         """The best `limit` of rows `ids`, each holding every one of `terms` (all common
         words), ranked by row_scores rather than FTS5's bm25(): its document frequencies
         would walk each word's whole doclist, the bulk of such a query's cost."""
-        marks = ",".join("?" * len(ids))
-        with self._lock:  # what the scores need; where the kept rows are comes after
-            rows = self._conn.execute(
-                f"SELECT id, session_id, name, content FROM messages "
-                f"WHERE +scope = ? AND id IN ({marks})",
-                (scope, *ids),
-            ).fetchall()
+        with self._lock:  # (id, session, idx, role, timestamp, source, name, content)
+            rows = self._meta_rows(ids, scope)
         excluded = set(exclude_sessions)
         rows = [r for r in rows if r[1] not in excluded]
         weights = ROW_WEIGHTS if view == "window" else Weights(speaker=0.0)
-        texts = [((r[3] or "").lower(), (r[2] or "").lower()) for r in rows]
+        texts = [((r[7] or "").lower(), (r[6] or "").lower()) for r in rows]
         scores = bm25_rows(texts, terms, weights)
         order = sorted(range(len(rows)), key=lambda i: (-scores[i], -rows[i][0]))
         # copies of a text tie exactly here (no neighbours in the score): the newest copy
@@ -328,15 +323,12 @@ class SQLiteSearch(TermMatching):
         first: list[int] = []
         again: list[int] = []
         for i in order:
-            key = text_key(rows[i][3], rows[i][2])
+            key = text_key(rows[i][7], rows[i][6])
             (again if key in seen else first).append(i)
             seen.add(key)
             if len(first) >= limit:
                 break
-        kept = (first + again)[:limit]
-        with self._lock:
-            meta = {int(r[0]): r for r in self._meta_rows([rows[i][0] for i in kept], scope)}
-        return [_text_match(meta[rows[i][0]], scores[i]) for i in kept if rows[i][0] in meta]
+        return [_text_match(rows[i], scores[i]) for i in (first + again)[:limit]]
 
     def _tag_helps(self, scope: str) -> bool:
         """Whether to confine the FTS query with the scope's token: yes unless the scope
