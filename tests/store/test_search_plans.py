@@ -18,6 +18,7 @@ def store(store_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     monkeypatch.setattr(search, "COMMON_ROWS", 20)
     monkeypatch.setattr(search, "RANKED_ROWS", 30)
     monkeypatch.setattr(search_index, "COMMON_ROWS", 20)
+    monkeypatch.setattr(search_index, "UNRANKED_ROWS", 30)
     opened = open_store(store_url)
     texts = [f"kettle garden talk {n}" if n % 3 else f"kettle tulip talk {n}" for n in range(120)]
     texts[5] = "kettle garden with the rare zebra"

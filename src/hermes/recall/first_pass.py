@@ -1,12 +1,12 @@
 """A first pass in fewer dimensions for a big scope's search by meaning.
 
 Scoring every stored vector exactly reads the whole matrix for each question (a row per
-message and per sentence: at the newest 50,000 messages, about 150 MB of float32), and that
+message and per sentence, in float32), and at the newest `search.max_vectors` messages that
 read is most of a search's time. The matrix's rows are alike (one model, one conversation's
 subjects), so a few of its main directions hold most of each row: scored there first, the
 rows that could make any list (a shortlist, and their neighbouring turns) are scored again
 exactly, and the lists are taken as before. Below APPROX_ROWS the product is cheap and every
-row is scored exactly. (bench/recall.py measures both passes; docs/scale.md has the figures.)
+row is scored exactly. (docs/scale.md has the measured figures.)
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ not. The store keeps one vector per conversational message (`Store.vectors`); th
 fills missing vectors (`embed_pending`: at import, on `hermes sessions reindex`, and in the
 background of `hermes serve`; `embed_sentences` on reindex gives messages embedded before
 sentence vectors existed theirs) and answers nearest-neighbour queries from a per-process
-cache of each scope's matrix (exact dot products: a scope of 100k messages is ~10 ms),
+cache of each scope's matrix (exact dot products; in a big scope, a first pass in fewer
+dimensions picks the rows scored exactly: first_pass.py),
 which also holds where each message is and who said it, so a search reads back only which
 of its hits still exist.
 The ranking (ranking.py) fuses these hits with the lexical ones by rank.

@@ -41,6 +41,7 @@ from hermes.store.search_schema import (
 from hermes.unsegmented import unsegmented
 
 MAX_CANDIDATES = 5000
+UNRANKED_ROWS = 1000  # rows holding every (common) word, up to this many, are ranked here
 COMMON_ROWS = 3000  # a word in more rows of the scope than this does not pick candidates
 DOMINANT_SHARE = 0.5  # a scope with this share of all messages is searched without its tag
 SHARE_TTL_S = 60.0
@@ -239,16 +240,25 @@ class SQLiteSearch(TermMatching):
             rare = [t for t in terms if counts[t] <= COMMON_ROWS]
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
-            elif not rare:
-                # all common: the newest rows holding every word, twice as many as asked
-                # for, ranked here (as on PostgreSQL): bm25() would walk each word's whole
-                # doclist (one common word at 1M: ~180 ms)
+            elif not rare and len(terms) == 1:
+                # one common word: its newest rows ranked here (as on PostgreSQL); bm25()
+                # would walk its whole doclist (~180 ms at 1M). Fewer rows (twice the limit)
+                # lost evidence at 1M (bench/recall.py's dialogue questions by words)
+                only = plans[0] if tagged else _untagged(plans[0])
+                newest = self._holding_all(table, only, max(UNRANKED_ROWS, limit))
+                return self._ranked_here(view, newest, scope, terms, limit, exclude_sessions)
+            elif not rare:  # all common: rows with all of them first
                 every = _plan(view, scope, terms, every=True)[2]
-                ids = self._holding_all(table, every if tagged else _untagged(every), 2 * limit)
-                found = self._ranked_here(view, ids, scope, terms, limit, exclude_sessions)
-                if len(found) >= limit:
-                    return found
-                # fewer than asked for: bm25() over rows with any of the words
+                ids = self._holding_all(
+                    table, every if tagged else _untagged(every), UNRANKED_ROWS + 1
+                )
+                if len(ids) > UNRANKED_ROWS:  # many: bm25() ranks them
+                    plans = [every, plans[0]]
+                else:
+                    found = self._ranked_here(view, ids, scope, terms, limit, exclude_sessions)
+                    if len(found) >= limit:
+                        return found
+                    # fewer than asked for: bm25() over rows with any of the words
         for n, plan in enumerate(plans, start=1):
             found = self._search(
                 table, rank, plan if tagged else _untagged(plan), scope, limit, exclude_sessions
