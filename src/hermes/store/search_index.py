@@ -241,11 +241,12 @@ class SQLiteSearch(TermMatching):
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
             elif not rare and len(terms) == 1:
-                # one common word: its newest rows ranked here (as on PostgreSQL); bm25()
-                # would walk its whole doclist (~180 ms at 1M). Fewer rows (twice the limit)
-                # lost evidence at 1M (bench/recall.py's dialogue questions by words)
+                # one common word: its newest rows, twice as many as asked for, ranked here;
+                # bm25() would walk its whole doclist (~180 ms at 1M). (Several common words
+                # keep the plan below: their newest rows holding them all, that few, lost
+                # evidence at 1M that bm25() over all such rows finds.)
                 only = plans[0] if tagged else _untagged(plans[0])
-                newest = self._holding_all(table, only, max(UNRANKED_ROWS, limit))
+                newest = self._holding_all(table, only, 2 * limit)
                 return self._ranked_here(view, newest, scope, terms, limit, exclude_sessions)
             elif not rare:  # all common: rows with all of them first
                 every = _plan(view, scope, terms, every=True)[2]
