@@ -34,7 +34,8 @@ MAX_TRIGRAMS = 24  # trigrams asked per query, at most (the first ones: a query 
 
 def unsegmented(text: str) -> bool:
     """Whether `text` holds any character of a script written without spaces."""
-    return _pattern("").search(text) is not None
+    # (an ASCII string knows it is one: no scan, where the class's search walks the text)
+    return not text.isascii() and _pattern("").search(text) is not None
 
 
 def trigram_terms(text: str, *, limit: int = MAX_TRIGRAMS) -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 
 from hermes.config.settings import load_settings
 from hermes.memory import embeddings
+from hermes.recall import first_pass
 from hermes.recall.indexer import SemanticIndexer
 from hermes.recall.nearest import NearestOptions
 from hermes.recall.search import session_search
@@ -567,3 +568,41 @@ def test_search_by_meaning_needs_no_pytorch(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_a_big_scope_is_scored_first_in_fewer_dimensions_then_exactly(tmp_path, monkeypatch):
+    """Above `first_pass.APPROX_ROWS` rows a first pass in the matrix's main directions
+    picks the rows scored exactly: with a shortlist as long as the scope the lists are the
+    exact product's, the page's similarities are exact whatever the shortlist, and a grown
+    matrix keeps its projection (only the new rows are projected)."""
+    monkeypatch.setenv("HERMES_EMBEDDINGS", "on")
+    lines = [_session(f"f{i}", FILLER[i:] + FILLER[:i]) for i in range(4)]
+    _import(tmp_path, [*lines, _session("long", [FILLER[0], LONG_TURN, *NEAR_MISSES])])
+    store, exact = _index()
+    want = exact.search("default", QUESTION, limit=5)
+    monkeypatch.setattr(first_pass, "APPROX_ROWS", 1)
+    monkeypatch.setattr(first_pass, "DIMENSIONS", 4)  # a crude first pass
+    monkeypatch.setattr(first_pass, "SHORTLIST", 10_000)
+    index = SemanticIndex(store, exact.embedder)
+    got = index.search("default", QUESTION, limit=5)
+
+    def listed(found: list) -> list[tuple[int, float]]:
+        return [(m.message_id, round(m.score, 4)) for m in found]
+
+    assert listed(got.alone) == listed(want.alone) and listed(got.alone)
+    assert listed(got.in_context) == listed(want.in_context)
+    monkeypatch.setattr(first_pass, "SHORTLIST", 1)
+    few = index.search("default", QUESTION, limit=5)
+    ids = [m.message_id for m in want.alone]
+    assert few.similarities(ids).keys() == want.similarities(ids).keys()
+    for mid, scores in want.similarities(ids).items():
+        assert few.similarities([mid])[mid] == pytest.approx(scores, abs=1e-4)
+    matrix = index._matrix("default")
+    assert matrix is not None and matrix._reduced is not None
+    basis = matrix._reduced[0]
+    _import(tmp_path, [_session("later", [PLANTED, FILLER[5]], start=1.8e9)])
+    grown = index._matrix("default")
+    assert grown is not None and grown is not matrix and grown._reduced is not None
+    assert grown._reduced[0] is basis and len(grown.ids) == len(matrix.ids) + 2
+    assert np.allclose(grown._reduced[1], first_pass.project(grown.table, basis), atol=1e-5)
+    store.close()

@@ -6,7 +6,8 @@ not. The store keeps one vector per conversational message (`Store.vectors`); th
 fills missing vectors (`embed_pending`: at import, on `hermes sessions reindex`, and in the
 background of `hermes serve`; `embed_sentences` on reindex gives messages embedded before
 sentence vectors existed theirs) and answers nearest-neighbour queries from a per-process
-cache of each scope's matrix (exact dot products: a scope of 100k messages is ~10 ms),
+cache of each scope's matrix (exact dot products; in a big scope, a first pass in fewer
+dimensions picks the rows scored exactly: first_pass.py),
 which also holds where each message is and who said it, so a search reads back only which
 of its hits still exist.
 The ranking (ranking.py) fuses these hits with the lexical ones by rank.
@@ -27,6 +28,7 @@ import numpy as np
 
 from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
+from hermes.recall import first_pass
 from hermes.recall.nearest import DEFAULT_NEAREST, NearestOptions
 from hermes.store.base import Store
 from hermes.store.search_contract import StoredVector, TextMatch, VectorStore
@@ -186,6 +188,9 @@ class _Matrix:
     _newest: np.ndarray | None = None
     _groups: _Groups | None = None
     _part_groups: tuple[np.ndarray, np.ndarray] | None = None
+    # a big table's projection on its main directions and the table projected
+    # (`first_pass`), worked out at the first search and carried over as the matrix grows
+    _reduced: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def vectors(self) -> np.ndarray:
@@ -199,17 +204,38 @@ class _Matrix:
 
     def similarity(self, query: np.ndarray, weight: float) -> _Scores:
         """Each message's cosine similarity to `query`: the best of its whole text's and
-        `weight` times its sentences' (0: the whole text's only)."""
+        `weight` times its sentences' (0: the whole text's only). In a big table, exact for
+        the rows that a first pass in fewer dimensions found best and their neighbouring
+        turns (`first_pass`), and near it for the others (`_Scores.exact` makes more exact)."""
         n = len(self.ids)
         with_parts = bool(len(self.part_rows)) and weight > 0
         table = self.table if with_parts else self.vectors
-        both = table @ query
+        if len(table) < first_pass.APPROX_ROWS:
+            both = table @ query
+            exact = None
+        else:
+            basis, reduced = self.reduced()
+            both = reduced[: len(table)] @ (query @ basis)
+            exact = np.zeros(n, dtype=bool)
         alone, by_part = both[:n], None
         if with_parts:
             by_part = both[n:] * weight
             starts, owners = self.part_groups()
             alone[owners] = np.maximum(alone[owners], np.maximum.reduceat(by_part, starts))
-        return _Scores(self, alone, by_part)
+        scores = _Scores(self, alone, by_part, query=query, weight=weight if with_parts else 0.0)
+        if exact is not None:
+            scores.known = exact
+            top = _top(alone, first_pass.SHORTLIST)
+            prev, nxt = self.neighbours()
+            scores.exact(np.concatenate([top, prev[top], nxt[top]]))
+        return scores
+
+    def reduced(self) -> tuple[np.ndarray, np.ndarray]:
+        """(projection, the table projected): `first_pass`, worked out once per matrix."""
+        if self._reduced is None:
+            basis = first_pass.projection(self.table)
+            self._reduced = (basis, first_pass.project(self.table, basis))
+        return self._reduced
 
     def part_groups(self) -> tuple[np.ndarray, np.ndarray]:
         """Where each message's run of sentence vectors starts, and that message's row."""
@@ -256,11 +282,35 @@ class _Scores:
     alone: np.ndarray  # per row, the best of whole text and weighted sentence
     by_part: np.ndarray | None  # per sentence vector, its weighted similarity
     _sentence: np.ndarray | None = None
+    query: np.ndarray | None = None
+    weight: float = 0.0  # of the sentences' similarity (0: the whole text's only)
+    known: np.ndarray | None = None  # rows scored exactly (None: all; `_Matrix.similarity`)
+
+    def exact(self, rows: np.ndarray) -> None:
+        """Score `rows` (and their sentences) exactly, where the first pass only neared it."""
+        if self.known is None or self.query is None:
+            return
+        rows = np.unique(rows[rows >= 0])
+        rows = rows[~self.known[rows]]
+        if not len(rows):
+            return
+        self.known[rows] = True
+        matrix = self.matrix
+        alone = matrix.vectors[rows] @ self.query
+        if self.weight > 0:
+            has, _, offsets, at = _sentences_of(matrix.part_rows, rows)
+            if len(has):
+                by_part = (matrix.parts[at] @ self.query) * self.weight
+                if self.by_part is not None:
+                    self.by_part[at] = by_part
+                alone[has] = np.maximum(alone[has], np.maximum.reduceat(by_part, offsets))
+        self.alone[rows] = alone
 
     def said(self, rows: np.ndarray) -> np.ndarray:
         """The vectors `rows` scored by (float32): a sentence's when it carried the row's
         score, else the whole text's. "A friend invited me to a concert, I might go." said
         amid other small talk in many turns is one line said again, not many texts."""
+        self.exact(rows)
         table = self.matrix.table
         if self.by_part is None or not len(rows):
             return table[rows]
@@ -277,16 +327,10 @@ class _Scores:
     def _scoring_sentence(self, rows: np.ndarray) -> np.ndarray:
         """For each row, the sentence vector that carried its score (-1: its whole text)."""
         assert self.by_part is not None
-        part_rows = self.matrix.part_rows
-        starts = np.searchsorted(part_rows, rows, side="left")
-        counts = np.searchsorted(part_rows, rows, side="right") - starts
         out = np.full(len(rows), -1, dtype=np.int64)
-        has = np.flatnonzero(counts)
+        has, counts, offsets, at = _sentences_of(self.matrix.part_rows, rows)
         if not len(has):
             return out
-        counts, starts = counts[has], starts[has]
-        offsets = np.cumsum(counts) - counts
-        at = np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()))
         values = self.by_part[at]
         best = np.maximum.reduceat(values, offsets)
         carried = best >= self.alone[rows[has]]  # the sentence, not the whole, scored
@@ -295,6 +339,21 @@ class _Scores:
             first = np.minimum.reduceat(np.where(won, at, len(self.by_part)), offsets)
             out[has[carried]] = first[carried]
         return out
+
+
+def _sentences_of(
+    part_rows: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For `rows` (ascending part_rows: `_Matrix.part_rows`): which of them have sentence
+    vectors (positions in `rows`), how many each, where each one's run starts in the
+    last array, and that array: the sentence vectors of those rows, run after run."""
+    starts = np.searchsorted(part_rows, rows, side="left")
+    counts = np.searchsorted(part_rows, rows, side="right") - starts
+    has = np.flatnonzero(counts)
+    counts, starts = counts[has], starts[has]
+    offsets = np.cumsum(counts) - counts
+    at = np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()))
+    return has, counts, offsets, at
 
 
 @dataclass
@@ -336,11 +395,12 @@ class Nearest:
         at = np.minimum(np.searchsorted(matrix.ids, ids), len(matrix.ids) - 1)
         known = matrix.ids[at] == ids
         rows, ids = at[known], ids[known]
-        alone = self.scores.alone
         prev, nxt = matrix.neighbours()
         before, after = prev[rows], nxt[rows]
         before2 = np.where(before >= 0, prev[before], -1)
         after2 = np.where(after >= 0, nxt[after], -1)
+        self.scores.exact(np.concatenate([rows, before, after, before2, after2]))
+        alone = self.scores.alone
         columns = [alone[rows]] + [
             np.where(other >= 0, alone[other], 0.0) for other in (before, after, before2, after2)
         ]
@@ -494,6 +554,8 @@ class SemanticIndex:
             fresh = self._grown(None, scope, vectors)  # not under the lock: searches go on
             # what a first search would work out, worked out here
             fresh.neighbours(), fresh.newest_of_each_text(), fresh.text_groups()
+            if len(fresh.table) >= first_pass.APPROX_ROWS:
+                fresh.reduced()
             with self._lock:
                 if scope in self._cache:  # (not left out of the cache meanwhile)
                     self._cache[scope] = self._grown(fresh, scope, vectors)
@@ -554,6 +616,16 @@ class SemanticIndex:
         # one copy: the newest rows of each kind, whole texts first
         blocks = _last_rows(vector_blocks, len(ids)) + _last_rows(part_blocks, len(part_rows))
         table = np.concatenate(blocks) if blocks else new.copy()
+        reduced = None
+        if cached is not None and cached._reduced is not None and len(cached.ids):
+            # the grown table in the same projection: only the new rows are projected
+            basis, old = cached._reduced
+            whole = [old[: len(cached.ids)], first_pass.project(new, basis)]
+            said = [old[len(cached.ids) :], first_pass.project(parts, basis)]
+            reduced = (
+                basis,
+                np.concatenate(_last_rows(whole, len(ids)) + _last_rows(said, len(part_rows))),
+            )
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
         return _Matrix(
@@ -570,6 +642,7 @@ class SemanticIndex:
             places,
             removed,
             part_rows,
+            _reduced=reduced,
         )
 
 
@@ -643,10 +716,19 @@ def _best_rows(scores: np.ndarray, groups: _Groups | None, limit: int) -> np.nda
 
 
 def _top(scores: np.ndarray, count: int) -> np.ndarray:
-    """The positions of the `count` highest scores, in no order."""
+    """The positions of the `count` highest scores, in no order; none scored -inf (left out
+    of the list) when fewer than `count` are not."""
     n = len(scores)
     if count >= n:
         return np.arange(n)
+    listed = np.flatnonzero(scores != -np.inf)
+    if len(listed) < n:
+        # argpartition slows down many times over among equal values: a list of one
+        # speaker's turns, or of each text's newest row, is mostly -inf
+        if len(listed) <= count:
+            return listed
+        kept = scores[listed]
+        return listed[np.argpartition(kept, len(kept) - count)[len(kept) - count :]]
     return np.argpartition(scores, n - count)[n - count :]
 
 

@@ -48,6 +48,10 @@ SHARE_TTL_S = 60.0
 COMMON_TTL_S = 300.0  # how long a word found in more than COMMON_ROWS rows counts as common
 COMMON_KEPT = 10_000  # common words remembered per store, at most
 SNIPPET_TOKENS = 24
+# bytes of new index entries FTS5 gathers in memory before it writes them as a segment (its
+# default is 1 MB): a bulk load writes fewer, bigger segments and merges them less (the
+# windows' indexing of 100k messages took a quarter less CPU at 16 MB; bench/recall.py)
+BULK_HASHSIZE = 16_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +193,10 @@ def index_new_sessions(
             exact.append((mid, body, tag))
             if unsegmented(text):
                 trigram.append((mid, body, tag))
+    for table in ("message_windows_fts", "message_exact_fts"):  # (kept in their config)
+        conn.execute(
+            f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)", (BULK_HASHSIZE,)
+        )
     conn.executemany(
         "INSERT INTO message_windows_fts (rowid, before, body, after, speaker, tag) "
         "VALUES (?, ?, ?, ?, ?, ?)",
@@ -223,14 +231,30 @@ class SQLiteSearch(TermMatching):
         plans = [match]
         if view != "trigram":
             counts = self._counts(view, scope, terms, tagged)
+            # a word in no row matches nothing: kept, it would count as the rarest and pick
+            # the candidates alone (none), and empty the rows holding every word
+            terms = [t for t in terms if counts[t]]
+            if not terms:
+                return []
+            plans = [_plan(view, scope, terms)[2]]
             rare = [t for t in terms if counts[t] <= COMMON_ROWS]
             if rare and len(rare) < len(terms):
                 plans = [_plan(view, scope, rare)[2]]
-            elif not rare and len(terms) > 1:  # all common: rows with all of them first
+            elif not rare and len(terms) == 1:
+                # one common word: its newest rows, twice as many as asked for, ranked here;
+                # bm25() would walk its whole doclist (~180 ms at 1M). (Several common words
+                # keep the plan below: their newest rows holding them all, that few, lost
+                # evidence at 1M that bm25() over all such rows finds.)
+                only = plans[0] if tagged else _untagged(plans[0])
+                newest = self._holding_all(table, only, 2 * limit)
+                return self._ranked_here(view, newest, scope, terms, limit, exclude_sessions)
+            elif not rare:  # all common: rows with all of them first
                 every = _plan(view, scope, terms, every=True)[2]
-                ids = self._holding_all(table, every if tagged else _untagged(every))
+                ids = self._holding_all(
+                    table, every if tagged else _untagged(every), UNRANKED_ROWS + 1
+                )
                 if len(ids) > UNRANKED_ROWS:  # many: bm25() ranks them
-                    plans = [every, match]
+                    plans = [every, plans[0]]
                 else:
                     found = self._ranked_here(view, ids, scope, terms, limit, exclude_sessions)
                     if len(found) >= limit:
@@ -274,12 +298,13 @@ class SQLiteSearch(TermMatching):
                 return kept[:limit]
             size *= 4
 
-    def _holding_all(self, table: str, match: str) -> list[int]:
-        """Rowids matching `match` (every word of a query), up to UNRANKED_ROWS + 1 of them."""
+    def _holding_all(self, table: str, match: str, most: int) -> list[int]:
+        """Rowids matching `match` (every word of a query), the newest `most` of them
+        (FTS5 walks a doclist backwards as cheaply as forwards)."""
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?",
-                (match, UNRANKED_ROWS + 1),
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (match, most),
             ).fetchall()
         return [int(r[0]) for r in rows]
 
@@ -295,17 +320,12 @@ class SQLiteSearch(TermMatching):
         """The best `limit` of rows `ids`, each holding every one of `terms` (all common
         words), ranked by row_scores rather than FTS5's bm25(): its document frequencies
         would walk each word's whole doclist, the bulk of such a query's cost."""
-        marks = ",".join("?" * len(ids))
-        with self._lock:  # what the scores need; where the kept rows are comes after
-            rows = self._conn.execute(
-                f"SELECT id, session_id, name, content FROM messages "
-                f"WHERE +scope = ? AND id IN ({marks})",
-                (scope, *ids),
-            ).fetchall()
+        with self._lock:  # (id, session, idx, role, timestamp, source, name, content)
+            rows = self._meta_rows(ids, scope)
         excluded = set(exclude_sessions)
         rows = [r for r in rows if r[1] not in excluded]
         weights = ROW_WEIGHTS if view == "window" else Weights(speaker=0.0)
-        texts = [((r[3] or "").lower(), (r[2] or "").lower()) for r in rows]
+        texts = [((r[7] or "").lower(), (r[6] or "").lower()) for r in rows]
         scores = bm25_rows(texts, terms, weights)
         order = sorted(range(len(rows)), key=lambda i: (-scores[i], -rows[i][0]))
         # copies of a text tie exactly here (no neighbours in the score): the newest copy
@@ -314,15 +334,12 @@ class SQLiteSearch(TermMatching):
         first: list[int] = []
         again: list[int] = []
         for i in order:
-            key = text_key(rows[i][3], rows[i][2])
+            key = text_key(rows[i][7], rows[i][6])
             (again if key in seen else first).append(i)
             seen.add(key)
             if len(first) >= limit:
                 break
-        kept = (first + again)[:limit]
-        with self._lock:
-            meta = {int(r[0]): r for r in self._meta_rows([rows[i][0] for i in kept], scope)}
-        return [_text_match(meta[rows[i][0]], scores[i]) for i in kept if rows[i][0] in meta]
+        return [_text_match(rows[i], scores[i]) for i in (first + again)[:limit]]
 
     def _tag_helps(self, scope: str) -> bool:
         """Whether to confine the FTS query with the scope's token: yes unless the scope

@@ -1,6 +1,6 @@
-"""PostgreSQL words search on a scope bigger than its thresholds (shrunk here so a few hundred
-rows cross them): rare words pick the candidates, a word in no row is ignored, common words
-try rows holding all of them first, and only the newest matches are ranked."""
+"""Words search on a scope bigger than its thresholds (shrunk here so a few hundred rows cross
+them), on each backend: rare words pick the candidates, a word in no row is ignored, common
+words try rows holding all of them first, and only the newest matches are ranked."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ from typing import Any
 
 import pytest
 
-from hermes.store import NewMessage, NewSession, Store, open_store
+from hermes.store import NewMessage, NewSession, Store, open_store, search_index
 from hermes.store.postgres import search
 
 
 @pytest.fixture
-def store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+def store(store_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     monkeypatch.setattr(search, "COMMON_ROWS", 20)
     monkeypatch.setattr(search, "RANKED_ROWS", 30)
-    opened = open_store(pg_url)
+    monkeypatch.setattr(search_index, "COMMON_ROWS", 20)
+    monkeypatch.setattr(search_index, "UNRANKED_ROWS", 30)
+    opened = open_store(store_url)
     texts = [f"kettle garden talk {n}" if n % 3 else f"kettle tulip talk {n}" for n in range(120)]
     texts[5] = "kettle garden with the rare zebra"
     texts[7] = "a zebra alone"
@@ -62,6 +64,17 @@ def test_a_rare_word_picks_the_candidates(store: Store) -> None:
 def test_a_word_in_no_row_is_ignored(store: Store) -> None:
     assert len(_texts(store, ["kettle", "unheardof"])) == 10
     assert _texts(store, ["unheardof"]) == []
+    # nor taken for the rare word that picks the candidates when a common one is asked too
+    assert len(_texts(store, ["garden", "talk", "unheardof"], view="window")) == 10
+    found = _texts(store, ["zebra", "kettle", "unheardof"])
+    assert sorted(found) == ["a zebra alone", "kettle garden with the rare zebra"]
+
+
+def test_a_question_naming_a_word_in_no_row_still_finds_by_its_other_words(store: Store) -> None:
+    from hermes.recall.ranking import rank_messages
+
+    ranked = rank_messages(_searcher(store), "default", "Which garden had the xylophonist?")
+    assert len(ranked) == 10
 
 
 def test_common_words_rank_rows_holding_all_of_them_first(store: Store) -> None:
