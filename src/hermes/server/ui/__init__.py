@@ -33,8 +33,6 @@ SECURITY_HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
 ]
 
-mimetypes.add_type("text/javascript", ".js")
-
 
 class UIHeaders:
     """Adds the security headers to every response under /ui, errors included."""
@@ -67,6 +65,8 @@ def install(app: FastAPI) -> None:
 
 
 def _dashboard() -> APIRouter:
+    # set before the first file is served (reading the system's MIME table: not at start)
+    mimetypes.add_type("text/javascript", ".js")
     from hermes.server.ui.routes import router
 
     return router
