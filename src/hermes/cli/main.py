@@ -11,6 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from hermes import __version__
+from hermes.cli.quick_exit import exit_now
 
 Command = Any  # a click command as typer builds it (typer vendors its own click)
 
@@ -262,4 +263,10 @@ def main(
 
 
 def run() -> None:
-    app()
+    """The `hermes` command: once the command is done, the process ends without the
+    interpreter's teardown (`quick_exit`)."""
+    try:
+        app()
+    except SystemExit as done:
+        exit_now(done.code)
+        raise

@@ -22,32 +22,13 @@ from starlette.middleware.cors import CORSMiddleware
 from hermes.observability import logs
 from hermes.plugins import Daemon
 from hermes.runtime import Runtime
-from hermes.server import (
-    capabilities,
-    chat,
-    gateway_api,
-    jobs_api,
-    keys_api,
-    logs_api,
-    mcp_api,
-    memory_api,
-    meta,
-    metrics,
-    responses,
-    sessions_api,
-    skills_api,
-    ui,
-    usage_api,
-    users_api,
-)
+from hermes.server import chat, meta, metrics, responses, ui
 from hermes.server.errors import install_error_handlers
 from hermes.server.idempotency import IdempotencyCache
-from hermes.server.memory_history_api import router as memory_history_router
+from hermes.server.lazy_routes import add_lazy_routes, complete_openapi
 from hermes.server.middleware import HygieneMiddleware, RequestIdMiddleware
 from hermes.server.routing import add_routes
-from hermes.server.runs import router as runs_router
 from hermes.server.runs_manager import RunManager
-from hermes.server.session_chat import router as session_chat_router
 
 log = logging.getLogger("hermes.server")
 
@@ -117,30 +98,14 @@ def create_app(
     app.state.runs = RunManager(runtime)
     app.state.idempotency = IdempotencyCache(shared=runtime.store.idempotency)
     install_error_handlers(app)
-    part_routers = [make() for make in runtime.registry.routers]
-    for router in [
-        meta.router,
-        chat.router,
-        responses.router,
-        jobs_api.router,
-        runs_router,
-        session_chat_router,
-        memory_history_router,
-        sessions_api.router,
-        memory_api.router,
-        skills_api.router,
-        capabilities.router,
-        users_api.router,
-        usage_api.router,
-        keys_api.router,
-        logs_api.router,
-        gateway_api.router,
-        mcp_api.router,
-        *part_routers,
-        *routers,
-    ]:
+    for router in [meta.router, chat.router, responses.router]:  # what clients ask first
+        add_routes(app, router)
+    for prefixes, build in LAZY_ROUTERS:  # the rest on their first request, in this order
+        add_lazy_routes(app, prefixes, build)
+    for router in [*(make() for make in runtime.registry.routers), *routers]:
         add_routes(app, router)
     ui.install(app)  # the dashboard at /ui (SPEC §14)
+    complete_openapi(app)  # /openapi.json lists the routes not built yet too
     settings = runtime.settings.server
     if settings.cors_origins:
         app.add_middleware(
@@ -160,6 +125,110 @@ def create_app(
     metrics.install(app, runtime)  # counts what the client finally got
     app.add_middleware(RequestIdMiddleware)  # outermost: every log line of a request has its id
     return app
+
+
+def _jobs() -> APIRouter:
+    from hermes.server import jobs_api
+
+    return jobs_api.router
+
+
+def _runs() -> APIRouter:
+    from hermes.server import runs
+
+    return runs.router
+
+
+def _session_chat() -> APIRouter:
+    from hermes.server import session_chat
+
+    return session_chat.router
+
+
+def _memory_history() -> APIRouter:
+    from hermes.server import memory_history_api
+
+    return memory_history_api.router
+
+
+def _sessions() -> APIRouter:
+    from hermes.server import sessions_api
+
+    return sessions_api.router
+
+
+def _memory() -> APIRouter:
+    from hermes.server import memory_api
+
+    return memory_api.router
+
+
+def _skills() -> APIRouter:
+    from hermes.server import skills_api
+
+    return skills_api.router
+
+
+def _capabilities() -> APIRouter:
+    from hermes.server import capabilities
+
+    return capabilities.router
+
+
+def _users() -> APIRouter:
+    from hermes.server import users_api
+
+    return users_api.router
+
+
+def _usage() -> APIRouter:
+    from hermes.server import usage_api
+
+    return usage_api.router
+
+
+def _keys() -> APIRouter:
+    from hermes.server import keys_api
+
+    return keys_api.router
+
+
+def _logs() -> APIRouter:
+    from hermes.server import logs_api
+
+    return logs_api.router
+
+
+def _gateway() -> APIRouter:
+    from hermes.server import gateway_api
+
+    return gateway_api.router
+
+
+def _mcp() -> APIRouter:
+    from hermes.server import mcp_api
+
+    return mcp_api.router
+
+
+LAZY_ROUTERS: list[tuple[tuple[str, ...], Callable[[], APIRouter]]] = [
+    (("/api/jobs",), _jobs),
+    (("/v1/runs",), _runs),
+    (("/api/sessions",), _session_chat),  # before sessions_api: its {id:path} would take /chat
+    (("/api/memory/history", "/api/memory/revert"), _memory_history),
+    (("/api/sessions",), _sessions),
+    (("/api/memory",), _memory),
+    (("/api/skills", "/api/toolsets"), _skills),
+    (("/v1/capabilities",), _capabilities),
+    (("/api/users",), _users),
+    (("/api/usage",), _usage),
+    (("/api/keys",), _keys),
+    (("/api/logs",), _logs),
+    (("/api/gateway",), _gateway),
+    (("/api/mcp",), _mcp),
+]
+"""Each part's path prefixes (every route of its router lies under one) and its router,
+imported on the first request under them: most servers are never asked for most of these."""
 
 
 def _stopper(daemon: Daemon) -> Callable[[], Awaitable[None]]:

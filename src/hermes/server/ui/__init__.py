@@ -14,12 +14,10 @@ from __future__ import annotations
 import mimetypes
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hermes.server.routing import add_routes
-from hermes.server.ui.me_api import router as me_router
-from hermes.server.ui.routes import router
+from hermes.server.lazy_routes import add_lazy_routes
 
 STATIC = Path(__file__).parent / "static"
 CSP = (
@@ -34,8 +32,6 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),
 ]
-
-mimetypes.add_type("text/javascript", ".js")
 
 
 class UIHeaders:
@@ -61,7 +57,22 @@ class UIHeaders:
 
 
 def install(app: FastAPI) -> None:
-    """Mount the dashboard's routes and the self-service `/api/me` on `app`."""
-    add_routes(app, router)
-    add_routes(app, me_router)
+    """Mount the dashboard's routes and the self-service `/api/me` on `app` (built at their
+    first request: a server used only as an API never imports them)."""
+    add_lazy_routes(app, ("/ui",), _dashboard)
+    add_lazy_routes(app, ("/api/me",), _me)
     app.add_middleware(UIHeaders)
+
+
+def _dashboard() -> APIRouter:
+    # set before the first file is served (reading the system's MIME table: not at start)
+    mimetypes.add_type("text/javascript", ".js")
+    from hermes.server.ui.routes import router
+
+    return router
+
+
+def _me() -> APIRouter:
+    from hermes.server.ui.me_api import router
+
+    return router
