@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -24,7 +25,9 @@ from hermes.mcp_servers.tools import tool_name
 from hermes.runtime import Runtime, build_runtime
 from hermes.server.app import create_app
 from hermes.testing.fake_model import FakeModel, Text, ToolCalls
-from tests.mcp.http_server import HttpMcpServer
+
+if TYPE_CHECKING:
+    from tests.mcp.http_server import HttpMcpServer
 
 FLAKY = str(Path(__file__).with_name("flaky_server.py"))
 TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
@@ -70,6 +73,8 @@ def tool_results(fake: FakeModel) -> list[str]:
 
 @pytest.fixture
 def http_server() -> Iterator[HttpMcpServer]:
+    from tests.mcp.http_server import HttpMcpServer  # the MCP SDK's server: imported by its tests
+
     with HttpMcpServer() as server:
         yield server
 
