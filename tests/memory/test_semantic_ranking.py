@@ -141,3 +141,41 @@ def test_a_question_naming_a_month_is_answered_from_that_month(store: SQLiteStor
     anytime = replace(DEFAULT_CONFIG, period_only=False)
     hits = rank_messages(store.search, "default", question, config=anytime, semantic=index)
     assert not {sid for sid, _ in _places(hits)[:7]} <= may
+
+
+class _Asked:
+    """`store.search` recording which messages a ranking asks `tells_when` about."""
+
+    def __init__(self, searcher: object) -> None:
+        self._searcher = searcher
+        self.asked: list[int] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._searcher, name)
+
+    def tells_when(self, scope: str, message_ids: list[int]) -> set[int]:
+        self.asked += message_ids
+        return self._searcher.tells_when(scope, message_ids)  # type: ignore[attr-defined]
+
+
+def test_a_when_question_reads_no_text_of_what_meaning_alone_found(store: SQLiteStore) -> None:
+    """A search by meaning's hits say whether they tell when (their rows carry it), so a
+    question asking when reads back only the word matches' texts, and ranks as before."""
+    _say(store, "told", [("Ann", "I ran a charity race last Saturday.")], ts=1_000.0)
+    _say(store, "later", [("Ann", "The charity race photos are online.")], ts=9_000.0)
+    _say(store, "meant", [("Ann", "Finished the fundraising marathon two weeks ago!")], ts=5_000)
+    _say(store, "other", [("Ann", "Finished the fundraising marathon, so proud!")], ts=6_000.0)
+    index = _index(store)
+    question = "When was the charity race?"
+
+    near = index.search("default", question, limit=10)
+    dated = {m.session_id: m.dated for m in near.alone}
+    assert dated["meant"] is True and dated["other"] is False and dated["told"] is True
+
+    searcher = _Asked(store.search)
+    hits = rank_messages(searcher, "default", question, semantic=index)  # type: ignore[arg-type]
+    order = [h.session_id for h in hits]
+    assert order.index("told") < order.index("later")
+    assert order.index("meant") < order.index("other")  # found by meaning, says when
+    words_only = {m.message_id for m in store.search.match_messages("default", ["race"])}
+    assert searcher.asked and set(searcher.asked) <= words_only

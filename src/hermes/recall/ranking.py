@@ -245,7 +245,11 @@ def rank_messages(
     now = asks_about_now(query)
     dated: set[int] = set()
     if config.when > 0 and asks_when(query):
-        dated = searcher.tells_when(scope, [c.message_id for c in cands])
+        # a search by meaning's matches say whether they tell when; only the rest are read
+        dated = {c.message_id for c in cands if c.dated}
+        unknown = [c.message_id for c in cands if c.dated is None]
+        if unknown:
+            dated |= searcher.tells_when(scope, unknown)
     role = likely_role(query)
     ranked = _fuse(cands, config, role, subject, period, now, dated)
     if config.replies:

@@ -140,6 +140,7 @@ class _Places:
     source: np.ndarray  # its session's source, a code (`_Matrix.labels`)
     text_key: np.ndarray
     asks: np.ndarray
+    dated: np.ndarray  # says when (`tells_when()`): a "when" question reads no texts back
 
     @classmethod
     def of(cls, rows: Sequence[StoredVector], labels: _Codes) -> _Places:
@@ -151,6 +152,7 @@ class _Places:
             labels.codes((r.source for r in rows), n),
             np.fromiter((r.text_key for r in rows), dtype=np.int64, count=n),
             np.fromiter((r.asks for r in rows), dtype=bool, count=n),
+            np.fromiter((r.dated for r in rows), dtype=bool, count=n),
         )
 
     def joined(self, newer: _Places) -> _Places:
@@ -162,7 +164,15 @@ class _Places:
         return _Places(*(a[keep] for a in self.arrays()))
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return (self.index, self.role, self.timestamp, self.source, self.text_key, self.asks)
+        return (
+            self.index,
+            self.role,
+            self.timestamp,
+            self.source,
+            self.text_key,
+            self.asks,
+            self.dated,
+        )
 
 
 @dataclass
@@ -680,10 +690,11 @@ def _matches(
         matrix.speakers[top].tolist(),
         p.text_key[top].tolist(),
         p.asks[top].tolist(),
+        p.dated[top].tolist(),
         strict=True,
     )
     out = []
-    for mid, score, session, index, role, when, source, speaker, key, asks in columns:
+    for mid, score, session, index, role, when, source, speaker, key, asks, dated in columns:
         if score == -np.inf or (there is not None and mid not in there):
             continue
         said_by = speakers[speaker]
@@ -700,6 +711,7 @@ def _matches(
                 name,
                 key,
                 asks,
+                dated=dated,
             )
         )
     return out

@@ -49,6 +49,9 @@ class TextMatch:
     # the message ends by asking the other person something (`asks_back()`): the speaker's
     # next turn likely answers it ("Wow! How long have you been painting?" / "Seven years")
     asks_back: bool = False
+    # whether the text places something in time (`tells_when()`), when the match knows it
+    # without a read (a search by meaning's rows carry it): None asks `Searcher.tells_when`
+    dated: bool | None = None
 
     def with_score(self, score: float) -> TextMatch:
         """This match with another score (dataclasses.replace costs several times more, and
@@ -65,6 +68,7 @@ class TextMatch:
             self.text_key,
             self.asks,
             self.asks_back,
+            self.dated,
         )
 
 
@@ -232,11 +236,12 @@ class StoredVector(NamedTuple):
     name: str | None
     text_key: int  # as the backend's matches key the text (`text_key()`)
     asks: bool  # `only_asks()`
+    dated: bool  # `tells_when()`
 
     @classmethod
-    def read(cls, row: Sequence[Any], key: int, asks: bool) -> StoredVector:
+    def read(cls, row: Sequence[Any], key: int, asks: bool, dated: bool) -> StoredVector:
         """From a backend's row (id, session id, vector, speaker, index, role, timestamp,
-        source, name, ...), with the text key and asks flag it worked out."""
+        source, name, ...), with the text key and the asks and dated flags it worked out."""
         return cls(
             int(row[0]),
             row[1],
@@ -249,6 +254,7 @@ class StoredVector(NamedTuple):
             row[8],
             key,
             asks,
+            dated,
         )
 
 

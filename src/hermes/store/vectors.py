@@ -12,7 +12,8 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 
-from hermes.store.search_contract import StoredVector, only_asks, text_key
+from hermes.store.search_contract import StoredVector, only_asks, tells_when, text_key
+from hermes.store.search_schema import BODY_CHARS
 from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts, whole_only_query
 
 M010_MESSAGE_VECTORS = """
@@ -162,7 +163,13 @@ class SQLiteVectorStore:
                 (scope, model, after_id, -1 if newest is None else newest),
             ).fetchall()
         rows.reverse()
-        return [StoredVector.read(r, text_key(r[9], r[8]), only_asks(r[9])) for r in rows]
+        # dated as `SQLiteSearch.tells_when` reads it: the text its index holds
+        return [
+            StoredVector.read(
+                r, text_key(r[9], r[8]), only_asks(r[9]), tells_when((r[9] or "")[:BODY_CHARS])
+            )
+            for r in rows
+        ]
 
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
         ids = list(dict.fromkeys(int(i) for i in message_ids))

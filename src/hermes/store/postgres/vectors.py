@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from hermes.store.postgres.predicates import ONLY_ASKS
+from hermes.store.postgres.predicates import ONLY_ASKS, TELLS_WHEN
 from hermes.store.search_contract import StoredVector, text_key
 from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts, whole_only_query
 
@@ -149,7 +149,8 @@ class PgVectorStore:
     ) -> list[StoredVector]:
         rows = self._db.fetch(
             "SELECT v.id, m.session_id, v.vec, coalesce('name:' || m.name, 'role:' || m.role), "
-            f"m.idx, m.role, m.timestamp, s.source, m.name, md5(m.content), {ONLY_ASKS} "
+            f"m.idx, m.role, m.timestamp, s.source, m.name, md5(m.content), {ONLY_ASKS}, "
+            f"{TELLS_WHEN} "
             "FROM message_vectors v "
             "JOIN messages m ON m.id = v.id "
             "JOIN sessions s ON s.scope = m.scope AND s.id = m.session_id "
@@ -157,7 +158,7 @@ class PgVectorStore:
             (scope, model, after_id, newest),
         )
         rows.reverse()
-        return [StoredVector.read(r, text_key(r[9], r[8]), bool(r[10])) for r in rows]
+        return [StoredVector.read(r, text_key(r[9], r[8]), bool(r[10]), bool(r[11])) for r in rows]
 
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
         ids = sorted({int(i) for i in message_ids})
