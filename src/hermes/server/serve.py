@@ -25,7 +25,7 @@ import uvicorn
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.models.errors import SETUP_HINT
-from hermes.server.collector import paused_until_ready
+from hermes.collector import paused_until_ready
 from hermes.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -322,7 +322,7 @@ def run(
 ) -> None:
     """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio.
     In the main thread signals stop it; in another thread, `stop_when`. The garbage collector
-    is paused while the server starts (`hermes.server.collector`)."""
+    is paused while the server starts (`hermes.collector`)."""
     try:
         import uvloop
     except ImportError:
