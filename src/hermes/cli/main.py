@@ -10,9 +10,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from hermes import __version__
+from hermes import __version__, collector
 from hermes.cli.quick_exit import exit_now
-from hermes import collector
 
 Command = Any  # a click command as typer builds it (typer vendors its own click)
 

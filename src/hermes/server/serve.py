@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 import uvicorn
 
+from hermes.collector import paused_until_ready
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.models.errors import SETUP_HINT
-from hermes.collector import paused_until_ready
 from hermes.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -323,13 +323,14 @@ def run(
     """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio.
     In the main thread signals stop it; in another thread, `stop_when`. The garbage collector
     is paused while the server starts (`hermes.collector`)."""
-    try:
-        import uvloop
-    except ImportError:
-        runner = asyncio.Runner()
-    else:
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    with runner, paused_until_ready() as ready:
-        runner.run(
-            serve(settings, host, port, announce=announce, stop_when=stop_when, on_ready=ready)
-        )
+    with paused_until_ready() as ready:
+        try:
+            import uvloop
+        except ImportError:
+            runner = asyncio.Runner()
+        else:
+            runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+        with runner:
+            runner.run(
+                serve(settings, host, port, announce=announce, stop_when=stop_when, on_ready=ready)
+            )
