@@ -9,7 +9,8 @@ generation (`gc.freeze`) once it is over, the start does not pay for those walks
 full collection walks them again; the few cycles a start leaves behind are kept.
 
 The `hermes` entry point pauses it before parsing the command line; a command resumes it when
-it begins (`hermes serve` once its app has started).
+it begins (`hermes serve` once its app has started). A process that ends the usual way rather
+than by `quick_exit` thaws them first, so that its teardown finalizes them as before.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def started() -> None:
         gc.enable()
 
 
+def thaw() -> None:
+    """Give back what `started` froze to the collector: before the interpreter's own exit,
+    whose teardown does not finalize frozen objects (their `__del__` would not run)."""
+    gc.unfreeze()
+
+
 def _resume() -> None:
     global _paused
     if _paused:
@@ -50,12 +57,15 @@ def _resume() -> None:
 @contextmanager
 def paused_until_ready() -> Iterator[Callable[[], None]]:
     """Keep the collector paused and yield `started`, to call once the start is over. Leaving
-    the block resumes it too (a start that failed freezes nothing). Only the main thread owns
-    the process: in another one (a server run by another program) the collector is left
-    alone."""
-    if threading.current_thread() is threading.main_thread():
+    the block resumes it too (a start that failed freezes nothing) and thaws what `started`
+    froze. Only the main thread owns the process: in another one (a server run by another
+    program) the collector is left alone."""
+    owned = threading.current_thread() is threading.main_thread()
+    if owned:
         pause()
     try:
         yield started
     finally:
         _resume()
+        if owned:
+            thaw()

@@ -274,3 +274,5 @@ def run() -> None:
     except SystemExit as done:
         exit_now(done.code)
         raise
+    finally:  # an exit the usual way: its teardown finalizes what the start froze
+        collector.thaw()
