@@ -1,12 +1,12 @@
 """The cyclic garbage collector paused while a `hermes` process starts, and what the start
 built frozen once it is over.
 
-A start imports typer, pydantic, FastAPI and the parts and builds the app: some hundred
-thousand objects that live as long as the process. The collector, run as they are allocated,
-walks them over and over (young collections by the hundred, full ones on the way) and finds
-almost nothing to free. Paused for the start, and those objects moved to the permanent
-generation (`gc.freeze`) once it is over, the start does not pay for those walks and no later
-full collection walks them again; the few cycles a start leaves behind are kept.
+A start imports typer, pydantic, FastAPI and the parts and builds the app: a great many
+objects that live as long as the process. The collector, run as they are allocated, walks
+them over and over (many young collections, full ones on the way) and finds almost nothing
+to free. Paused for the start, and those objects moved to the permanent generation
+(`gc.freeze`) once it is over, the start does not pay for those walks and no later full
+collection walks them again; the few cycles a start leaves behind are kept.
 
 The `hermes` entry point pauses it before parsing the command line; a command resumes it when
 it begins (`hermes serve` once its app has started). A process that ends the usual way rather
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _paused = False
+_froze = False
 
 
 def pause() -> None:
@@ -34,17 +35,22 @@ def pause() -> None:
 def started() -> None:
     """The start is over: freeze every object alive and resume the collector that `pause`
     paused (a no-op otherwise)."""
-    global _paused
+    global _paused, _froze
     if _paused:
         _paused = False
+        _froze = True
         gc.freeze()
         gc.enable()
 
 
 def thaw() -> None:
-    """Give back what `started` froze to the collector: before the interpreter's own exit,
-    whose teardown does not finalize frozen objects (their `__del__` would not run)."""
-    gc.unfreeze()
+    """Give what `started` froze back to the collector (a no-op unless it froze): before the
+    interpreter's own exit, whose teardown does not finalize frozen objects (their `__del__`
+    would not run)."""
+    global _froze
+    if _froze:
+        _froze = False
+        gc.unfreeze()
 
 
 def _resume() -> None:
