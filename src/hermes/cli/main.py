@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from hermes import __version__
+from hermes import __version__, collector
 from hermes.cli.quick_exit import exit_now
 
 Command = Any  # a click command as typer builds it (typer vendors its own click)
@@ -255,6 +255,8 @@ def main(
     ),
 ) -> None:
     """Hermes: a self-hosted AI agent that remembers."""
+    if ctx.invoked_subcommand != "serve":  # serve resumes it once its app has started
+        collector.started()
     _select_profile(ctx, profile)
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
@@ -264,9 +266,13 @@ def main(
 
 def run() -> None:
     """The `hermes` command: once the command is done, the process ends without the
-    interpreter's teardown (`quick_exit`)."""
+    interpreter's teardown (`quick_exit`). The garbage collector is paused until the command
+    begins (`hermes.collector`)."""
+    collector.pause()
     try:
         app()
     except SystemExit as done:
         exit_now(done.code)
         raise
+    finally:  # an exit the usual way: its teardown finalizes what the start froze
+        collector.thaw()

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import uvicorn
 
+from hermes.collector import paused_until_ready
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
 from hermes.models.errors import SETUP_HINT
@@ -227,9 +228,10 @@ async def serve(
     *,
     announce: Callable[[str], None] = lambda line: None,
     stop_when: threading.Event | None = None,
+    on_ready: Callable[[], None] = lambda: None,
 ) -> None:
     """Serve until a signal (or until `stop_when` is set); raises ServeError for bind problems
-    before anything is opened."""
+    before anything is opened. `on_ready` is called once the app has started."""
     warning = check_bind(settings, host)
     no_model = check_model(settings, host, port)
     check_bots(settings)
@@ -252,6 +254,7 @@ async def serve(
     url = f"http://{shown}:{sock.getsockname()[1]}"
 
     async def ready() -> None:
+        on_ready()
         announce(f"Hermes is listening on {url} (Ctrl-C to stop)")
         if profiles is not None and (named := profiles.served()):
             announce(f"profiles: {', '.join(named)} (at {url}/p/<name>/v1, each with its own key)")
@@ -318,12 +321,16 @@ def run(
     stop_when: threading.Event | None = None,
 ) -> None:
     """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio.
-    In the main thread signals stop it; in another thread, `stop_when`."""
-    try:
-        import uvloop
-    except ImportError:
-        runner = asyncio.Runner()
-    else:
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    with runner:
-        runner.run(serve(settings, host, port, announce=announce, stop_when=stop_when))
+    In the main thread signals stop it; in another thread, `stop_when`. The garbage collector
+    is paused while the server starts (`hermes.collector`)."""
+    with paused_until_ready() as ready:
+        try:
+            import uvloop
+        except ImportError:
+            runner = asyncio.Runner()
+        else:
+            runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+        with runner:
+            runner.run(
+                serve(settings, host, port, announce=announce, stop_when=stop_when, on_ready=ready)
+            )
