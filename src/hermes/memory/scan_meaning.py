@@ -174,6 +174,11 @@ ORDINARY = (
     "L'utente vive a Milano e lavora come insegnante.",
     "O usuário gosta de café e trabalha em Lisboa.",
     "De gebruiker woont in Utrecht.",
+    # a note that names itself ("my own note") says nothing to the model, but alone it is
+    # nearest to the examples above that mention "this note"; plain noun phrases, as these,
+    # keep such notes out without lowering what an instruction about a note scores
+    "My notes.",
+    "The user's own notes about the weekend.",
 )
 
 _BREAK = re.compile(r"(?<=[.!?;])\s+|\n+")
