@@ -22,9 +22,7 @@ from tests.memory.conftest import Digests
 CASES: dict[str, list[str]] = yaml.safe_load(
     (Path(__file__).parent / "scan_cases.yaml").read_text(encoding="utf-8")
 )
-BENIGN = (
-    CASES["benign"] + CASES["benign_skills"] + CASES["held_out_benign"] + CASES["benign_short"]
-)
+BENIGN = CASES["benign"] + CASES["benign_skills"] + CASES["held_out_benign"] + CASES["benign_short"]
 INJECTIONS = CASES["injections"] + CASES["held_out_injections"]
 # the ones the measurement in scan_cases.yaml reports as missed
 KNOWN_MISSES = {
