@@ -11,6 +11,7 @@ extra `daemons=` / `routers=` to `create_app` as well.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -127,105 +128,33 @@ def create_app(
     return app
 
 
-def _jobs() -> APIRouter:
-    from hermes.server import jobs_api
+def _router_of(module: str) -> Callable[[], APIRouter]:
+    """Imports `hermes.server.<module>` and gives its router (as the gateway's platforms and
+    the memory providers are imported by name)."""
 
-    return jobs_api.router
+    def build() -> APIRouter:
+        router: APIRouter = importlib.import_module(f"hermes.server.{module}").router
+        return router
 
-
-def _runs() -> APIRouter:
-    from hermes.server import runs
-
-    return runs.router
-
-
-def _session_chat() -> APIRouter:
-    from hermes.server import session_chat
-
-    return session_chat.router
-
-
-def _memory_history() -> APIRouter:
-    from hermes.server import memory_history_api
-
-    return memory_history_api.router
-
-
-def _sessions() -> APIRouter:
-    from hermes.server import sessions_api
-
-    return sessions_api.router
-
-
-def _memory() -> APIRouter:
-    from hermes.server import memory_api
-
-    return memory_api.router
-
-
-def _skills() -> APIRouter:
-    from hermes.server import skills_api
-
-    return skills_api.router
-
-
-def _capabilities() -> APIRouter:
-    from hermes.server import capabilities
-
-    return capabilities.router
-
-
-def _users() -> APIRouter:
-    from hermes.server import users_api
-
-    return users_api.router
-
-
-def _usage() -> APIRouter:
-    from hermes.server import usage_api
-
-    return usage_api.router
-
-
-def _keys() -> APIRouter:
-    from hermes.server import keys_api
-
-    return keys_api.router
-
-
-def _logs() -> APIRouter:
-    from hermes.server import logs_api
-
-    return logs_api.router
-
-
-def _gateway() -> APIRouter:
-    from hermes.server import gateway_api
-
-    return gateway_api.router
-
-
-def _mcp() -> APIRouter:
-    from hermes.server import mcp_api
-
-    return mcp_api.router
+    return build
 
 
 LAZY_ROUTERS: list[tuple[tuple[str, ...], Callable[[], APIRouter]]] = [
-    (("/api/jobs",), _jobs),
-    (("/v1/runs",), _runs),
-    (("/api/sessions",), _session_chat),  # before sessions_api: its {id:path} would take /chat
-    (("/api/memory/history", "/api/memory/revert"), _memory_history),
-    (("/api/sessions",), _sessions),
-    (("/api/memory",), _memory),
-    (("/api/skills", "/api/toolsets"), _skills),
-    (("/v1/capabilities",), _capabilities),
-    (("/api/users",), _users),
-    (("/api/usage",), _usage),
-    (("/api/keys",), _keys),
-    (("/api/logs",), _logs),
-    (("/api/gateway",), _gateway),
-    (("/api/mcp",), _mcp),
+    (("/api/jobs",), _router_of("jobs_api")),
+    (("/v1/runs",), _router_of("runs")),
+    # session_chat before sessions_api: the latter's {id:path} would take /chat
+    (("/api/sessions",), _router_of("session_chat")),
+    (("/api/memory/history", "/api/memory/revert"), _router_of("memory_history_api")),
+    (("/api/sessions",), _router_of("sessions_api")),
+    (("/api/memory",), _router_of("memory_api")),
+    (("/api/skills", "/api/toolsets"), _router_of("skills_api")),
+    (("/v1/capabilities",), _router_of("capabilities")),
+    (("/api/users",), _router_of("users_api")),
+    (("/api/usage",), _router_of("usage_api")),
+    (("/api/keys",), _router_of("keys_api")),
+    (("/api/logs",), _router_of("logs_api")),
+    (("/api/gateway",), _router_of("gateway_api")),
+    (("/api/mcp",), _router_of("mcp_api")),
 ]
 """Each part's path prefixes (every route of its router lies under one) and its router,
 imported on the first request under them: most servers are never asked for most of these."""
