@@ -25,7 +25,9 @@ from api import ROOT, embedding_cache, hermes_serve, one_turn  # noqa: E402
 from instant_model import InstantModel  # noqa: E402
 
 
-async def profile(out: Path, seconds: float, src: Path, py_spy: str) -> int:
+async def profile(
+    out: Path, seconds: float, src: Path, py_spy: str, sessions: int = 32, gil: bool = False
+) -> int:
     model = await InstantModel().start()
     turns = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as http:
@@ -37,10 +39,11 @@ async def profile(out: Path, seconds: float, src: Path, py_spy: str) -> int:
                 base,
                 _,
             ):
-                for i in range(32):  # warm-up: every session exists before sampling starts
+                for i in range(sessions):  # warm-up: every session exists before sampling
                     await one_turn(http, base, f"s-{i}", "hello")
                 common = [py_spy, "record", "--pid", str(proc.pid), "--nonblocking"]
                 common += ["--rate", "250", "--duration", str(int(seconds))]
+                common += ["--gil"] if gil else []
                 samplers = [
                     subprocess.Popen(  # noqa: ASYNC220
                         [*common, "--format", fmt, "--output", str(out.with_suffix(suffix))],
@@ -58,7 +61,7 @@ async def profile(out: Path, seconds: float, src: Path, py_spy: str) -> int:
                         await one_turn(http, base, f"s-{i}", f"s {i} turn {n}")
                         n, turns = n + 1, turns + 1
 
-                tasks = [asyncio.create_task(worker(i)) for i in range(32)]
+                tasks = [asyncio.create_task(worker(i)) for i in range(sessions)]
                 await asyncio.gather(*(asyncio.to_thread(s.wait) for s in samplers))
                 stop.set()
                 await asyncio.gather(*tasks)
@@ -71,12 +74,16 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="output path without suffix")
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--src", type=Path, default=ROOT / "src")
+    parser.add_argument("--sessions", type=int, default=32, help="concurrent sessions")
+    parser.add_argument(
+        "--gil", action="store_true", help="sample only the thread holding the GIL (CPU)"
+    )
     args = parser.parse_args()
     py_spy = shutil.which("py-spy")
     if py_spy is None:
         raise SystemExit("py-spy is not on PATH: pip install py-spy")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    turns = asyncio.run(profile(args.out, args.seconds, args.src, py_spy))
+    turns = asyncio.run(profile(args.out, args.seconds, args.src, py_spy, args.sessions, args.gil))
     print(f"{turns} turns while sampling; wrote {args.out}.svg and {args.out}.txt")
 
 

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from hermes.errors import HermesError
 from hermes.store.base import Lease, SessionRecord, Store
+from hermes.store.group_commit import GroupCommit
 from hermes.store.leases import HEARTBEAT_SECONDS, LEASE_SECONDS, new_holder
 
 POLL_SECONDS = 0.05
@@ -140,10 +141,11 @@ class SessionLocks:
         self, scope: str, session_id: str, source: str, lease: Lease
     ) -> SessionRecord | None:
         try:
-            return await run_settled(
+            return await settle(
+                self._store,
                 lambda: self._store.begin_turn(
                     scope, session_id, source=source, lease=lease, ttl_seconds=LEASE_SECONDS
-                )
+                ),
             )
         except asyncio.CancelledError:
             # the attempt may have taken the lease: give it back, or other processes would
@@ -188,6 +190,16 @@ class _Heartbeat:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+async def settle(store: Store, call: Callable[[], T]) -> T:
+    """Run a turn's blocking store write off the loop, settled as `run_settled` does: on
+    the store's group-commit writer when it has one (`hermes.store.group_commit`: the writes
+    of concurrent turns share a transaction and a wake-up of the loop), else on a worker."""
+    group: GroupCommit | None = getattr(store, "group_commit", None)
+    if group is not None:
+        return await group.run(call)
+    return await run_settled(call)
 
 
 async def run_settled(call: Callable[[], T]) -> T:

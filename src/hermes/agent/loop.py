@@ -21,7 +21,7 @@ from hermes.agent.client_tools import (
 )
 from hermes.agent.context import PromptBlock, PromptContext, build_system_prompt
 from hermes.agent.images import ImageView, has_images, save_images
-from hermes.agent.locks import HeldSession, SessionLocks, run_settled
+from hermes.agent.locks import HeldSession, SessionLocks, settle
 from hermes.agent.memory_providers import FenceScrubber, MemoryLayers, MemoryProvider, scrub_fences
 from hermes.agent.policy import CallState, ContextPolicy, FullHistory
 from hermes.agent.tokens import estimate_text_tokens
@@ -574,7 +574,8 @@ class Agent:
         """Store the turn, its usage and a new system prompt, and give up the session lease,
         all in one write."""
         session_id = turn.state.session_id
-        records = await run_settled(
+        records = await settle(
+            self.store,
             functools.partial(
                 self.store.append_messages,
                 scope,
@@ -585,7 +586,7 @@ class Agent:
                 last_prompt_tokens=turn.state.anchor_tokens,
                 system_prompt=turn.new_system_prompt,
                 release=turn.held.lease,
-            )
+            ),
         )
         turn.held.released = True
         if not turn.state.stateless:

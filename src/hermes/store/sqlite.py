@@ -7,7 +7,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from hermes.store.base import (
     StoreParts,
 )
 from hermes.store.compactions import CompactionStoreMixin
+from hermes.store.group_commit import GroupCommit, Outcome
 from hermes.store.leases import holder_is_dead
 from hermes.store.migrations import (
     MIGRATIONS,
@@ -78,6 +79,10 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         if fresh:
             os.chmod(self.path, 0o600)
         self._lock = threading.RLock()
+        self._batching = False
+        """Set while `write_together` holds the lock: a write is then a savepoint in its
+        transaction instead of a transaction of its own."""
+        self.group_commit = GroupCommit(self.write_together)
         self._search = SQLiteSearch(self._conn, self._lock)
         self.search = self._search
         self.vectors = SQLiteVectorStore(self._conn, self._lock)
@@ -121,6 +126,9 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._batching:
+                yield from self._savepoint()
+                return
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -129,6 +137,48 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
                 raise
             else:
                 self._conn.execute("COMMIT")
+
+    def _savepoint(self) -> Iterator[sqlite3.Connection]:
+        """One write inside `write_together`'s transaction, undone alone if it raises."""
+        self._conn.execute("SAVEPOINT write")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK TO write")
+            self._conn.execute("RELEASE write")
+            raise
+        else:
+            self._conn.execute("RELEASE write")
+
+    def write_together(self, calls: Sequence[Callable[[], Any]]) -> list[Outcome[Any]]:
+        """Run store calls in one transaction (`group_commit`'s writer): each call's writes
+        in a savepoint, so one that raises is undone alone; when the commit fails, nothing
+        of the batch is kept and the error is raised. A single call runs as it would alone."""
+        if len(calls) == 1:
+            try:
+                return [Outcome(calls[0]())]
+            except Exception as exc:
+                return [Outcome(error=exc)]
+        outcomes: list[Outcome[Any]] = []
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._batching = True
+            try:
+                for call in calls:
+                    try:
+                        outcomes.append(Outcome(call()))
+                    except Exception as exc:
+                        if not self._conn.in_transaction:  # SQLite gave the whole batch up
+                            raise StoreError(f"a batch of writes was rolled back: {exc}") from exc
+                        outcomes.append(Outcome(error=exc))
+                self._batching = False
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._batching = False
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        return outcomes
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -543,6 +593,7 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
             return migrate(self._conn, MIGRATIONS)
 
     def close(self) -> None:
+        self.group_commit.close()
         with self._lock:
             self._search.close()
             self._conn.close()

@@ -1,0 +1,143 @@
+"""Group commit: the turns' store writes run on one writer thread, several per transaction.
+
+A busy server's turns each write twice (`begin_turn`, `append_messages`). Run one by one,
+every write pays a thread hop (a pool submit, a future chained back to the event loop) and
+a transaction of its own, and a transaction that touches the search index pays for FTS5
+writing its pending terms out as a new segment. Here the event loop queues the call and the
+writer thread runs everything queued so far in one transaction, each call in a savepoint of
+its own (a call that raises is undone alone and gets its own error), then hands all the
+results back to the loop in one wake-up. Results are given only once the transaction has
+committed: a caller never hears "done" for a write that a crash could still take back, and
+when the commit fails every caller of that batch gets the error. Calls run in the order they
+were queued.
+
+A call queued alone runs in its own transaction, as it would without the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+T = TypeVar("T")
+
+MAX_BATCH = 64
+"""Calls per transaction at most, so no batch holds the store's lock for long."""
+
+
+class Outcome(Generic[T]):
+    """What one call of a batch gave: its value, or the exception it raised."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, value: T | None = None, error: BaseException | None = None) -> None:
+        self.value = value
+        self.error = error
+
+
+class BatchWriter(Protocol):
+    """The store's side: run `calls` in one transaction, each undone alone if it raises;
+    raises (having rolled everything back) when the transaction itself fails."""
+
+    def __call__(self, calls: Sequence[Callable[[], Any]]) -> list[Outcome[Any]]: ...
+
+
+@dataclass
+class _Queued:
+    call: Callable[[], Any]
+    context: contextvars.Context
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+
+
+class GroupCommit:
+    """One writer thread per store, started at the first call, stopped by `close`."""
+
+    def __init__(self, write: BatchWriter, *, name: str = "hermes-store-writer") -> None:
+        self._write = write
+        self._name = name
+        self._queue: deque[_Queued] = deque()
+        self._wake = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    async def run(self, call: Callable[[], T]) -> T:
+        """Run the blocking store call `call` on the writer; its value once committed.
+
+        A cancel waits for the call to settle before propagating (as `run_settled` does),
+        so cleanup knows whether the write happened."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._put(_Queued(call, contextvars.copy_context(), loop, future))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            await asyncio.gather(future, return_exceptions=True)
+            raise
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Run what is queued, then stop the thread; later calls fail."""
+        with self._wake:
+            self._closed = True
+            thread, self._thread = self._thread, None
+            self._wake.notify()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _put(self, queued: _Queued) -> None:
+        with self._wake:
+            if self._closed:
+                raise RuntimeError("the store is closed")
+            self._queue.append(queued)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._drain, name=self._name, daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def _drain(self) -> None:
+        while True:
+            with self._wake:
+                while not self._queue and not self._closed:
+                    self._wake.wait()
+                if not self._queue:
+                    return
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), MAX_BATCH))]
+            self._settle(batch, self._outcomes(batch))
+
+    def _outcomes(self, batch: list[_Queued]) -> list[Outcome[Any]]:
+        calls = [_in_context(q) for q in batch]
+        try:
+            return self._write(calls)
+        except BaseException as exc:  # the transaction failed: nothing of it was kept
+            return [Outcome(error=exc) for _ in batch]
+
+    @staticmethod
+    def _settle(batch: list[_Queued], outcomes: list[Outcome[Any]]) -> None:
+        """Hand the results to their loops: one wake-up per loop, not one per call."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Queued, Outcome[Any]]]] = {}
+        for queued, outcome in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(queued.loop, []).append((queued, outcome))
+        for loop, pairs in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, pairs)
+            except RuntimeError:  # that loop is closed: nobody is waiting any more
+                pass
+
+
+def _in_context(queued: _Queued) -> Callable[[], Any]:
+    return lambda: queued.context.run(queued.call)
+
+
+def _deliver(pairs: list[tuple[_Queued, Outcome[Any]]]) -> None:
+    for queued, outcome in pairs:
+        if queued.future.done():
+            continue
+        if outcome.error is not None:
+            queued.future.set_exception(outcome.error)
+        else:
+            queued.future.set_result(outcome.value)
