@@ -99,7 +99,9 @@ def create_app(
     app.state.runs = RunManager(runtime)
     app.state.idempotency = IdempotencyCache(shared=runtime.store.idempotency)
     install_error_handlers(app)
-    for router in [meta.router, chat.router, responses.router]:  # what clients ask first
+    # what clients ask first, the turn routes before the rest: a request is matched against
+    # the routes in order, and every turn would otherwise try the meta routes' patterns first
+    for router in [chat.router, responses.router, meta.router]:
         add_routes(app, router)
     for prefixes, build in LAZY_ROUTERS:  # the rest on their first request, in this order
         add_lazy_routes(app, prefixes, build)
