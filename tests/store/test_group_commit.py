@@ -5,6 +5,9 @@ alone, and no caller hears "done" for a write that was not committed."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -170,3 +173,53 @@ async def test_concurrent_turns_through_the_store_writer(store: SQLiteStore) -> 
     for i in range(16):
         assert contents(store, f"s{i}")[::2] == [f"s{i} {n}" for n in range(5)]
     assert store.connection.execute("SELECT COUNT(*) FROM locks").fetchone()[0] == 0
+
+
+CHILD = """
+import asyncio, sys
+from hermes.store.base import NewMessage
+from hermes.store.sqlite import SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+
+async def writer(sid: str) -> None:
+    store.ensure_session("default", sid, source="api")
+    n = 0
+    while True:
+        records = await store.group_commit.run(
+            lambda: store.append_messages("default", sid, [NewMessage(role="user", content=f"{sid} {n}")])
+        )
+        print(sid, records[0].index, flush=True)
+        n += 1
+
+async def main() -> None:
+    await asyncio.gather(*(writer(f"s{i}") for i in range(8)))
+
+asyncio.run(main())
+"""
+
+
+def test_a_killed_process_keeps_every_write_it_acknowledged(tmp_path: Path) -> None:
+    """SIGKILL while batches are being written: each write the caller heard about is there."""
+    path = tmp_path / "state.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    acknowledged: list[tuple[str, int]] = []
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, text=True, env=env
+    ) as child:
+        assert child.stdout is not None
+        try:
+            for line in child.stdout:
+                sid, index = line.split()
+                acknowledged.append((sid, int(index)))
+                if len(acknowledged) >= 400:
+                    break
+        finally:
+            child.kill()
+    assert len(acknowledged) >= 400
+    store = SQLiteStore(path)
+    try:
+        for sid, index in acknowledged:
+            assert contents(store, sid)[index] == f"{sid} {index}"
+    finally:
+        store.close()
