@@ -604,5 +604,7 @@ def test_a_big_scope_is_scored_first_in_fewer_dimensions_then_exactly(tmp_path, 
     grown = index._matrix("default")
     assert grown is not None and grown is not matrix and grown._reduced is not None
     assert grown._reduced[0] is basis and len(grown.ids) == len(matrix.ids) + 2
-    assert np.allclose(grown._reduced[1], first_pass.project(grown.table, basis), atol=1e-5)
+    columns = first_pass.project(grown.table, basis)
+    assert grown._reduced[1].shape == columns.shape == (first_pass.DIMENSIONS, len(grown.table))
+    assert np.allclose(grown._reduced[1], columns, atol=1e-5)
     store.close()

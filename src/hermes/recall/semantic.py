@@ -225,8 +225,8 @@ class _Matrix:
             both = table @ query
             exact = None
         else:
-            basis, reduced = self.reduced()
-            both = reduced[: len(table)] @ (query @ basis)
+            basis, columns = self.reduced()
+            both = first_pass.scores(query, basis, columns[:, : len(table)])
             exact = np.zeros(n, dtype=bool)
         alone, by_part = both[:n], None
         if with_parts:
@@ -242,7 +242,8 @@ class _Matrix:
         return scores
 
     def reduced(self) -> tuple[np.ndarray, np.ndarray]:
-        """(projection, the table projected): `first_pass`, worked out once per matrix."""
+        """(projection, the table projected: a column per row): `first_pass`, worked out
+        once per matrix."""
         if self._reduced is None:
             basis = first_pass.projection(self.table)
             self._reduced = (basis, first_pass.project(self.table, basis))
@@ -642,12 +643,11 @@ class SemanticIndex:
         if cached is not None and cached._reduced is not None and len(cached.ids):
             # the grown table in the same projection: only the new rows are projected
             basis, old = cached._reduced
-            whole = [old[: len(cached.ids)], first_pass.project(new, basis)]
-            said = [old[len(cached.ids) :], first_pass.project(parts, basis)]
-            reduced = (
-                basis,
-                np.concatenate(_last_rows(whole, len(ids)) + _last_rows(said, len(part_rows))),
-            )
+            whole = [old[:, : len(cached.ids)], first_pass.project(new, basis)]
+            said = [old[:, len(cached.ids) :], first_pass.project(parts, basis)]
+            columns = first_pass.last_columns(whole, len(ids))
+            columns += first_pass.last_columns(said, len(part_rows))
+            reduced = (basis, np.concatenate(columns, axis=1))
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
         return _Matrix(
