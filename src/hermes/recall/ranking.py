@@ -174,7 +174,8 @@ def _fuse(
         return []
     top = max(c.score for c in cands) or 1.0
     times = sorted({c.timestamp for c in cands})
-    time_pos = {t: i / max(1, len(times) - 1) for i, t in enumerate(times)}
+    span = max(1, len(times) - 1)
+    time_pos = {t: i / span for i, t in enumerate(times)}
     # each factor as the expression `1.0 + weight` gives it, worked out once per search
     # rather than once per candidate (hundreds at 1M): the same floats, in the same order
     by_role, by_speaker = 1.0 + config.role, 1.0 + config.speaker
