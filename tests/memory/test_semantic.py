@@ -604,5 +604,27 @@ def test_a_big_scope_is_scored_first_in_fewer_dimensions_then_exactly(tmp_path, 
     grown = index._matrix("default")
     assert grown is not None and grown is not matrix and grown._reduced is not None
     assert grown._reduced[0] is basis and len(grown.ids) == len(matrix.ids) + 2
-    assert np.allclose(grown._reduced[1], first_pass.project(grown.table, basis), atol=1e-5)
+    columns = first_pass.project(grown.table, basis)
+    assert grown._reduced[1].shape == columns.shape == (first_pass.DIMENSIONS, len(grown.table))
+    assert np.allclose(grown._reduced[1], columns, atol=1e-5)
     store.close()
+
+
+def test_the_first_pass_scores_every_row_as_its_projection_does() -> None:
+    """The projected table is kept a column per row (a faster product); each row's score
+    is still its projection's dot product with the query's, and a grown table's columns
+    are the newest ones of its blocks, in order."""
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((300, 384)).astype(np.float32)
+    table /= np.linalg.norm(table, axis=1, keepdims=True)
+    basis = first_pass.projection(table)
+    columns = first_pass.project(table, basis)
+    assert columns.shape == (first_pass.DIMENSIONS, 300) and columns.flags.c_contiguous
+    query = table[17]
+    want = (table @ basis) @ (query @ basis)
+    assert np.allclose(first_pass.scores(query, basis, columns), want, atol=1e-5)
+    assert int(np.argmax(first_pass.scores(query, basis, columns))) == 17
+    blocks = [columns[:, :120], columns[:, 120:200], columns[:, 200:]]
+    kept = np.concatenate(first_pass.last_columns(blocks, 150), axis=1)
+    assert np.array_equal(kept, columns[:, -150:])
+    assert np.array_equal(np.concatenate(first_pass.last_columns(blocks, 300), axis=1), columns)

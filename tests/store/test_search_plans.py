@@ -93,3 +93,29 @@ def test_only_the_newest_matches_are_ranked(store: Store) -> None:
     every = _searcher(store).match_messages("default", ["talk"], view="message", limit=200)
     newest = sorted(h.message_id for h in every)[-30:]
     assert {h.message_id for h in hits} <= set(newest)
+
+
+def test_rows_holding_every_common_word_keep_their_sessions_and_sources(store: Store) -> None:
+    """The few rows holding every common word are ranked by the store itself (SQLite reads
+    their texts without their sessions, and the sources of the rows kept after): each hit
+    carries its own session's source, and an excluded session's rows stay out."""
+    store.import_sessions(
+        "default",
+        [
+            NewSession("job", "cron", [NewMessage("user", "tulip garden by the kettle")]),
+            NewSession("chat", "import", [NewMessage("user", "tulip garden at noon, talk")]),
+            NewSession("live", "import", [NewMessage("user", "tulip garden, tulip garden")]),
+        ],
+    )
+    searcher = _searcher(store)
+    hits = searcher.match_messages("default", ["tulip", "garden"], view="message", limit=3)
+    assert {(h.session_id, h.source) for h in hits} == {
+        ("job", "cron"),
+        ("chat", "import"),
+        ("live", "import"),
+    }
+    assert hits[0].session_id == "live"  # both words twice
+    kept = searcher.match_messages(
+        "default", ["tulip", "garden"], view="message", limit=2, exclude_sessions=["live"]
+    )
+    assert {(h.session_id, h.source) for h in kept} == {("job", "cron"), ("chat", "import")}

@@ -31,5 +31,25 @@ def projection(table: np.ndarray) -> np.ndarray:
 
 
 def project(rows: np.ndarray, basis: np.ndarray) -> np.ndarray:
-    """`rows` in the projection's coordinates (float32, contiguous)."""
-    return np.ascontiguousarray(rows @ basis, dtype=np.float32)
+    """`rows` in the projection's coordinates, a column per row (DIMENSIONS x rows, float32,
+    contiguous). Column by column: the product with a query reads DIMENSIONS long runs
+    of the table (OpenBLAS's kernel for that shape took ~3 ms over 100,000 rows, against
+    ~5 ms for the same numbers a row of DIMENSIONS after another)."""
+    return np.ascontiguousarray((rows @ basis).T, dtype=np.float32)
+
+
+def scores(query: np.ndarray, basis: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """The query's first-pass score for each column of `columns` (`project`)."""
+    return (query @ basis) @ columns
+
+
+def last_columns(blocks: list[np.ndarray], count: int) -> list[np.ndarray]:
+    """Views of the last `count` columns of `blocks` taken one after another."""
+    out: list[np.ndarray] = []
+    for block in reversed(blocks):
+        if count <= 0:
+            break
+        width = block.shape[1]
+        out.insert(0, block[:, -count:] if count < width else block)
+        count -= width
+    return out

@@ -198,6 +198,7 @@ class _Matrix:
     _newest: np.ndarray | None = None
     _groups: _Groups | None = None
     _part_groups: tuple[np.ndarray, np.ndarray] | None = None
+    _spans: tuple[np.ndarray, np.ndarray] | None = None
     # a big table's projection on its main directions and the table projected
     # (`first_pass`), worked out at the first search and carried over as the matrix grows
     _reduced: tuple[np.ndarray, np.ndarray] | None = None
@@ -224,8 +225,8 @@ class _Matrix:
             both = table @ query
             exact = None
         else:
-            basis, reduced = self.reduced()
-            both = reduced[: len(table)] @ (query @ basis)
+            basis, columns = self.reduced()
+            both = first_pass.scores(query, basis, columns[:, : len(table)])
             exact = np.zeros(n, dtype=bool)
         alone, by_part = both[:n], None
         if with_parts:
@@ -241,7 +242,8 @@ class _Matrix:
         return scores
 
     def reduced(self) -> tuple[np.ndarray, np.ndarray]:
-        """(projection, the table projected): `first_pass`, worked out once per matrix."""
+        """(projection, the table projected: a column per row): `first_pass`, worked out
+        once per matrix."""
         if self._reduced is None:
             basis = first_pass.projection(self.table)
             self._reduced = (basis, first_pass.project(self.table, basis))
@@ -254,6 +256,15 @@ class _Matrix:
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
             self._part_groups = (starts, rows[starts])
         return self._part_groups
+
+    def sentence_spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, where its run of sentence vectors starts in `part_rows` and how long it
+        is (0: none): looked up per search instead of searched for in `part_rows`."""
+        if self._spans is None:
+            rows = np.arange(len(self.ids))
+            first = np.searchsorted(self.part_rows, rows, side="left")
+            self._spans = (first, np.searchsorted(self.part_rows, rows, side="right") - first)
+        return self._spans
 
     def text_groups(self) -> _Groups:
         """The rows grouped by text (`texts` key): a text said again is one group."""
@@ -300,15 +311,17 @@ class _Scores:
         """Score `rows` (and their sentences) exactly, where the first pass only neared it."""
         if self.known is None or self.query is None:
             return
-        rows = np.unique(rows[rows >= 0])
-        rows = rows[~self.known[rows]]
+        # the rows not yet known, ascending and once each (a mask: np.unique sorts them)
+        wanted = np.zeros(len(self.known), dtype=bool)
+        wanted[rows[rows >= 0]] = True
+        rows = np.flatnonzero(wanted & ~self.known)
         if not len(rows):
             return
         self.known[rows] = True
         matrix = self.matrix
         alone = matrix.vectors[rows] @ self.query
         if self.weight > 0:
-            has, _, offsets, at = _sentences_of(matrix.part_rows, rows)
+            has, _, offsets, at = _sentences_of(matrix.sentence_spans(), rows)
             if len(has):
                 by_part = (matrix.parts[at] @ self.query) * self.weight
                 if self.by_part is not None:
@@ -338,7 +351,7 @@ class _Scores:
         """For each row, the sentence vector that carried its score (-1: its whole text)."""
         assert self.by_part is not None
         out = np.full(len(rows), -1, dtype=np.int64)
-        has, counts, offsets, at = _sentences_of(self.matrix.part_rows, rows)
+        has, counts, offsets, at = _sentences_of(self.matrix.sentence_spans(), rows)
         if not len(has):
             return out
         values = self.by_part[at]
@@ -352,13 +365,12 @@ class _Scores:
 
 
 def _sentences_of(
-    part_rows: np.ndarray, rows: np.ndarray
+    spans: tuple[np.ndarray, np.ndarray], rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For `rows` (ascending part_rows: `_Matrix.part_rows`): which of them have sentence
+    """For `rows` (`spans`: `_Matrix.sentence_spans`): which of them have sentence
     vectors (positions in `rows`), how many each, where each one's run starts in the
     last array, and that array: the sentence vectors of those rows, run after run."""
-    starts = np.searchsorted(part_rows, rows, side="left")
-    counts = np.searchsorted(part_rows, rows, side="right") - starts
+    starts, counts = spans[0][rows], spans[1][rows]
     has = np.flatnonzero(counts)
     counts, starts = counts[has], starts[has]
     offsets = np.cumsum(counts) - counts
@@ -463,9 +475,9 @@ class SemanticIndex:
             similarity.by_part = None
         alone = similarity.alone
         prev, nxt = matrix.neighbours()
-        around = np.maximum(
-            np.where(prev >= 0, alone[prev], -1.0), np.where(nxt >= 0, alone[nxt], -1.0)
-        )
+        # -1 (no neighbour) reads the -1.0 put after the last row
+        padded = np.append(alone, np.float32(-1.0))
+        around = np.maximum(padded[prev], padded[nxt])
         in_context = alone + context * np.maximum(around, 0.0)
         sessions = matrix.session_ids.of
         codes = [sessions[s] for s in exclude_sessions if s in sessions]
@@ -564,6 +576,7 @@ class SemanticIndex:
             fresh = self._grown(None, scope, vectors)  # not under the lock: searches go on
             # what a first search would work out, worked out here
             fresh.neighbours(), fresh.newest_of_each_text(), fresh.text_groups()
+            fresh.sentence_spans()
             if len(fresh.table) >= first_pass.APPROX_ROWS:
                 fresh.reduced()
             with self._lock:
@@ -630,12 +643,11 @@ class SemanticIndex:
         if cached is not None and cached._reduced is not None and len(cached.ids):
             # the grown table in the same projection: only the new rows are projected
             basis, old = cached._reduced
-            whole = [old[: len(cached.ids)], first_pass.project(new, basis)]
-            said = [old[len(cached.ids) :], first_pass.project(parts, basis)]
-            reduced = (
-                basis,
-                np.concatenate(_last_rows(whole, len(ids)) + _last_rows(said, len(part_rows))),
-            )
+            whole = [old[:, : len(cached.ids)], first_pass.project(new, basis)]
+            said = [old[:, len(cached.ids) :], first_pass.project(parts, basis)]
+            columns = first_pass.last_columns(whole, len(ids))
+            columns += first_pass.last_columns(said, len(part_rows))
+            reduced = (basis, np.concatenate(columns, axis=1))
         last = int(ids[-1]) if len(ids) else 0
         loaded_at = cached.loaded_at if cached is not None else now
         return _Matrix(

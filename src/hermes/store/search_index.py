@@ -148,7 +148,18 @@ def highlight(text: str, terms: Sequence[str], *, tokens: int = SNIPPET_TOKENS) 
     return ("…" if lo else "") + "".join(out) + ("…" if hi < len(spans) else "")
 
 
-def _text_match(row: sqlite3.Row, score: float) -> TextMatch:
+_TEXT_ROWS = (
+    "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, m.name, m.content FROM messages m"
+)
+
+
+def _by_ids(select: str, scope: str, ids: Sequence[int]) -> tuple[str, tuple[object, ...]]:
+    """`select` (of `messages m`) confined to `ids` of `scope`: (SQL, parameters)."""
+    marks = ",".join("?" * len(ids))
+    return f"{select} WHERE +m.scope = ? AND m.id IN ({marks})", (scope, *ids)
+
+
+def _text_match(row: Sequence[Any], score: float) -> TextMatch:
     """A `_meta_rows` row as a match."""
     return TextMatch(
         message_id=int(row[0]),
@@ -320,12 +331,14 @@ class SQLiteSearch(TermMatching):
         """The best `limit` of rows `ids`, each holding every one of `terms` (all common
         words), ranked by row_scores rather than FTS5's bm25(): its document frequencies
         would walk each word's whole doclist, the bulk of such a query's cost."""
-        with self._lock:  # (id, session, idx, role, timestamp, source, name, content)
-            rows = self._meta_rows(ids, scope)
+        if not ids:
+            return []
+        with self._lock:  # (id, session, idx, role, timestamp, name, content)
+            rows = self._conn.execute(*_by_ids(_TEXT_ROWS, scope, ids)).fetchall()
         excluded = set(exclude_sessions)
         rows = [r for r in rows if r[1] not in excluded]
         weights = ROW_WEIGHTS if view == "window" else Weights(speaker=0.0)
-        texts = [((r[7] or "").lower(), (r[6] or "").lower()) for r in rows]
+        texts = [((r[6] or "").lower(), (r[5] or "").lower()) for r in rows]
         scores = bm25_rows(texts, terms, weights)
         order = sorted(range(len(rows)), key=lambda i: (-scores[i], -rows[i][0]))
         # copies of a text tie exactly here (no neighbours in the score): the newest copy
@@ -334,12 +347,32 @@ class SQLiteSearch(TermMatching):
         first: list[int] = []
         again: list[int] = []
         for i in order:
-            key = text_key(rows[i][7], rows[i][6])
+            key = text_key(rows[i][6], rows[i][5])
             (again if key in seen else first).append(i)
             seen.add(key)
             if len(first) >= limit:
                 break
-        return [_text_match(rows[i], scores[i]) for i in (first + again)[:limit]]
+        kept = (first + again)[:limit]
+        # the sessions' sources only for the rows kept: joined for all of them, the read
+        # took half as long again (up to UNRANKED_ROWS rows, a few hundred sessions)
+        sources = self._sources(scope, {rows[i][1] for i in kept})
+        return [
+            _text_match((*rows[i][:5], sources.get(rows[i][1], ""), *rows[i][5:]), scores[i])
+            for i in kept
+            if rows[i][1] in sources
+        ]
+
+    def _sources(self, scope: str, session_ids: set[str]) -> dict[str, str]:
+        """Each session's source (sessions of `scope` only)."""
+        if not session_ids:
+            return {}
+        marks = ",".join("?" * len(session_ids))
+        with self._lock:
+            found = self._conn.execute(
+                f"SELECT id, source FROM sessions WHERE scope = ? AND id IN ({marks})",
+                (scope, *session_ids),
+            ).fetchall()
+        return {r[0]: r[1] for r in found}
 
     def _tag_helps(self, scope: str) -> bool:
         """Whether to confine the FTS query with the scope's token: yes unless the scope
