@@ -1,24 +1,22 @@
 """The first-page reorder's weights, fitted leaving one LoCoMo dev conversation out at a time.
 
     .venv/bin/python bench/recall_page_fit.py                # current weights vs refitted
-    .venv/bin/python bench/recall_page_fit.py --windows      # + window embeddings (estimate)
     .venv/bin/python bench/recall_page_fit.py --workdir DIR  # keep (and reuse) the import
 
 `RankConfig.page_weights` and `page_own_words` score each of the first ten hits by its fused
-score (relative to the best), its similarity by meaning and that of the turns around it,
-and how its own words match (`ranking._first_page`). This bench imports the dev slice as
+score (relative to the best), its similarity by meaning, that of the turns around it and
+that of its windows, and how its own words match (`ranking._first_page`). This bench imports the dev slice as
 recall_locomo.py does, records those features for every question's first page, then for
 each conversation fits the weights on the other four (pairwise logistic regression: an
 evidence turn should outscore each other turn of its page) and scores the held-out one. A
 feature set is worth keeping when it helps every held-out conversation, not the total.
 
 The own-words feature is `Searcher.own_words` of the page's hits, relative to the page's
-best; the row "as before" scores it as it was until 2026-11-28 (a search of the message
-view, relative to the scope's best match), to compare.
+best.
 
-`--windows` adds two features no store keeps yet: the similarity of the question to the
-embedding of the turn written together with the one (and the two) turns before it. The
-turns are embedded here, so the figure is what storing such vectors would buy.
+The window features are the similarity of the question to the stored windows of each hit
+(`hermes.recall.windows`: the turn written after the one, and after the two, turns before
+it); the row "without windows" leaves them out, to see what they buy.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,9 +37,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall_locomo import CATEGORIES, Question, conversation_files, questions_of, run  # noqa: E402
 
 Place = tuple[str, int]
-CURRENT = ("fused", "meaning", "before", "after", "before2", "after2", "own words")
+CURRENT = (
+    "fused",
+    "meaning",
+    "before",
+    "after",
+    "before2",
+    "after2",
+    "window 1",
+    "window 2",
+    "own words",
+)
 WINDOWS = ("window 1", "window 2")
-SCOPE_BEST = ("own words, scope's best",)  # the own-words feature before 2026-11-28
 
 
 @dataclass
@@ -50,14 +57,14 @@ class Page:
     features: dict[str, list[float]] = field(default_factory=dict)  # name -> one per place
 
 
-def capture(home: Path, questions: list[Question], windows: bool) -> dict[int, Page]:
+def capture(home: Path, questions: list[Question]) -> dict[int, Page]:
     """Each question's first page (before the reorder) and its features."""
     os.environ["HERMES_HOME"] = str(home)
     os.environ["HERMES_EMBEDDINGS"] = "on"
     from hermes.config.settings import load_settings
     from hermes.recall import ranking
     from hermes.recall.component import Recall
-    from hermes.recall.ranking import rank_messages, without_names
+    from hermes.recall.ranking import rank_messages
     from hermes.runtime import open_store
 
     settings = load_settings()
@@ -73,19 +80,14 @@ def capture(home: Path, questions: list[Question], windows: bool) -> dict[int, P
         ids = [r.message_id for r in page]
         own = searcher.own_words(scope, terms, ids)  # as `_first_page` scores them
         best = max(own.values(), default=0.0) or 1.0
-        # as before 2026-11-28: the message view searched, relative to the scope's best
-        listed = searcher.match_messages(scope, terms, view="message", limit=config.candidates)
-        top_listed = max((m.score for m in listed), default=0.0) or 1.0
-        before = {m.message_id: m.score / top_listed for m in listed}
         similar = near.similarities(ids)
         top = page[0].score or 1.0
-        feats: dict[str, list[float]] = {name: [] for name in (*CURRENT, *SCOPE_BEST)}
+        feats: dict[str, list[float]] = {name: [] for name in CURRENT}
         for r in page:
-            around = similar.get(r.message_id, (0.0,) * 5)
+            around = similar.get(r.message_id, (0.0,) * 7)
             values = (r.score / top, *around, own.get(r.message_id, 0.0) / best)
             for name, value in zip(CURRENT, values, strict=True):
                 feats[name].append(value)
-            feats[SCOPE_BEST[0]].append(before.get(r.message_id, 0.0))
         pages[asking[-1]] = Page([(r.session_id, r.index) for r in page], feats)
         return reorder(searcher, scope, terms, ranked, near, config)
 
@@ -96,52 +98,10 @@ def capture(home: Path, questions: list[Question], windows: bool) -> dict[int, P
             rank_messages(
                 store.search, f"user:{q.conversation}", q.text, limit=20, semantic=semantic
             )
-        if windows:
-            _window_features(store, semantic.embedder, questions, pages, without_names)
     finally:
         ranking._first_page = reorder
         store.close()
     return pages
-
-
-def _window_features(
-    store,  # type: ignore[no-untyped-def]
-    embedder,  # type: ignore[no-untyped-def]
-    questions: list[Question],
-    pages: dict[int, Page],
-    without_names: Callable[[str, set[str]], str],
-) -> None:
-    """Similarity of each question to each page turn written after the one (two) before it."""
-    texts: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
-
-    def session(scope: str, session_id: str) -> list[tuple[str, str | None]]:
-        if (scope, session_id) not in texts:
-            texts[scope, session_id] = [
-                (m.content or "", m.name) for m in store.get_messages(scope, session_id)
-            ]
-        return texts[scope, session_id]
-
-    def spoken(text: str, name: str | None) -> str:
-        return text[len(name) + 2 :] if name and text.startswith(name + ": ") else text
-
-    names: dict[str, set[str]] = {}
-    for i, page in pages.items():
-        q = questions[i]
-        scope = f"user:{q.conversation}"
-        if scope not in names:  # the scope's speakers, as the ranking unnames them
-            everyone = store.list_sessions(scope, limit=10_000)
-            names[scope] = {
-                name.lower() for s in everyone for _, name in session(scope, s.id) if name
-            }
-        wanted = []
-        for session_id, index in page.places:
-            turns = session(scope, session_id)
-            for span in (1, 2):
-                wanted.append(" ".join(spoken(*t) for t in turns[max(0, index - span) : index + 1]))
-        query = np.asarray(embedder.encode_query(without_names(q.text, names[scope])))
-        sims = (np.asarray(embedder.encode(wanted)) @ query).reshape(-1, 2)
-        page.features["window 1"] = sims[:, 0].tolist()
-        page.features["window 2"] = sims[:, 1].tolist()
 
 
 def matrix(page: Page, names: Sequence[str]) -> np.ndarray:
@@ -172,7 +132,7 @@ def first_hit(page: Page, wanted: set[Place], weights: np.ndarray, names: Sequen
     return page.places[int(np.argmax(scores))] in wanted
 
 
-def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> str:
+def report(pages: dict[int, Page], questions: list[Question]) -> str:
     from hermes.recall.ranking import DEFAULT_CONFIG
 
     current = np.array([1.0, *DEFAULT_CONFIG.page_weights, DEFAULT_CONFIG.page_own_words])
@@ -181,11 +141,8 @@ def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> 
         ("current weights", CURRENT, False),
         ("refitted, current features", CURRENT, True),
     ]
-    if windows:
-        sets.append(("refitted, + window embeddings", (*CURRENT, *WINDOWS), True))
-    before = (*CURRENT[:-1], *SCOPE_BEST)
-    sets[:0] = [("as before: own words of the scope", before, False)]
-    sets.append(("refitted, as before", before, True))
+    unwindowed = tuple(n for n in CURRENT if n not in WINDOWS)
+    sets.append(("refitted, without windows", unwindowed, True))
     lines = [
         f"R@1 of the {len(pages)} questions whose first page is reordered "
         f"(of {len(questions)}), each conversation scored with weights fitted on the others",
@@ -230,7 +187,6 @@ def report(pages: dict[int, Page], questions: list[Question], windows: bool) -> 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--windows", action="store_true", help="estimate window embeddings")
     args = parser.parse_args()
     questions = [
         q
@@ -242,8 +198,8 @@ def main() -> int:
         home = workdir / "page-fit"
         if not (home / "state.db").exists():
             run("page-fit", "on", workdir, questions)
-        pages = capture(home, questions, args.windows)
-        print(report(pages, questions, args.windows))
+        pages = capture(home, questions)
+        print(report(pages, questions))
     return 0
 
 

@@ -92,9 +92,34 @@ def _embed(settings: Settings, store: Store, scope: str | None, *, most: int | N
     try:
         with progress("embedding messages for semantic search", pending) as advance:
             done, _ = embed_pending(store, embedder, scope=scope, starts=starts, progress=advance)
+        _embed_windows_with(store, embedder, scope)
     except embeddings.EmbeddingsUnavailableError as exc:
         fail(f"{exc}; what was embedded before stays, the rest is searched by words", 1)
     return done
+
+
+def _embed_windows_with(store: Store, embedder: Embedder, scope: str | None) -> int:
+    """Embed each embedded turn with the turns before it (`recall.windows`) where it is not
+    yet; how many turns were."""
+    from hermes.recall.windows import embed_windows
+
+    with progress("embedding each turn with the turns before it") as advance:
+        done, _ = embed_windows(store, embedder, scope=scope, progress=advance)
+    return done
+
+
+def _embed_windows(settings: Settings, store: Store) -> int:
+    """`_embed_windows_with` for every scope (0: semantic search off): a store embedded
+    before turns had windows gets them on `hermes sessions reindex`."""
+    from hermes.memory import embeddings
+
+    embedder = _embedder(settings, store)
+    if embedder is None or store.vectors is None:
+        return 0
+    try:
+        return _embed_windows_with(store, embedder, None)
+    except embeddings.EmbeddingsUnavailableError as exc:
+        fail(f"{exc}; what was embedded before stays", 1)
 
 
 def _embed_sentences(settings: Settings, store: Store) -> int:
@@ -372,6 +397,7 @@ def reindex_cmd(
         after = store.search.check_search_index()
         embedded = _embed(settings, store, None) if after.ok else 0
         sentences = _embed_sentences(settings, store) if after.ok else 0
+        windows = _embed_windows(settings, store) if after.ok else 0
     finally:
         store.close()
     if not after.ok:
@@ -382,6 +408,8 @@ def reindex_cmd(
         typer.echo(f"embedded {embedded:,} messages for semantic search")
     if sentences:
         typer.echo(f"embedded the sentences of {sentences:,} older long messages on their own")
+    if windows:
+        typer.echo(f"embedded {windows:,} turns with the turns before them")
 
 
 @app.command("delete")

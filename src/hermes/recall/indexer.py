@@ -3,7 +3,8 @@
 Turns store their messages at once; this thread gives them vectors a moment later, so a
 turn never waits for the model. It loads the model first (seconds), catches up on what
 is missing, then follows new messages by id, with a full pass now and then for messages
-whose text changed (their vectors were dropped). Only each scope's newest
+whose text changed (their vectors were dropped); then the windows of messages that have
+vectors (`hermes.recall.windows`). Only each scope's newest
 `search.max_vectors` messages are embedded: no search by meaning looks further back.
 
 Embedding is the heaviest work of a busy server (a third of its CPU at 32 sessions, profiled
@@ -59,6 +60,7 @@ class SemanticIndexer:
         if self._stop.wait(delay):
             return
         from hermes.recall.semantic import embed_pending  # numpy: not before there is work
+        from hermes.recall.windows import embed_windows
 
         try:
             embedder = embeddings.load(self.settings)
@@ -68,13 +70,13 @@ class SemanticIndexer:
         vectors = self.store.vectors
         if embedder is None or vectors is None:
             return
-        cursor, last_full = 0, time.monotonic()
+        cursor, window_cursor, last_full = 0, 0, time.monotonic()
         starts: dict[str, int] | None = None
         while not self._stop.is_set():
             began = time.monotonic()
             try:
                 if time.monotonic() - last_full > FULL_PASS_S:
-                    cursor, last_full, starts = 0, time.monotonic(), None
+                    cursor, window_cursor, last_full, starts = 0, 0, time.monotonic(), None
                 if starts is None:  # once a pass: newer messages are past a start anyway
                     starts = vectors.newest_starts(self.settings.search.max_vectors)
                 seen_to = vectors.newest_message_id()
@@ -92,6 +94,15 @@ class SemanticIndexer:
                     # not where the last vector went (at 1M messages, re-walking the
                     # older ones every IDLE_S kept ~9% of a core busy)
                     cursor = max(cursor, seen_to)
+                    # then the windows of what has vectors (`recall.windows`)
+                    windowed, window_cursor = embed_windows(
+                        self.store,
+                        embedder,
+                        after_id=window_cursor,
+                        limit=STEP,
+                        should_stop=self._stop.is_set,
+                    )
+                    done += windowed
             except embeddings.EmbeddingsUnavailableError as exc:  # an endpoint down: later
                 log.warning("semantic indexer waits: %s", exc)
                 done = 0

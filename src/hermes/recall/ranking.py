@@ -105,9 +105,10 @@ class RankConfig:
     others_within: int = 5
     # the first page reordered by what the fusion by rank leaves out (`_first_page`): each
     # hit's similarity by meaning, that of the turns around it (one before, one after, two
-    # before, two after) and how well its own words (not its window's) match; weights: the
-    # median of five fits (pairwise logistic) each leaving one LoCoMo dev conversation out,
-    # relative to the fused score's (1)
+    # before, two after), that of its windows (it after the one and the two turns before
+    # it: `recall.windows`) and how well its own words (not its window's) match; weights:
+    # the median of five fits (pairwise logistic) each leaving one LoCoMo dev conversation
+    # out, relative to the fused score's (1): bench/recall_page_fit.py
     page: int = 10  # hits reordered (0: off); the hits below keep their places
     page_weights: tuple[float, ...] = (0.42, 0.4, 0.22, 0.23, 0.15)  # as `similarities`
     page_own_words: float = 0.63
@@ -124,7 +125,7 @@ class NearestLists(Protocol):
 
     def similarities(self, message_ids: Sequence[int]) -> dict[int, tuple[float, ...]]:
         """Each message's similarity to the query, then the turns' one before, one after,
-        two before and two after it."""
+        two before and two after it, then its windows' (after one and two turns before)."""
         ...
 
 
@@ -332,11 +333,12 @@ def _first_page(
     plus what the fusion by rank cannot see: how similar each is by meaning (a cosine, not
     a place in a list), how similar the turns around it are (an answer follows the question
     it answers; a speaker's details follow the turn that brought the subject up two turns
-    before), and how its own words match the question (BM25 of the message alone, relative
-    to the best such match: the window view scores a turn with its neighbours' words, so a
-    whole exchange ties where one turn says it). LoCoMo dev, each conversation scored with
-    weights fitted on the other four: R@1 .475 -> .507, all five conversations and every
-    category up; the hits below keep their places (R@10 unchanged)."""
+    before), how similar it is read after those turns (its windows: a reply's meaning is
+    often only in what it answers), and how its own words match the question (BM25 of the
+    message alone, relative to the best such match: the window view scores a turn with its
+    neighbours' words, so a whole exchange ties where one turn says it). The hits below
+    keep their places. Fitted and judged leaving one LoCoMo dev conversation out at a
+    time (bench/recall_page_fit.py)."""
     page = ranked[: config.page]
     if len(page) < 2:
         return ranked

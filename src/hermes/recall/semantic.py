@@ -23,6 +23,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -30,6 +31,8 @@ from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
 from hermes.recall import first_pass
 from hermes.recall.nearest import DEFAULT_NEAREST, NearestOptions
+from hermes.recall.windows import SPANS
+from hermes.recall.windows import similarities as window_similarities
 from hermes.store.base import Store
 from hermes.store.search_contract import StoredVector, TextMatch, VectorStore
 
@@ -387,6 +390,8 @@ class Nearest:
     in_context: list[TextMatch]
     scores: _Scores | None = None
     by_speaker: list[TextMatch] = field(default_factory=list)
+    # message ids -> their windows' similarities to the query (`hermes.recall.windows`)
+    windows: Callable[[Sequence[int]], dict[int, tuple[float, ...]]] | None = None
 
     def same_as(self, message_ids: Sequence[int]) -> dict[int, int]:
         """For messages given best first: each one that says again what an earlier one
@@ -409,7 +414,8 @@ class Nearest:
         """Each message's similarity to the query (as the lists score it: the best of its
         whole text and its weighted best sentence), then that of the turns one before, one
         after, two before and two after it in its session (0 where there is none), whether
-        or not they made a list. Messages without a vector are left out."""
+        or not they made a list, then that of its windows (`hermes.recall.windows`: its own
+        where they are not embedded yet). Messages without a vector are left out."""
         if self.scores is None or not message_ids:
             return {}
         matrix = self.scores.matrix
@@ -426,7 +432,13 @@ class Nearest:
         columns = [alone[rows]] + [
             np.where(other >= 0, alone[other], 0.0) for other in (before, after, before2, after2)
         ]
-        return {int(i): tuple(float(c[k]) for c in columns) for k, i in enumerate(ids.tolist())}
+        listed = ids.tolist()
+        windows = self.windows(listed) if self.windows is not None else {}
+        own = (float(x) for x in columns[0])
+        return {
+            int(i): (*(float(c[k]) for c in columns), *windows.get(i, (mine,) * len(SPANS)))
+            for k, (i, mine) in enumerate(zip(listed, own, strict=True))
+        }
 
 
 class SemanticIndex:
@@ -528,7 +540,10 @@ class SemanticIndex:
             _matches(matrix, top, scores, there) for top, scores in zip(tops, scored, strict=True)
         ]
         by_speaker = lists[2] if len(lists) > 2 else []
-        return Nearest(lists[0], lists[1], scores=similarity, by_speaker=by_speaker)
+        windows = partial(window_similarities, self.store, self.embedder.name, scope, query_vector)
+        return Nearest(
+            lists[0], lists[1], scores=similarity, by_speaker=by_speaker, windows=windows
+        )
 
     def _matrix(self, scope: str) -> _Matrix | None:
         vectors = self.store.vectors

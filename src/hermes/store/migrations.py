@@ -17,7 +17,11 @@ from hermes.store.search_schema import (
     M006_SPEAKERS,
 )
 from hermes.store.usage import M017_MODEL_USAGE, SESSION_INDEX
-from hermes.store.vectors import M010_MESSAGE_VECTORS, M011_VECTOR_REMOVALS
+from hermes.store.vectors import (
+    M010_MESSAGE_VECTORS,
+    M011_VECTOR_REMOVALS,
+    M022_WINDOW_VECTORS,
+)
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,7 @@ MIGRATIONS: list[Migration] = [
     Migration(19, "quota_uses", _script(M019_QUOTA_USES)),
     Migration(20, "messages_searchable_index", _script(M020_MESSAGES_SEARCHABLE_INDEX)),
     Migration(21, "message_models", _script(M021_MESSAGE_MODELS)),
+    Migration(22, "window_vectors", _script(M022_WINDOW_VECTORS)),
 ]
 
 

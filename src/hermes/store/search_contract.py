@@ -258,6 +258,15 @@ class StoredVector(NamedTuple):
         )
 
 
+class PendingWindow(NamedTuple):
+    """A message whose windows need vectors: its spoken text, then the turns before it in
+    its session (newest first, up to `vector_sql.WINDOW_TURNS`)."""
+
+    message_id: int
+    scope: str
+    turns: tuple[str, ...]
+
+
 class VectorStore(Protocol):
     """Embeddings of conversational messages, one per message and model (semantic search).
 
@@ -318,6 +327,24 @@ class VectorStore(Protocol):
     def still_embedded(self, model: str, scope: str, message_ids: Sequence[int]) -> set[int]:
         """Those of `message_ids` (of `scope`) whose vector of `model` is still stored: a
         message deleted or edited since it was loaded has lost it."""
+        ...
+
+    def pending_windows(
+        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+    ) -> list[PendingWindow]:
+        """Messages with a vector of `model` but no window vectors of it, by id after
+        `after_id`, with the texts their windows are made of."""
+        ...
+
+    def put_windows(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store (message id, scope, window vectors); ids of messages deleted meanwhile are
+        skipped. A message's windows go when it goes, is edited, or one of the turns its
+        windows hold goes or is edited."""
+        ...
+
+    def windows(self, model: str, scope: str, message_ids: Sequence[int]) -> dict[int, bytes]:
+        """The window vectors of `model` of those of `message_ids` (of `scope`) that have
+        them."""
         ...
 
     def removed(self, scope: str) -> int:

@@ -8,12 +8,19 @@ from collections.abc import Mapping
 
 from hermes.store.search_contract import QUESTION_MARKS, SENTENCE_ENDS, WHEN_WORDS
 
-# the text without a transcript's "Name: " opening when it names the message's speaker
-# (the name would dominate the embedding; who spoke is ranked from `name` itself)
-SPOKEN = (
-    "CASE WHEN m.name IS NOT NULL AND substr(m.content, 1, length(m.name) + 2) = m.name || ': ' "
-    "THEN substr(m.content, length(m.name) + 3) ELSE m.content END"
-)
+
+def spoken(table: str) -> str:
+    """The text of `table`'s message as embedded (`table`: the alias of `messages`): without
+    a transcript's "Name: " opening when it names the message's speaker (the name would
+    dominate the embedding; who spoke is ranked from `name` itself)."""
+    t = table
+    return (
+        f"CASE WHEN {t}.name IS NOT NULL AND substr({t}.content, 1, length({t}.name) + 2) = "
+        f"{t}.name || ': ' THEN substr({t}.content, length({t}.name) + 3) ELSE {t}.content END"
+    )
+
+
+SPOKEN = spoken("m")
 
 
 def conversational(table: str = "m") -> str:
@@ -73,3 +80,44 @@ def whole_only_query(
     )
     scoped = (scope,) if scope is not None else ()
     return sql, (model, size, after_id, *scoped, *newer, limit)
+
+
+# A message's windows are embedded with the conversational turns before it in its session
+# (`hermes.recall.windows`): this many of them at most.
+WINDOW_TURNS = 2
+
+
+def next_turns(old: str) -> str:
+    """The ids of the `WINDOW_TURNS` conversational messages after the message `old` (a
+    trigger's OLD row) in its session: the messages whose windows hold its text."""
+    return (
+        f"SELECT n.id FROM messages n WHERE n.scope = {old}.scope "
+        f"AND n.session_id = {old}.session_id AND n.idx > {old}.idx AND {conversational('n')} "
+        f"ORDER BY n.idx LIMIT {WINDOW_TURNS}"
+    )
+
+
+def pending_windows_query(
+    mark: str, model: str, scope: str | None, after_id: int, limit: int
+) -> tuple[str, tuple[object, ...]]:
+    """Messages with a vector of `model` but no window vectors of it, by id after
+    `after_id`: (id, scope, session id, index, spoken text)."""
+    where = f" AND v.scope = {mark}" if scope is not None else ""
+    sql = (
+        f"SELECT m.id, m.scope, m.session_id, m.idx, {SPOKEN} FROM message_vectors v "
+        f"JOIN messages m ON m.id = v.id "
+        f"WHERE v.model = {mark} AND v.id > {mark}{where} AND NOT EXISTS "
+        f"(SELECT 1 FROM window_vectors w WHERE w.id = v.id AND w.model = v.model) "
+        f"ORDER BY v.id LIMIT {mark}"
+    )
+    scoped = (scope,) if scope is not None else ()
+    return sql, (model, after_id, *scoped, limit)
+
+
+def turns_before_query(mark: str) -> str:
+    """The spoken texts of the `WINDOW_TURNS` conversational turns before a message (given
+    its scope, session and index), newest first."""
+    return (
+        f"SELECT {SPOKEN} FROM messages m WHERE m.scope = {mark} AND m.session_id = {mark} "
+        f"AND m.idx < {mark} AND {CONVERSATIONAL} ORDER BY m.idx DESC LIMIT {WINDOW_TURNS}"
+    )

@@ -12,9 +12,23 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 
-from hermes.store.search_contract import StoredVector, only_asks, tells_when, text_key
+from hermes.store.search_contract import (
+    PendingWindow,
+    StoredVector,
+    only_asks,
+    tells_when,
+    text_key,
+)
 from hermes.store.search_schema import BODY_CHARS
-from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts, whole_only_query
+from hermes.store.vector_sql import (
+    CONVERSATIONAL,
+    SPOKEN,
+    from_starts,
+    next_turns,
+    pending_windows_query,
+    turns_before_query,
+    whole_only_query,
+)
 
 M010_MESSAGE_VECTORS = """
 CREATE TABLE message_vectors (
@@ -44,6 +58,26 @@ CREATE TABLE vector_removals (
 CREATE TRIGGER vector_removals_ad AFTER DELETE ON message_vectors BEGIN
     INSERT INTO vector_removals (scope, removed) VALUES (old.scope, 1)
     ON CONFLICT (scope) DO UPDATE SET removed = removed + 1;
+END;
+"""
+
+# a message's window vectors (`hermes.recall.windows`): gone with it, with an edit of it,
+# and with the deletion or edit of a turn they hold (one of the two before it)
+M022_WINDOW_VECTORS = f"""
+CREATE TABLE window_vectors (
+    id INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL
+);
+CREATE TRIGGER window_vectors_ad AFTER DELETE ON messages BEGIN
+    DELETE FROM window_vectors WHERE id = old.id;
+    DELETE FROM window_vectors WHERE id IN ({next_turns("old")});
+END;
+CREATE TRIGGER window_vectors_au AFTER UPDATE OF content ON messages
+WHEN old.content IS NOT new.content BEGIN
+    DELETE FROM window_vectors WHERE id = old.id;
+    DELETE FROM window_vectors WHERE id IN ({next_turns("old")});
 END;
 """
 
@@ -185,6 +219,51 @@ class SQLiteVectorStore:
                 ).fetchall()
                 found.update(int(r[0]) for r in rows)
         return found
+
+    def pending_windows(
+        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+    ) -> list[PendingWindow]:
+        sql, params = pending_windows_query("?", model, scope, after_id, limit)
+        before = turns_before_query("?")
+        with self._lock:
+            rows = self._conn.execute(sql, params).fetchall()
+            return [
+                PendingWindow(
+                    int(mid),
+                    sc,
+                    (text, *(r[0] for r in self._conn.execute(before, (sc, session, idx)))),
+                )
+                for mid, sc, session, idx, text in rows
+            ]
+
+    def put_windows(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        if not rows:
+            return
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO window_vectors (id, scope, model, vec) "
+                    "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
+                    [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def windows(self, model: str, scope: str, message_ids: Sequence[int]) -> dict[int, bytes]:
+        ids = list(dict.fromkeys(int(i) for i in message_ids))[:500]
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT id, vec FROM window_vectors WHERE id IN ({marks}) "
+                "AND scope = ? AND model = ?",
+                (*ids, scope, model),
+            ).fetchall()
+        return {int(r[0]): bytes(r[1]) for r in rows}
 
     def removed(self, scope: str) -> int:
         with self._lock:

@@ -20,7 +20,11 @@ from hermes.store.postgres.predicates import CONVERSATIONAL
 from hermes.store.postgres.records import M013_SHARED_RECORDS, M014_QUOTA_USES
 from hermes.store.postgres.runs import M008_RUNS
 from hermes.store.postgres.usage import M012_MODEL_USAGE
-from hermes.store.postgres.vectors import M004_MESSAGE_VECTORS, M006_VECTOR_REMOVALS
+from hermes.store.postgres.vectors import (
+    M004_MESSAGE_VECTORS,
+    M006_VECTOR_REMOVALS,
+    M016_WINDOW_VECTORS,
+)
 from hermes.store.usage import SESSION_INDEX
 
 # Scripts written without spaces between words (hermes.unsegmented, as in SQLite).
@@ -160,4 +164,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(13, "shared_records", M013_SHARED_RECORDS),
     PgMigration(14, "quota_uses", M014_QUOTA_USES),
     PgMigration(15, "message_models", M015_MESSAGE_MODELS),
+    PgMigration(16, "window_vectors", M016_WINDOW_VECTORS),
 ]

@@ -11,8 +11,18 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hermes.store.postgres.predicates import ONLY_ASKS, TELLS_WHEN
-from hermes.store.search_contract import StoredVector, text_key
-from hermes.store.vector_sql import CONVERSATIONAL, SPOKEN, from_starts, whole_only_query
+from hermes.store.search_contract import PendingWindow, StoredVector, text_key
+from hermes.store.vector_sql import (
+    CONVERSATIONAL,
+    SPOKEN,
+    WINDOW_TURNS,
+    conversational,
+    from_starts,
+    next_turns,
+    pending_windows_query,
+    spoken,
+    whole_only_query,
+)
 
 if TYPE_CHECKING:  # pool.py imports the schema, which imports this module
     from hermes.store.postgres.pool import Database
@@ -56,6 +66,36 @@ CREATE TRIGGER vector_removals_ad AFTER DELETE ON message_vectors
 REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
 EXECUTE FUNCTION vector_removals_count();
 """
+
+# a message's window vectors (`hermes.recall.windows`; SQLite's migration 22): gone with it,
+# with an edit of it, and with the deletion or edit of a turn they hold
+M016_WINDOW_VECTORS = f"""
+CREATE TABLE window_vectors (
+    id bigint PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    scope text NOT NULL,
+    model text NOT NULL,
+    vec bytea NOT NULL
+);
+CREATE FUNCTION window_vectors_forget() RETURNS trigger AS $$
+BEGIN
+    DELETE FROM window_vectors WHERE id = OLD.id OR id IN ({next_turns("OLD")});
+    RETURN NULL;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER window_vectors_ad AFTER DELETE ON messages
+FOR EACH ROW EXECUTE FUNCTION window_vectors_forget();
+CREATE TRIGGER window_vectors_au AFTER UPDATE OF content ON messages
+FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM NEW.content)
+EXECUTE FUNCTION window_vectors_forget();
+"""
+
+# the turns before each pending message, newest first, in one statement (a round trip each
+# would cost more than the rows)
+_TURNS_BEFORE = (
+    f"ARRAY(SELECT {spoken('p')} FROM messages p WHERE p.scope = m.scope "
+    f"AND p.session_id = m.session_id AND p.idx < m.idx AND {conversational('p')} "
+    f"ORDER BY p.idx DESC LIMIT {WINDOW_TURNS})"
+)
 
 
 class PgVectorStore:
@@ -169,6 +209,35 @@ class PgVectorStore:
             (ids, scope, model),
         )
         return {int(r[0]) for r in rows}
+
+    def pending_windows(
+        self, model: str, *, scope: str | None = None, after_id: int = 0, limit: int = 256
+    ) -> list[PendingWindow]:
+        sql, params = pending_windows_query("%s", model, scope, after_id, limit)
+        sql = sql.replace(f"{SPOKEN} FROM", f"{SPOKEN}, {_TURNS_BEFORE} FROM", 1)
+        rows = self._db.fetch(sql, params)
+        return [PendingWindow(int(r[0]), r[1], (r[4], *r[5])) for r in rows]
+
+    def put_windows(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        if not rows:
+            return
+        with self._db.transaction() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO window_vectors (id, scope, model, vec) "
+                "SELECT %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM messages WHERE id = %s) "
+                "ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, vec = EXCLUDED.vec",
+                [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
+            )
+
+    def windows(self, model: str, scope: str, message_ids: Sequence[int]) -> dict[int, bytes]:
+        ids = sorted({int(i) for i in message_ids})
+        if not ids:
+            return {}
+        rows = self._db.fetch(
+            "SELECT id, vec FROM window_vectors WHERE id = ANY(%s) AND scope = %s AND model = %s",
+            (ids, scope, model),
+        )
+        return {int(r[0]): bytes(r[1]) for r in rows}
 
     def removed(self, scope: str) -> int:
         rows = self._db.fetch("SELECT removed FROM vector_removals WHERE scope = %s", (scope,))

@@ -1,0 +1,97 @@
+"""Window vectors: a turn embedded together with the turns before it.
+
+A reply often carries its evidence only with the question it answers ("It had salads,
+sandwiches and homemade desserts" answers "what food was on her dinner spread with her
+mother?" only after "My mom and I made dinner together"). The sum of the turns' own vectors
+does not say that; the vector of their joined text does. So each embedded message also gets
+two window vectors, of its text after the one turn and after the two turns before it in its
+session, and the first page of a search scores its hits by them too (`ranking._first_page`).
+
+They are read for the few hits of a first page only, by id, so the search's matrix stays
+one vector (and its sentences') per message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from hermes.memory.embeddings import Embedder
+from hermes.store.base import Store
+
+SPANS = (1, 2)  # turns before the message that each of its windows holds
+BATCH = 256  # messages per step: their windows are two to three turns long
+
+
+def window_texts(turns: Sequence[str]) -> list[str]:
+    """A message's windows, from `turns` (its spoken text, then the turns before it, newest
+    first): the one turn before it and it, then the two before it and it, oldest first."""
+    return [" ".join(reversed(turns[: span + 1])) for span in SPANS]
+
+
+def to_bytes(vectors: np.ndarray) -> bytes:
+    return np.asarray(vectors, dtype=np.float16).tobytes()
+
+
+def from_bytes(data: bytes, dimensions: int) -> np.ndarray:
+    """The windows' vectors, a row per span (float32)."""
+    return np.frombuffer(data, dtype=np.float16).astype(np.float32).reshape(-1, dimensions)
+
+
+def embed_windows(
+    store: Store,
+    embedder: Embedder,
+    *,
+    scope: str | None = None,
+    after_id: int = 0,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> tuple[int, int]:
+    """Embed the windows of messages that have a vector but no window vectors yet (of
+    `scope`, or all), by id from `after_id`; (messages given windows, last id). A message
+    with no turn before it has its own text as its windows."""
+    vectors = store.vectors
+    if vectors is None:
+        return 0, after_id
+    done = 0
+    while limit is None or done < limit:
+        if should_stop is not None and should_stop():
+            break
+        size = BATCH if limit is None else min(BATCH, limit - done)
+        rows = vectors.pending_windows(embedder.name, scope=scope, after_id=after_id, limit=size)
+        if not rows:
+            break
+        texts = [window_texts(row.turns) for row in rows]
+        unique = list(dict.fromkeys(text for pair in texts for text in pair))
+        encoded = embedder.encode(unique)
+        where = {text: i for i, text in enumerate(unique)}
+        vectors.put_windows(
+            embedder.name,
+            [
+                (row.message_id, row.scope, to_bytes(encoded[[where[t] for t in pair]]))
+                for row, pair in zip(rows, texts, strict=True)
+            ],
+        )
+        after_id = rows[-1].message_id
+        done += len(rows)
+        if progress is not None:
+            progress(len(rows))
+    return done, after_id
+
+
+def similarities(
+    store: Store, model: str, scope: str, query: np.ndarray, message_ids: Sequence[int]
+) -> dict[int, tuple[float, ...]]:
+    """Each message's windows' cosine similarity to `query` (one per span), for those of
+    `message_ids` whose windows are stored."""
+    vectors = store.vectors
+    if vectors is None or not message_ids:
+        return {}
+    found = vectors.windows(model, scope, message_ids)
+    dimensions = len(query)
+    return {
+        mid: tuple(float(s) for s in from_bytes(data, dimensions) @ query)
+        for mid, data in found.items()
+    }
