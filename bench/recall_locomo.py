@@ -270,6 +270,7 @@ ABLATIONS: list[tuple[str, object]] = [
     ("page", 5),
     ("others", 0),
     ("others_within", 2),
+    ("page_weights", (0.42, 0.4, 0.22, 0.23, 0.15)),  # the page before its window term
 ]
 
 

@@ -14,9 +14,9 @@ feature set is worth keeping when it helps every held-out conversation, not the 
 The own-words feature is `Searcher.own_words` of the page's hits, relative to the page's
 best.
 
-The window features are the similarity of the question to the stored windows of each hit
-(`hermes.recall.windows`: the turn written after the one, and after the two, turns before
-it); the row "without windows" leaves them out, to see what they buy.
+The window feature is the similarity of the question to each hit's stored window
+(`hermes.recall.windows`: the turn written after the two turns before it); the row "without
+windows" leaves it out, to see what it buys.
 """
 
 from __future__ import annotations
@@ -44,11 +44,10 @@ CURRENT = (
     "after",
     "before2",
     "after2",
-    "window 1",
-    "window 2",
+    "window",
     "own words",
 )
-WINDOWS = ("window 1", "window 2")
+WINDOWS = ("window",)
 
 
 @dataclass
@@ -84,7 +83,7 @@ def capture(home: Path, questions: list[Question]) -> dict[int, Page]:
         top = page[0].score or 1.0
         feats: dict[str, list[float]] = {name: [] for name in CURRENT}
         for r in page:
-            around = similar.get(r.message_id, (0.0,) * 7)
+            around = similar.get(r.message_id, (0.0,) * (len(CURRENT) - 2))
             values = (r.score / top, *around, own.get(r.message_id, 0.0) / best)
             for name, value in zip(CURRENT, values, strict=True):
                 feats[name].append(value)
@@ -135,7 +134,9 @@ def first_hit(page: Page, wanted: set[Place], weights: np.ndarray, names: Sequen
 def report(pages: dict[int, Page], questions: list[Question]) -> str:
     from hermes.recall.ranking import DEFAULT_CONFIG
 
-    current = np.array([1.0, *DEFAULT_CONFIG.page_weights, DEFAULT_CONFIG.page_own_words])
+    weights = list(DEFAULT_CONFIG.page_weights)
+    weights += [0.0] * (len(CURRENT) - 2 - len(weights))  # a feature it has no weight for
+    current = np.array([1.0, *weights, DEFAULT_CONFIG.page_own_words])
     convs = sorted({q.conversation for q in questions})
     sets: list[tuple[str, Sequence[str], bool]] = [
         ("current weights", CURRENT, False),

@@ -112,20 +112,20 @@ def test_similarities_are_of_the_message_and_the_turns_around_it(store: SQLiteSt
     assert len(ids) == 5
     similar = near.similarities(ids)
     own = [similar[i][0] for i in ids]
-    # (own, one before, one after, two before, two after, then its two windows); 0 where
-    # the session has none; windows not embedded yet stand in as its own
-    assert similar[ids[2]] == (own[2], own[1], own[3], own[0], own[4], own[2], own[2])
-    assert similar[ids[0]] == (own[0], 0.0, own[1], 0.0, own[2], own[0], own[0])
-    assert similar[ids[4]] == (own[4], own[3], 0.0, own[2], 0.0, own[4], own[4])
+    # (own, one before, one after, two before, two after, then its window); 0 where the
+    # session has none; a window not embedded yet stands in as its own
+    assert similar[ids[2]] == (own[2], own[1], own[3], own[0], own[4], own[2])
+    assert similar[ids[0]] == (own[0], 0.0, own[1], 0.0, own[2], own[0])
+    assert similar[ids[4]] == (own[4], own[3], 0.0, own[2], 0.0, own[4])
     assert near.similarities([10_000]) == {}
     assert embed_windows(store, embedder)[0] == 5
     windowed = near.similarities(ids)
     assert windowed[ids[2]][:5] == similar[ids[2]][:5]
-    # the reply read after the question it answers, and after the turn before that
+    # the reply read after the question it answers and the turn before that
     query = embedder.encode_query("what is the dog called")
-    expected = embedder.encode([" ".join(turns[2:4]), " ".join(turns[1:4])]) @ query
+    expected = embedder.encode([" ".join(turns[1:4])]) @ query
     assert np.allclose(windowed[ids[3]][5:], expected, atol=0.01)
-    assert np.allclose(windowed[ids[0]][5:], (own[0], own[0]), atol=0.01)  # none before
+    assert np.allclose(windowed[ids[0]][5:], (own[0],), atol=0.01)  # none before
 
 
 class _Words:

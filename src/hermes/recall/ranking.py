@@ -105,13 +105,13 @@ class RankConfig:
     others_within: int = 5
     # the first page reordered by what the fusion by rank leaves out (`_first_page`): each
     # hit's similarity by meaning, that of the turns around it (one before, one after, two
-    # before, two after), that of its windows (it after the one and the two turns before
-    # it: `recall.windows`) and how well its own words (not its window's) match; weights:
+    # before, two after), that of its window (it after the two turns before it:
+    # `recall.windows`) and how well its own words (not its window's) match; weights:
     # the median of five fits (pairwise logistic) each leaving one LoCoMo dev conversation
     # out, relative to the fused score's (1): bench/recall_page_fit.py
     page: int = 10  # hits reordered (0: off); the hits below keep their places
-    page_weights: tuple[float, ...] = (0.42, 0.4, 0.22, 0.23, 0.15)  # as `similarities`
-    page_own_words: float = 0.63
+    page_weights: tuple[float, ...] = (0.42, 0.36, 0.23, 0.16, 0.18, 0.63)  # as `similarities`
+    page_own_words: float = 0.69
 
 
 class NearestLists(Protocol):
@@ -125,7 +125,7 @@ class NearestLists(Protocol):
 
     def similarities(self, message_ids: Sequence[int]) -> dict[int, tuple[float, ...]]:
         """Each message's similarity to the query, then the turns' one before, one after,
-        two before and two after it, then its windows' (after one and two turns before)."""
+        two before and two after it, then its window's (it after the two turns before)."""
         ...
 
 
@@ -333,8 +333,8 @@ def _first_page(
     plus what the fusion by rank cannot see: how similar each is by meaning (a cosine, not
     a place in a list), how similar the turns around it are (an answer follows the question
     it answers; a speaker's details follow the turn that brought the subject up two turns
-    before), how similar it is read after those turns (its windows: a reply's meaning is
-    often only in what it answers), and how its own words match the question (BM25 of the
+    before), how similar it is read after the turns before it (its window: a reply's
+    meaning is often only in what it answers), and how its own words match the question (BM25 of the
     message alone, relative to the best such match: the window view scores a turn with its
     neighbours' words, so a whole exchange ties where one turn says it). The hits below
     keep their places. Fitted and judged leaving one LoCoMo dev conversation out at a

@@ -414,8 +414,8 @@ class Nearest:
         """Each message's similarity to the query (as the lists score it: the best of its
         whole text and its weighted best sentence), then that of the turns one before, one
         after, two before and two after it in its session (0 where there is none), whether
-        or not they made a list, then that of its windows (`hermes.recall.windows`: its own
-        where they are not embedded yet). Messages without a vector are left out."""
+        or not they made a list, then that of its window (`hermes.recall.windows`: its own
+        where that is not embedded yet). Messages without a vector are left out."""
         if self.scores is None or not message_ids:
             return {}
         matrix = self.scores.matrix

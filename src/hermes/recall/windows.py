@@ -4,11 +4,13 @@ A reply often carries its evidence only with the question it answers ("It had sa
 sandwiches and homemade desserts" answers "what food was on her dinner spread with her
 mother?" only after "My mom and I made dinner together"). The sum of the turns' own vectors
 does not say that; the vector of their joined text does. So each embedded message also gets
-two window vectors, of its text after the one turn and after the two turns before it in its
-session, and the first page of a search scores its hits by them too (`ranking._first_page`).
+a window vector, of its text after the two turns before it in its session, and the first
+page of a search scores its hits by it too (`ranking._first_page`). (A window of the one
+turn before as well bought a little more on the LoCoMo dev slice, but lowered two of its
+five conversations: bench/recall_page_fit.py.)
 
-They are read for the few hits of a first page only, by id, so the search's matrix stays
-one vector (and its sentences') per message.
+Windows are read for the few hits of a first page only, by id, so the search's matrix
+stays one vector (and its sentences') per message.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ import numpy as np
 from hermes.memory.embeddings import Embedder
 from hermes.store.base import Store
 
-SPANS = (1, 2)  # turns before the message that each of its windows holds
+SPANS = (2,)  # turns before the message that each of its windows holds
 BATCH = 256  # messages per step: their windows are two to three turns long
 
 
 def window_texts(turns: Sequence[str]) -> list[str]:
     """A message's windows, from `turns` (its spoken text, then the turns before it, newest
-    first): the one turn before it and it, then the two before it and it, oldest first."""
+    first): for each of `SPANS`, that many turns before it and it, oldest first."""
     return [" ".join(reversed(turns[: span + 1])) for span in SPANS]
 
 
@@ -51,7 +53,8 @@ def embed_windows(
 ) -> tuple[int, int]:
     """Embed the windows of messages that have a vector but no window vectors yet (of
     `scope`, or all), by id from `after_id`; (messages given windows, last id). A message
-    with no turn before it has its own text as its windows."""
+    with fewer turns before it has a window of what there is (its own text alone: its
+    own vector again)."""
     vectors = store.vectors
     if vectors is None:
         return 0, after_id
@@ -64,14 +67,14 @@ def embed_windows(
         if not rows:
             break
         texts = [window_texts(row.turns) for row in rows]
-        unique = list(dict.fromkeys(text for pair in texts for text in pair))
+        unique = list(dict.fromkeys(text for spans in texts for text in spans))
         encoded = embedder.encode(unique)
         where = {text: i for i, text in enumerate(unique)}
         vectors.put_windows(
             embedder.name,
             [
-                (row.message_id, row.scope, to_bytes(encoded[[where[t] for t in pair]]))
-                for row, pair in zip(rows, texts, strict=True)
+                (row.message_id, row.scope, to_bytes(encoded[[where[t] for t in spans]]))
+                for row, spans in zip(rows, texts, strict=True)
             ],
         )
         after_id = rows[-1].message_id

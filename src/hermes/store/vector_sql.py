@@ -82,8 +82,8 @@ def whole_only_query(
     return sql, (model, size, after_id, *scoped, *newer, limit)
 
 
-# A message's windows are embedded with the conversational turns before it in its session
-# (`hermes.recall.windows`): this many of them at most.
+# A message's window is embedded with the conversational turns before it in its session
+# (`hermes.recall.windows.SPANS`): this many of them at most.
 WINDOW_TURNS = 2
 
 
