@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator
 from email.message import EmailMessage
 from pathlib import Path
@@ -203,9 +204,9 @@ def test_passwords_never_go_in_clear_to_another_machine() -> None:
 
 
 @pytest.fixture
-def lost_pushes(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def silent_pushes(monkeypatch: pytest.MonkeyPatch) -> None:
     """A server whose IDLE notifications never arrive (as when one is sent between the
-    search and the IDLE), and a short `poll_seconds`."""
+    search and the IDLE)."""
     import aioimaplib
 
     async def silent(self: object, timeout: float | None = None) -> None:  # noqa: ASYNC109 (its signature)
@@ -213,6 +214,11 @@ def lost_pushes(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         raise TimeoutError
 
     monkeypatch.setattr(aioimaplib.IMAP4, "wait_server_push", silent)
+
+
+@pytest.fixture
+def lost_pushes(silent_pushes: None, home: Path) -> None:
+    """`silent_pushes` and a short `poll_seconds`."""
     write_config(home, "gateway:\n  email:\n    poll_seconds: 0.5\n")
 
 
@@ -223,3 +229,46 @@ async def test_a_mail_whose_notification_is_lost_is_read_within_poll_seconds(
     await asyncio.to_thread(dovecot.deliver, mail(ADA, "quiet", "no push for this one"))
     [reply] = await wait_mail(outbox, 1)  # without the cap, the IDLE waits 25 minutes
     assert reply.get_content().strip() == "Seen anyway."
+
+
+@pytest.fixture
+def waiting_mail(dovecot: Dovecot, fake: FakeModel) -> None:
+    """A mail in the inbox before the gateway starts: its first look finds it, no push."""
+    fake.enqueue(Text("First answer."), Text("Second answer."))
+    dovecot.deliver(mail(ADA, "one", "the first question"))
+
+
+@pytest.fixture
+def slow_reading(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """The gateway reads the first mail only once the test says so: (reading, go on)."""
+    from hermes.gateway.platforms.email import EmailAdapter
+
+    reading, go_on = threading.Event(), threading.Event()
+    read = EmailAdapter._normalize
+
+    def held(self: EmailAdapter, msg: EmailMessage) -> object:
+        reading.set()
+        go_on.wait(30)
+        return read(self, msg)
+
+    monkeypatch.setattr(EmailAdapter, "_normalize", held)
+    return reading, go_on
+
+
+async def test_a_mail_that_comes_while_others_are_read_is_read_at_once(
+    silent_pushes: None,
+    waiting_mail: None,
+    slow_reading: tuple[threading.Event, threading.Event],
+    dovecot: Dovecot,
+    outbox: Outbox,
+    fake: FakeModel,
+    mail_gateway: Gateway,
+) -> None:
+    """A notification sent while the gateway reads the mail it found (not in IDLE) is lost:
+    it looks again before it waits, instead of leaving the mail for `poll_seconds` (60 here)."""
+    reading, go_on = slow_reading
+    assert await asyncio.to_thread(reading.wait, 30)
+    await asyncio.to_thread(dovecot.deliver, mail(ADA, "two", "the second question"))
+    go_on.set()
+    replies = await wait_mail(outbox, 2)
+    assert sorted(r["Subject"] for r in replies) == ["Re: one", "Re: two"]

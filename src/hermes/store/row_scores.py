@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-import numpy as np
-
 K1 = 1.2
 B = 0.75
 
@@ -77,6 +75,8 @@ def bm25_rows(
     common-word question's ranking."""
     if not rows:
         return []
+    import numpy as np  # not before a search: building the app stays without it
+
     texts = [text for text, _ in rows]
     lengths = np.fromiter((len(text.split()) for text in texts), dtype=np.float64, count=len(rows))
     average = max(float(lengths.sum()) / len(rows), 1.0)

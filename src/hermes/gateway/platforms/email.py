@@ -132,7 +132,12 @@ class EmailAdapter(PlatformAdapter):
         imap = self._imap
         idle = imap.has_capability("IDLE")
         while not self._stopping.is_set():
-            await self._fetch_new(imap, handler)
+            if await self._fetch_new(imap, handler):
+                # mail that came while these were read may have had its notification lost
+                # (the library drops one that arrives outside IDLE): look again before
+                # waiting, after a NOOP, which makes the server take in what came meanwhile
+                await imap.noop()
+                continue
             if idle:
                 await self._idle(imap)
             else:
@@ -154,7 +159,8 @@ class EmailAdapter(PlatformAdapter):
                 imap.idle_done()
             await asyncio.wait_for(waiter, 30)
 
-    async def _fetch_new(self, imap: Any, handler: InboundHandler) -> None:
+    async def _fetch_new(self, imap: Any, handler: InboundHandler) -> int:
+        """Read and hand on the unseen mail; how many there were."""
         response = await imap.uid_search("UNSEEN", charset=None)
         if response.result != "OK":
             raise AdapterError(f"IMAP search failed: {response.lines[-1:]!r}", retryable=True)
@@ -169,6 +175,7 @@ class EmailAdapter(PlatformAdapter):
             inbound = await asyncio.to_thread(self._normalize, msg)  # type: ignore[arg-type]
             if inbound is not None:
                 await handler(inbound)
+        return len(uids)
 
     def _normalize(self, msg: EmailMessage) -> Inbound | None:
         why = is_automatic(msg, self.address)
