@@ -30,6 +30,7 @@ import numpy as np
 from hermes.memory import embeddings
 from hermes.memory.embeddings import Embedder
 from hermes.recall import first_pass
+from hermes.recall.batches import run_batches
 from hermes.recall.nearest import DEFAULT_NEAREST, NearestOptions
 from hermes.recall.windows import SPANS
 from hermes.recall.windows import similarities as window_similarities
@@ -857,16 +858,13 @@ def embed_pending(
     vectors = store.vectors
     if vectors is None:
         return 0, after_id
-    done = 0
-    while limit is None or done < limit:
-        if should_stop is not None and should_stop():
-            break
-        size = BATCH if limit is None else min(BATCH, limit - done)
+
+    def step(after: int, size: int) -> tuple[int, int]:
         rows = vectors.pending(
-            embedder.name, scope=scope, after_id=after_id, limit=size, starts=starts
+            embedder.name, scope=scope, after_id=after, limit=size, starts=starts
         )
         if not rows:
-            break
+            return 0, after
         pieces = [[text, *parts(text)] for _, _, text in rows]
         encoded = embedder.encode([piece for said in pieces for piece in said])
         ends = np.cumsum([len(said) for said in pieces]).tolist()
@@ -877,11 +875,16 @@ def embed_pending(
                 for (mid, sc, _), said, end in zip(rows, pieces, ends, strict=True)
             ],
         )
-        after_id = rows[-1][0]
-        done += len(rows)
-        if progress is not None:
-            progress(len(rows))
-    return done, after_id
+        return len(rows), rows[-1][0]
+
+    return run_batches(
+        step,
+        batch=BATCH,
+        after_id=after_id,
+        limit=limit,
+        progress=progress,
+        should_stop=should_stop,
+    )
 
 
 def embed_sentences(

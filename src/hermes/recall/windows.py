@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hermes.memory.embeddings import Embedder
+from hermes.recall.batches import run_batches
 from hermes.store.base import Store
 
 SPANS = (2,)  # turns before the message that each of its windows holds
@@ -58,14 +59,11 @@ def embed_windows(
     vectors = store.vectors
     if vectors is None:
         return 0, after_id
-    done = 0
-    while limit is None or done < limit:
-        if should_stop is not None and should_stop():
-            break
-        size = BATCH if limit is None else min(BATCH, limit - done)
-        rows = vectors.pending_windows(embedder.name, scope=scope, after_id=after_id, limit=size)
+
+    def step(after: int, size: int) -> tuple[int, int]:
+        rows = vectors.pending_windows(embedder.name, scope=scope, after_id=after, limit=size)
         if not rows:
-            break
+            return 0, after
         texts = [window_texts(row.turns) for row in rows]
         unique = list(dict.fromkeys(text for spans in texts for text in spans))
         encoded = embedder.encode(unique)
@@ -77,11 +75,16 @@ def embed_windows(
                 for row, spans in zip(rows, texts, strict=True)
             ],
         )
-        after_id = rows[-1].message_id
-        done += len(rows)
-        if progress is not None:
-            progress(len(rows))
-    return done, after_id
+        return len(rows), rows[-1].message_id
+
+    return run_batches(
+        step,
+        batch=BATCH,
+        after_id=after_id,
+        limit=limit,
+        progress=progress,
+        should_stop=should_stop,
+    )
 
 
 def similarities(

@@ -166,13 +166,16 @@ class SQLiteVectorStore:
 
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
         """Store (message id, scope, vector bytes); a message deleted meanwhile is skipped."""
+        self._put("message_vectors", model, rows)
+
+    def _put(self, table: str, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
         if not rows:
             return
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany(
-                    "INSERT OR REPLACE INTO message_vectors (id, scope, model, vec) "
+                    f"INSERT OR REPLACE INTO {table} (id, scope, model, vec) "
                     "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
                     [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
                 )
@@ -237,20 +240,7 @@ class SQLiteVectorStore:
             ]
 
     def put_windows(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
-        if not rows:
-            return
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO window_vectors (id, scope, model, vec) "
-                    "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
-                    [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
-                )
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        self._put("window_vectors", model, rows)
 
     def windows(self, model: str, scope: str, message_ids: Sequence[int]) -> dict[int, bytes]:
         ids = list(dict.fromkeys(int(i) for i in message_ids))[:500]

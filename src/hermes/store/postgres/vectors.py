@@ -174,11 +174,14 @@ class PgVectorStore:
         return [(int(r[0]), r[1], r[2], bytes(r[3])) for r in rows]
 
     def put(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        self._put("message_vectors", model, rows)
+
+    def _put(self, table: str, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
         if not rows:
             return
         with self._db.transaction() as conn, conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO message_vectors (id, scope, model, vec) "
+                f"INSERT INTO {table} (id, scope, model, vec) "
                 "SELECT %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM messages WHERE id = %s) "
                 "ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, vec = EXCLUDED.vec",
                 [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
@@ -219,15 +222,7 @@ class PgVectorStore:
         return [PendingWindow(int(r[0]), r[1], (r[4], *r[5])) for r in rows]
 
     def put_windows(self, model: str, rows: Sequence[tuple[int, str, bytes]]) -> None:
-        if not rows:
-            return
-        with self._db.transaction() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO window_vectors (id, scope, model, vec) "
-                "SELECT %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM messages WHERE id = %s) "
-                "ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, vec = EXCLUDED.vec",
-                [(mid, scope, model, vec, mid) for mid, scope, vec in rows],
-            )
+        self._put("window_vectors", model, rows)
 
     def windows(self, model: str, scope: str, message_ids: Sequence[int]) -> dict[int, bytes]:
         ids = sorted({int(i) for i in message_ids})
