@@ -8,7 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hermes.recall.windows import embed_windows, from_bytes, similarities, window_texts
+from hermes.recall.windows import (
+    BEFORE_CHARS,
+    embed_windows,
+    from_bytes,
+    similarities,
+    window_texts,
+)
 from hermes.runtime import open_store
 from hermes.store.base import NewMessage, Store
 from hermes.store.sqlite import SQLiteStore
@@ -141,3 +147,16 @@ def test_a_turn_deleted_or_edited_takes_the_windows_holding_it(home: Path, chang
         assert sorted(kept) == [ids[3], other]
     finally:
         store.close()
+
+
+def test_a_window_keeps_the_message_whole_after_long_turns() -> None:
+    """The turns before take at most `BEFORE_CHARS`, newest first and each by its end, so
+    the model's 256 word pieces never cut off the message the window is for."""
+    question = "So which one did you pick in the end?"
+    long_answer = ("I compared them for weeks. " * 60).strip()
+    (window,) = window_texts(["The red one.", question, long_answer])
+    assert window.endswith(f"{question} The red one.")
+    assert len(window) <= BEFORE_CHARS + len(" The red one.")
+    (long_before,) = window_texts(["Yes.", long_answer, "Did you decide?"])
+    assert long_before.endswith("weeks. Yes.") and not long_before.startswith("Did")
+    assert long_before.split(" ", 1)[0] in {"I", "compared", "them", "for", "weeks."}

@@ -24,13 +24,36 @@ from hermes.recall.batches import run_batches
 from hermes.store.base import Store
 
 SPANS = (2,)  # turns before the message that each of its windows holds
+# the turns before a message take at most this much of its window, newest first and each
+# by its end (the question a reply answers is usually said last), so the message itself is
+# not cut off by the model's 256 word pieces after a long turn
+BEFORE_CHARS = 600
 BATCH = 256  # messages per step: their windows are two to three turns long
 
 
 def window_texts(turns: Sequence[str]) -> list[str]:
     """A message's windows, from `turns` (its spoken text, then the turns before it, newest
-    first): for each of `SPANS`, that many turns before it and it, oldest first."""
-    return [" ".join(reversed(turns[: span + 1])) for span in SPANS]
+    first): for each of `SPANS`, that many turns before it (at most `BEFORE_CHARS` of
+    them) and it, oldest first."""
+    said = turns[0]
+    return [" ".join([*reversed(_ends(turns[1 : span + 1])), said]) for span in SPANS]
+
+
+def _ends(before: Sequence[str]) -> list[str]:
+    """The turns `before` (newest first) within `BEFORE_CHARS`: whole while they fit, then
+    the end of the first that does not (from a word's start), then none."""
+    kept, left = [], BEFORE_CHARS
+    for turn in before:
+        if len(turn) < left:
+            kept.append(turn)
+            left -= len(turn) + 1
+            continue
+        cut = turn[-left:] if left > 0 else ""
+        cut = cut.split(" ", 1)[1] if " " in cut and len(turn) > left else cut
+        if cut:
+            kept.append(cut)
+        break
+    return kept
 
 
 def to_bytes(vectors: np.ndarray) -> bytes:
