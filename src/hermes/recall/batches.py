@@ -12,15 +12,14 @@ Step = Callable[[int, int], tuple[int, int]]
 
 def run_batches(
     step: Step,
-    *,
     batch: int,
-    after_id: int = 0,
-    limit: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
+    after_id: int,
+    limit: int | None,
+    progress: Callable[[int], None] | None,
+    should_stop: Callable[[], bool] | None,
 ) -> tuple[int, int]:
-    """Run `step` until it finds nothing, `limit` rows are done or `should_stop` says so;
-    (rows done, last id)."""
+    """Run `step` from `after_id`, `batch` rows at a time, until it finds nothing, `limit`
+    rows are done or `should_stop` says so; (rows done, last id)."""
     done = 0
     while limit is None or done < limit:
         if should_stop is not None and should_stop():

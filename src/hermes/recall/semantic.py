@@ -877,14 +877,7 @@ def embed_pending(
         )
         return len(rows), rows[-1][0]
 
-    return run_batches(
-        step,
-        batch=BATCH,
-        after_id=after_id,
-        limit=limit,
-        progress=progress,
-        should_stop=should_stop,
-    )
+    return run_batches(step, BATCH, after_id, limit, progress, should_stop)
 
 
 def embed_sentences(
