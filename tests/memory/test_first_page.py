@@ -200,6 +200,9 @@ def test_a_question_in_the_first_person_or_about_now_keeps_its_priors() -> None:
     near = _Near({1: (0.2, 0.0, 0.0, 0.0, 0.0), 2: (0.7, 0.5, 0.5, 0.5, 0.5)})
 
     class _Index:
+        def prepare(self, *args: object, **kwargs: object) -> None:
+            return None  # (nothing to begin: `search` answers at once)
+
         def search(self, scope: str, query: str, **kwargs: object) -> _Near:
             return near
 
@@ -263,6 +266,9 @@ def test_a_question_of_common_words_scores_no_rows_beyond_the_page(
     near = _Near({i: (0.5, 0.0, 0.0, 0.0, 0.0) for i in ids})
 
     class _Index:
+        def prepare(self, *args: object, **kwargs: object) -> None:
+            return None  # (nothing to begin: `search` answers at once)
+
         def search(self, scope: str, query: str, **kwargs: object) -> _Near:
             return near
 

@@ -285,6 +285,10 @@ class _Matrix:
             self._newest = mask
         return self._newest
 
+    def speaker_names(self) -> set[str]:
+        """The names (lower case) of the people whose messages the matrix holds."""
+        return {k[5:].lower() for k in self.speaker_ids.of if k.startswith("name:")}
+
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
         """Row of the previous and next message of the same session (-1: none)."""
         if self._neighbours is None:
@@ -382,6 +386,46 @@ def _sentences_of(
     return has, counts, offsets, at
 
 
+Plan = Callable[[set[str]], tuple[str, NearestOptions]]
+"""From the names of a scope's speakers, the question to embed and the options to search
+with (the ranking's: `hermes.recall.ranking`)."""
+
+
+class Prepared:
+    """A search by meaning run in a thread of its own, started before the search by words
+    (`SemanticIndex.prepare`): the model and numpy run outside the GIL, so the search takes
+    the time the word search takes rather than adding to it. What it found serves only the
+    search that asks what it asked (`result`)."""
+
+    def __init__(self, key: tuple[object, ...] | None = None) -> None:
+        self.key = key
+        self.found: Nearest | None = None
+        self.unavailable: embeddings.EmbeddingsUnavailableError | None = None
+        self._done = threading.Event()
+        if key is None:  # nothing to run
+            self._done.set()
+
+    def run(self, work: Callable[[], Nearest]) -> None:
+        try:
+            self.found = work()
+        except embeddings.EmbeddingsUnavailableError as exc:
+            self.unavailable = exc
+        except Exception:  # the search runs again itself, and meets the error there
+            log.debug("a search by meaning in the background failed", exc_info=True)
+        finally:
+            self._done.set()
+
+    def result(self, key: tuple[object, ...]) -> Nearest | None:
+        """What was found, when it was asked as `key` says (None: search afresh). Raises
+        the embedder's unavailability, as an encode would."""
+        if key != self.key:
+            return None
+        self._done.wait()
+        if self.unavailable is not None:
+            raise self.unavailable
+        return self.found
+
+
 @dataclass
 class Nearest:
     """Messages nearest to a query: by their own text, and by their text with the
@@ -461,6 +505,27 @@ class SemanticIndex:
             raise RuntimeError("the store of this semantic index was closed")
         return store
 
+    def prepare(
+        self, scope: str, plan: Plan, *, limit: int, exclude_sessions: Sequence[str] = ()
+    ) -> Prepared:
+        """Start in another thread the search that `plan` makes of the scope's speakers'
+        names; `search(prepared=...)` takes its result when it asks the same."""
+        matrix = self._matrix(scope)  # here: bringing it up to date reads the store,
+        if matrix is None or not len(matrix.ids) or limit <= 0:  # whose lock the word
+            return Prepared()  # search is about to hold
+        query, options = plan(matrix.speaker_names())
+        removed = self._removed(scope)
+        prepared = Prepared(_key(scope, query, limit, exclude_sessions, options))
+
+        def work() -> Nearest:
+            vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
+            return self._nearest(scope, matrix, vector, limit, exclude_sessions, options, removed)
+
+        threading.Thread(
+            target=prepared.run, args=(work,), name="hermes-recall", daemon=True
+        ).start()
+        return prepared
+
     def search(
         self,
         scope: str,
@@ -469,20 +534,46 @@ class SemanticIndex:
         limit: int,
         exclude_sessions: Sequence[str] = (),
         options: NearestOptions = DEFAULT_NEAREST,
+        prepared: Prepared | None = None,
     ) -> Nearest:
         """The `limit` messages of `scope` nearest to `query`, best first (score = cosine,
         of the whole text or of its best sentence (`parts`), plus its neighbours' in
         context), scored and listed as `options` say (`hermes.recall.nearest`)."""
-        context, distinct, near_copies = options.context, options.distinct, options.near_copies
-        speakers, sentences = options.speakers, options.sentences
-        matrix = self._matrix(scope)
-        if matrix is None or not len(matrix.ids) or limit <= 0:
-            return Nearest([], [])
         try:
-            query_vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
+            if prepared is not None:
+                key = _key(scope, query, limit, exclude_sessions, options)
+                found = prepared.result(key)
+                if found is not None:
+                    return found
+            matrix = self._matrix(scope)
+            if matrix is None or not len(matrix.ids) or limit <= 0:
+                return Nearest([], [])
+            vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
         except embeddings.EmbeddingsUnavailableError as exc:  # an endpoint down: words only
             log.warning("searching by words only: %s", exc)
             return Nearest([], [])
+        removed = self._removed(scope)
+        return self._nearest(scope, matrix, vector, limit, exclude_sessions, options, removed)
+
+    def _removed(self, scope: str) -> int:
+        vectors = self.store.vectors
+        assert vectors is not None  # (a matrix was loaded from them)
+        return vectors.removed(scope)
+
+    def _nearest(
+        self,
+        scope: str,
+        matrix: _Matrix,
+        query_vector: np.ndarray,
+        limit: int,
+        exclude_sessions: Sequence[str],
+        options: NearestOptions,
+        removed: int,
+    ) -> Nearest:
+        """`search` once the question is embedded; `removed`: the scope's count of deleted
+        vectors, read before (`VectorStore.removed`)."""
+        context, distinct, near_copies = options.context, options.distinct, options.near_copies
+        speakers, sentences = options.speakers, options.sentences
         similarity = matrix.similarity(query_vector, sentences)
         if not options.sentence_copies:
             similarity.by_part = None
@@ -535,7 +626,7 @@ class SemanticIndex:
         vectors = self.store.vectors
         assert vectors is not None  # (a matrix was loaded from them)
         there = None
-        if vectors.removed(scope) != matrix.removed:
+        if removed != matrix.removed:
             there = vectors.still_embedded(self.embedder.name, scope, matrix.ids[rows].tolist())
         lists = [
             _matches(matrix, top, scores, there) for top, scores in zip(tops, scored, strict=True)
@@ -682,6 +773,12 @@ class SemanticIndex:
             part_rows,
             _reduced=reduced,
         )
+
+
+def _key(
+    scope: str, query: str, limit: int, exclude: Sequence[str], options: NearestOptions
+) -> tuple[object, ...]:
+    return (scope, query, limit, tuple(exclude), options)
 
 
 def _last_rows(blocks: list[np.ndarray], count: int) -> list[np.ndarray]:
