@@ -352,23 +352,30 @@ def semantic_latency(home: Path, questions: list[dict]) -> str:
         gc.collect()  # the burst's garbage: a serving process collected it long ago
         index = SemanticIndex(store, embedder, max_vectors=vectors)
         rank_messages(store.search, scope, "warm up", limit=10, semantic=index)  # loads the matrix
-        took, cpu = [], []
-        for q in questions:
-            started, used = time.perf_counter(), time.process_time()
-            rank_messages(store.search, scope, q["query"], limit=10, semantic=index)
-            took.append((time.perf_counter() - started) * 1000)
-            cpu.append((time.process_time() - used) * 1000)
+        # the search as it runs (its halves beside each other) and one after the other
+        # (`RankConfig.overlap`), taking turns question by question
+        configs = {"beside": DEFAULT_CONFIG, "after": replace(DEFAULT_CONFIG, overlap=False)}
+        took: dict[str, list[float]] = {name: [] for name in configs}
+        cpu: dict[str, list[float]] = {name: [] for name in configs}
+        for i, q in enumerate(questions):
+            for name in sorted(configs, reverse=bool(i % 2)):
+                started, used = time.perf_counter(), time.process_time()
+                rank_messages(
+                    store.search, scope, q["query"], limit=10, semantic=index, config=configs[name]
+                )
+                took[name].append((time.perf_counter() - started) * 1000)
+                cpu[name].append((time.process_time() - used) * 1000)
         count = store.connection.execute(
             "SELECT count(*) FROM message_vectors WHERE scope = ?", (scope,)
         ).fetchone()[0]
     finally:
         store.close()
     rate = f"{done / embed_s:,.0f} msg/s" if done else "already embedded"
-    return (
-        f"search with {count:,} vectors in the scope ({rate}): "
-        f"median {statistics.median(took):.1f} ms, p95 {pct(took, 0.95):.1f} ms "
-        f"(CPU of the process, which other jobs' load inflates less: median "
-        f"{statistics.median(cpu):.1f} ms, p95 {pct(cpu, 0.95):.1f} ms)"
+    return f"search with {count:,} vectors in the scope ({rate}): " + "; ".join(
+        f"{label} median {statistics.median(took[name]):.1f} ms, p95 "
+        f"{pct(took[name], 0.95):.1f} ms (CPU of the process, which other jobs' load inflates "
+        f"less: median {statistics.median(cpu[name]):.1f} ms, p95 {pct(cpu[name], 0.95):.1f} ms)"
+        for name, label in (("beside", "as it runs"), ("after", "its halves one after the other"))
     )
 
 
