@@ -2,8 +2,8 @@
 (`SemanticIndex.prepare`): the question's embedding and the products take the word
 search's time instead of coming after it. It guesses which of the scope's speakers the
 question names; when the word candidates say otherwise, the search is run again for what
-they say, so the hits are always those of the one-after-the-other search. A stand-in
-embedder (conftest.py)."""
+they say, so the hits are always those of the one-after-the-other search. Only in a scope
+of OVERLAP_ROWS rows or more (here set lower). A stand-in embedder (conftest.py)."""
 
 from __future__ import annotations
 
@@ -31,11 +31,19 @@ class _Watched(Digests):
     def __init__(self) -> None:
         self.started = threading.Event()
         self.questions: list[str] = []
+        self.threads: list[str] = []
 
     def encode_query(self, text: str) -> np.ndarray:
         self.questions.append(text)
+        self.threads.append(threading.current_thread().name)
         self.started.set()
         return super().encode_query(text)
+
+
+@pytest.fixture(autouse=True)
+def any_scope_overlaps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(In a scope this small the halves run one after the other unless told.)"""
+    monkeypatch.setattr("hermes.recall.semantic.OVERLAP_ROWS", 1)
 
 
 @pytest.fixture
@@ -115,3 +123,19 @@ def test_a_search_whose_scope_has_no_vectors_is_not_started(home: Path, digests:
         assert embedder.questions == []
     finally:
         store.close()
+
+
+def test_a_small_scope_searches_one_half_after_the_other(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = _Watched()
+    index = SemanticIndex(store, embedder)
+    hits = rank_messages(store.search, SCOPE, "When did Bob go to the concert?", semantic=index)
+    assert embedder.threads == ["hermes-recall"]
+    monkeypatch.setattr("hermes.recall.semantic.OVERLAP_ROWS", 1_000)
+    embedder.threads.clear()
+    assert (
+        rank_messages(store.search, SCOPE, "When did Bob go to the concert?", semantic=index)
+        == hits
+    )
+    assert embedder.threads == [threading.current_thread().name]

@@ -55,6 +55,10 @@ BATCH = 512  # texts per model call: longer batches sort by length and pad less
 PART_WORDS = 6  # a shorter sentence ("It's been a week.") gets no vector of its own
 PART_CHARS = 12  # ... nor one of fewer characters in a script without spaces (Japanese)
 MAX_PARTS = 8  # sentences of one message embedded on their own, at most
+# from this many rows (messages and sentences) a search by meaning runs beside the word search
+# (`SemanticIndex.prepare`); in a smaller scope both halves are a few ms, mostly Python, and
+# the thread's start and the two halves taking turns at the GIL cost what they would save
+OVERLAP_ROWS = first_pass.APPROX_ROWS
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
@@ -511,8 +515,8 @@ class SemanticIndex:
         """Start in another thread the search that `plan` makes of the scope's speakers'
         names; `search(prepared=...)` takes its result when it asks the same."""
         matrix = self._matrix(scope)  # here: bringing it up to date reads the store,
-        if matrix is None or not len(matrix.ids) or limit <= 0:  # whose lock the word
-            return Prepared()  # search is about to hold
+        if matrix is None or len(matrix.table) < OVERLAP_ROWS or limit <= 0:  # whose lock
+            return Prepared()  # the word search is about to hold
         query, options = plan(matrix.speaker_names())
         removed = self._removed(scope)
         prepared = Prepared(_key(scope, query, limit, exclude_sessions, options))
