@@ -1,7 +1,7 @@
 """CPU per request of the ASGI stack around the turn routes, through the fast lane and through
 FastAPI's whole stack, in one process and one app (`app.fast_lane` switched between batches).
 
-    .venv/bin/python bench/turn_stack.py [--requests 4000] [--batches 6]
+    .venv/bin/python bench/turn_stack.py [--requests 4000] [--batches 6] [--src OTHER/src]
 
 No socket and no model: the app is called as uvicorn calls it, with the body in one message,
 and each request is refused before the model would be called, so what is timed is the stack
@@ -128,8 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--batches", type=int, default=6)
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the build to measure")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "src"))
+    sys.path.insert(0, str(args.src))
     asyncio.run(run(args.requests, args.batches))
 
 
