@@ -19,6 +19,7 @@ as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
@@ -39,12 +40,13 @@ class HermesApp(FastAPI):
     fast_lane = True
     """False sends the turn routes through the full stack too (tests compare the two)."""
     _lanes: dict[str, ASGIApp] | None = None
+    _telemetry_on: Callable[[], bool] = staticmethod(lambda: True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == LANE_METHOD and self.fast_lane:
             lanes = self._lanes if self._lanes is not None else self._build_lanes()
             lane = lanes.get(get_route_path(scope))
-            if lane is not None and not self._native_telemetry.enabled():
+            if lane is not None and not self._telemetry_on():
                 scope["app"] = self
                 await lane(scope, receive, send)
                 return
@@ -59,7 +61,12 @@ class HermesApp(FastAPI):
         if self.middleware_stack is None:
             self.middleware_stack = self.build_middleware_stack()
         lanes: dict[str, ASGIApp] = {}
-        if not (self.debug or self.root_path or self.max_body_size is not None):
+        # FastAPI's own per-request telemetry check, asked before each lane request; a FastAPI
+        # without it (another version) gets no lane rather than a guess
+        telemetry = getattr(getattr(self, "_native_telemetry", None), "enabled", None)
+        limited = getattr(self, "max_body_size", None) is not None
+        if callable(telemetry) and not (self.debug or self.root_path or limited):
+            self._telemetry_on = telemetry
             handlers = _handlers(self)
             for path in LANE_PATHS:
                 route = _dispatched(self, path)
