@@ -6,7 +6,6 @@ import asyncio
 import functools
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +35,7 @@ from hermes.models.vision import VisionSupport
 from hermes.observability import context as ids
 from hermes.observability import spans, tracing
 from hermes.observability import usage as usage_records
+from hermes.randomid import uuid4_hex
 from hermes.services import Services
 from hermes.store.base import MessageRecord, NewMessage, Store
 from hermes.tools.registry import ToolContext, Toolset
@@ -176,8 +176,8 @@ class Agent:
             toolset = req.toolset if req.toolset is not None else self.toolset
             req.client_tools.check_against(toolset.names())
         stateless = req.session_id is None
-        session_id = req.session_id or f"{req.source}-{uuid.uuid4().hex[:16]}"
-        run_id = ids.run_id.get() or f"turn_{uuid.uuid4().hex[:16]}"
+        session_id = req.session_id or f"{req.source}-{uuid4_hex()[:16]}"
+        run_id = ids.run_id.get() or f"turn_{uuid4_hex()[:16]}"
         attributes = spans.turn_attributes(
             req.scope, session_id, req.source, req.user_message, stateless
         )

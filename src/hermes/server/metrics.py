@@ -154,11 +154,31 @@ class Metrics:
         r.register(_ModelErrors())
         r.register(_CoreTimings())
         r.register(_RuntimeCounts(runtime))
+        self._turn_series: dict[str, tuple[Any, Any, Any]] = {}
+        self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def after_turn(self, result: TurnResult, _agent: Agent) -> None:
-        self.turns.labels(result.source or "unknown").inc()
-        self.tokens.labels("prompt").inc(result.usage.prompt_tokens)
-        self.tokens.labels("completion").inc(result.usage.completion_tokens)
+        source = result.source or "unknown"
+        series = self._turn_series.get(source)
+        if series is None:  # made at the first turn, as before: /metrics lists no zeros
+            prompt, completion = self.tokens.labels("prompt"), self.tokens.labels("completion")
+            series = self._turn_series[source] = (self.turns.labels(source), prompt, completion)
+        turns, prompt, completion = series
+        turns.inc()
+        prompt.inc(result.usage.prompt_tokens)
+        completion.inc(result.usage.completion_tokens)
+
+    def count_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """One request by route template and status, and its time. The labelled series are
+        kept once made: asking the metric for them again on every request (`labels`)
+        checked and looked them up under a lock each time."""
+        key = (method, route, status)
+        series = self._request_series.get(key)
+        if series is None:
+            series = (self.requests.labels(method, route, str(status)), self.latency.labels(route))
+            self._request_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def render(self, quotas: Any) -> bytes:
         if quotas is not None:
@@ -213,8 +233,8 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_status)
         finally:
             route = self._route(scope)
-            self.metrics.requests.labels(scope.get("method", ""), route, str(status)).inc()
-            self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            self.metrics.count_request(scope.get("method", ""), route, status, seconds)
 
 
 def _flat(routes: Any) -> Iterator[Any]:

@@ -11,13 +11,13 @@ import asyncio
 import json
 import logging
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hermes.observability import context as ids
+from hermes.randomid import uuid4_hex
 from hermes.server.errors import SERVER_ERROR, APIError, error_body
 from hermes.server.faults import from_fault
 
@@ -236,4 +236,4 @@ def _request_id(scope: Scope) -> str:
             if _REQUEST_ID.match(text):
                 return text
             break
-    return uuid.uuid4().hex
+    return uuid4_hex()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.client_tools import ClientTools
 from hermes.models.images import ImageLimits, ImageRefused, ImageSink
 from hermes.models.types import ToolCall, Usage, tool_calls_json, tool_result
+from hermes.randomid import uuid4_hex
 from hermes.server.errors import APIError
 from hermes.text import find_lone_surrogate, may_hold_surrogates
 
@@ -490,7 +490,7 @@ def parse_chat_body(
 
 
 def new_completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex}"
+    return f"chatcmpl-{uuid4_hex()}"
 
 
 def usage_dict(usage: Usage) -> dict[str, int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ from hermes.agent.client_tools import ClientTools
 from hermes.agent.turn import TurnResult
 from hermes.models.images import ImageLimits, ImageSink
 from hermes.models.types import ToolCall, Usage, tool_calls_json, tool_result
+from hermes.randomid import uuid4_hex
 from hermes.server.openai_compat import (
     SYSTEM_ROLES,
     bad_request,
@@ -313,7 +313,7 @@ def parse_responses_body(
 
 
 def new_response_id() -> str:
-    return f"resp_{uuid.uuid4().hex}"
+    return f"resp_{uuid4_hex()}"
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
@@ -334,7 +334,7 @@ class ResponseBuilder:
         self.call = call
         self.id = response_id
         self.created_at = int(time.time())
-        self.message_id = f"msg_{uuid.uuid4().hex}"
+        self.message_id = f"msg_{uuid4_hex()}"
         self._final: dict[str, Any] | None = None
 
     def envelope(self, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
