@@ -134,8 +134,16 @@ def test_a_small_scope_searches_one_half_after_the_other(
     assert embedder.threads == ["hermes-recall"]
     monkeypatch.setattr("hermes.recall.semantic.OVERLAP_ROWS", 1_000)
     embedder.threads.clear()
-    assert (
-        rank_messages(store.search, SCOPE, "When did Bob go to the concert?", semantic=index)
-        == hits
-    )
+    vectors = store.vectors
+    assert vectors is not None
+    load, loads = vectors.load, []
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        loads.append(kwargs.get("after_id"))
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(vectors, "load", counted)
+    question = "When did Bob go to the concert?"
+    assert rank_messages(store.search, SCOPE, question, semantic=index) == hits
     assert embedder.threads == [threading.current_thread().name]
+    assert len(loads) == 1  # the scope's new vectors asked for once a search, not twice

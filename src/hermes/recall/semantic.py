@@ -401,8 +401,11 @@ class Prepared:
     the time the word search takes rather than adding to it. What it found serves only the
     search that asks what it asked (`result`)."""
 
-    def __init__(self, key: tuple[object, ...] | None = None) -> None:
+    def __init__(
+        self, key: tuple[object, ...] | None = None, matrix: _Matrix | None = None
+    ) -> None:
         self.key = key
+        self.matrix = matrix  # the scope's, brought up to date: a search again uses it too
         self.found: Nearest | None = None
         self.unavailable: embeddings.EmbeddingsUnavailableError | None = None
         self._done = threading.Event()
@@ -516,10 +519,10 @@ class SemanticIndex:
         names; `search(prepared=...)` takes its result when it asks the same."""
         matrix = self._matrix(scope)  # here: bringing it up to date reads the store,
         if matrix is None or len(matrix.table) < OVERLAP_ROWS or limit <= 0:  # whose lock
-            return Prepared()  # the word search is about to hold
+            return Prepared(matrix=matrix)  # the word search is about to hold
         query, options = plan(matrix.speaker_names())
         removed = self._removed(scope)
-        prepared = Prepared(_key(scope, query, limit, exclude_sessions, options))
+        prepared = Prepared(_key(scope, query, limit, exclude_sessions, options), matrix)
 
         def work() -> Nearest:
             vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
@@ -549,7 +552,8 @@ class SemanticIndex:
                 found = prepared.result(key)
                 if found is not None:
                     return found
-            matrix = self._matrix(scope)
+            matrix = prepared.matrix if prepared is not None else None
+            matrix = matrix if matrix is not None else self._matrix(scope)
             if matrix is None or not len(matrix.ids) or limit <= 0:
                 return Nearest([], [])
             vector = np.asarray(self.embedder.encode_query(query), dtype=np.float32)
