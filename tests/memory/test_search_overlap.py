@@ -40,6 +40,11 @@ class _Watched(Digests):
         return super().encode_query(text)
 
 
+def _watched(store: SQLiteStore) -> tuple[_Watched, SemanticIndex]:
+    embedder = _Watched()
+    return embedder, SemanticIndex(store, embedder)
+
+
 @pytest.fixture(autouse=True)
 def any_scope_overlaps(monkeypatch: pytest.MonkeyPatch) -> None:
     """(In a scope this small the halves run one after the other unless told.)"""
@@ -72,8 +77,7 @@ def store(home: Path, digests: Digests) -> Iterator[SQLiteStore]:
 def test_the_question_is_embedded_while_the_words_are_searched(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = _Watched()
-    index = SemanticIndex(store, embedder)
+    embedder, index = _watched(store)
     words = store.search
     search_words = words.match_messages
     seen_embedding_start: list[bool] = []
@@ -100,8 +104,7 @@ def test_a_guess_the_word_candidates_disprove_is_searched_again(store: SQLiteSto
     store.append_messages(
         SCOPE, "s1", [NewMessage("user", "I went to the concert with my sister.", name="Carol")]
     )
-    embedder = _Watched()
-    index = SemanticIndex(store, embedder)
+    embedder, index = _watched(store)
     question = "When did Carol go to the concert?"
     hits = rank_messages(store.search, SCOPE, question, semantic=index)
     assert embedder.questions == [question, "When did they go to the concert?"]
@@ -116,8 +119,7 @@ def test_a_search_whose_scope_has_no_vectors_is_not_started(home: Path, digests:
     try:
         store.ensure_session(SCOPE, "s1", source="api")
         store.append_messages(SCOPE, "s1", [NewMessage("user", "The concert was loud.")])
-        embedder = _Watched()
-        index = SemanticIndex(store, embedder)
+        embedder, index = _watched(store)
         hits = rank_messages(store.search, SCOPE, "concert", semantic=index)
         assert [h.index for h in hits] == [0]  # by words
         assert embedder.questions == []
@@ -128,8 +130,7 @@ def test_a_search_whose_scope_has_no_vectors_is_not_started(home: Path, digests:
 def test_a_small_scope_searches_one_half_after_the_other(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = _Watched()
-    index = SemanticIndex(store, embedder)
+    embedder, index = _watched(store)
     hits = rank_messages(store.search, SCOPE, "When did Bob go to the concert?", semantic=index)
     assert embedder.threads == ["hermes-recall"]
     monkeypatch.setattr("hermes.recall.semantic.OVERLAP_ROWS", 1_000)
