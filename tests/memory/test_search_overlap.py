@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hermes.memory.embedder import EmbeddingsUnavailableError
 from hermes.recall.ranking import DEFAULT_CONFIG, rank_messages
 from hermes.recall.semantic import SemanticIndex, embed_pending
 from hermes.store.base import NewMessage
@@ -148,3 +149,22 @@ def test_a_small_scope_searches_one_half_after_the_other(
     assert rank_messages(store.search, SCOPE, question, semantic=index) == hits
     assert embedder.threads == [threading.current_thread().name]
     assert len(loads) == 1  # the scope's new vectors asked for once a search, not twice
+
+
+class _Down(_Watched):
+    """An embedding endpoint that cannot be reached: every question fails."""
+
+    def encode_query(self, text: str) -> np.ndarray:
+        super().encode_query(text)
+        raise EmbeddingsUnavailableError("the embedding endpoint did not answer")
+
+
+def test_an_embedder_down_in_the_thread_leaves_the_search_to_words_once(
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = _Down()
+    index = SemanticIndex(store, embedder)
+    hits = rank_messages(store.search, SCOPE, "When did Bob go to the concert?", semantic=index)
+    assert hits[0].index == 1  # the concert, by words
+    assert embedder.threads == ["hermes-recall"]  # asked once, in the thread: not again
+    assert "searching by words only" in caplog.text
