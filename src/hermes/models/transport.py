@@ -1,7 +1,8 @@
 """The two ways Hermes reaches an OpenAI-compatible endpoint.
 
 * `HttpTransport`: non-streamed completions, the server's hot path (every API turn, memory
-  review, summaries, cron): one aiohttp POST of the pre-encoded body and one `json.loads`.
+  review, summaries, cron): one POST of the pre-encoded body and one `json.loads`, over
+  `keepalive.KeepAliveClient` to a plain-HTTP endpoint, else (TLS, a proxy) over aiohttp.
   The SDK's per-request machinery costs more CPU than the rest of a turn (bench/api.py).
   Also `GET /models` (the context window's metadata): a one-shot `hermes chat -q` then never
   imports the SDK (~0.5-1 s of its start-up).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import urllib.request
+from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,7 @@ from yarl import URL
 from hermes import __version__, tls
 from hermes.models.classify import AttemptFailed, failure_from_sdk, nothing_listening
 from hermes.models.errors import ModelBadAnswerError
+from hermes.models.keepalive import KeepAliveClient
 
 if TYPE_CHECKING:
     import aiohttp
@@ -56,8 +59,9 @@ def env_proxy(url: URL) -> str | None:
 
 
 class HttpTransport:
-    """Non-streamed chat completions and the model list over one aiohttp session, opened on
-    first use."""
+    """Non-streamed chat completions and the model list: over keep-alive connections of our
+    own to a plain-HTTP endpoint with no proxy, else over one aiohttp session opened on first
+    use."""
 
     def __init__(self, *, base_url: str, api_key: str, timeout: float, display_url: str) -> None:
         self.url = URL(base_url.rstrip("/") + "/chat/completions")
@@ -72,6 +76,9 @@ class HttpTransport:
         }
         self._proxy = env_proxy(self.url)
         self._session: aiohttp.ClientSession | None = None
+        self._lean: KeepAliveClient | None = None
+        if KeepAliveClient.serves(self.url, self._proxy):
+            self._lean = KeepAliveClient(self.url, headers=self.headers, timeout=timeout)
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -100,16 +107,26 @@ class HttpTransport:
         return [entry for entry in entries if isinstance(entry, dict)]
 
     async def _request(self, method: str, url: URL, body: bytes | None) -> Any:
+        status: int
+        headers: Mapping[str, str]
         try:
-            async with self.session().request(
-                method, url, data=body, headers=self.headers, proxy=self._proxy
-            ) as resp:
-                raw = await resp.read()
-                status, headers = resp.status, resp.headers
+            if self._lean is not None:
+                answer = await self._lean.request(method, url.raw_path_qs, body)
+                raw, status, headers = answer.body, answer.status, answer.headers
+            else:
+                async with self.session().request(
+                    method, url, data=body, headers=self.headers, proxy=self._proxy
+                ) as resp:
+                    raw = await resp.read()
+                    status, headers = resp.status, resp.headers
         except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
             raise AttemptFailed("timeout") from exc
-        except (aiohttp_module().ClientError, OSError) as exc:  # evaluated on an error only
+        except OSError as exc:  # refused, reset, or the answer broken off
             raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
+        except Exception as exc:
+            if isinstance(exc, aiohttp_module().ClientError):  # evaluated on an error only
+                raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
+            raise
         text = raw.decode("utf-8", errors="replace")
         try:
             decoded: Any = json.loads(text)
@@ -126,6 +143,8 @@ class HttpTransport:
         return decoded
 
     async def close(self) -> None:
+        if self._lean is not None:
+            self._lean.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
