@@ -35,9 +35,7 @@ class Headers(Mapping[str, str]):
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
         self._items: dict[str, str] = {}
         for name, value in raw:
-            self._items.setdefault(
-                name.decode("latin-1").lower(), value.decode("latin-1").strip()
-            )
+            self._items.setdefault(name.decode("latin-1").lower(), value.decode("latin-1").strip())
 
     def __getitem__(self, name: str) -> str:
         return self._items[name.lower()]
@@ -150,10 +148,7 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._last_read = time.monotonic()
         self._timer = loop.call_later(self.timeout, self._check_read)
-        if body:
-            self.transport.writelines((head, body))
-        else:
-            self.transport.write(head)
+        self.transport.write(head + body if body else head)
         try:
             return await waiter
         except BaseException:
@@ -220,7 +215,9 @@ class KeepAliveClient:
         self.host = origin.host
         self.port = origin.port or 80
         self.timeout = timeout
-        host_header = origin.raw_host if origin.is_default_port() else f"{origin.raw_host}:{self.port}"
+        host_header = (
+            origin.raw_host if origin.is_default_port() else f"{origin.raw_host}:{self.port}"
+        )
         fixed = {"Host": host_header, **headers}
         self._fixed = "".join(f"{name}: {value}\r\n" for name, value in fixed.items())
         self._idle: list[_Connection] = []
