@@ -22,6 +22,8 @@ from typing import Any, cast
 import httptools
 from yarl import URL
 
+from hermes.errors import HermesError
+
 IDLE_SECONDS = 15.0
 """An idle connection older than this is closed rather than reused (aiohttp's keep-alive
 timeout): servers drop idle connections, and a request on a dropped one fails."""
@@ -54,7 +56,7 @@ class Answer:
     body: bytes
 
 
-class ConnectionBroken(ConnectionError):
+class ConnectionBroken(HermesError, ConnectionError):
     """The connection ended or broke before a whole answer arrived."""
 
     def __init__(self, message: str, *, answered: bool) -> None:
@@ -64,7 +66,7 @@ class ConnectionBroken(ConnectionError):
         had already dropped gets none, and is safe to send again on a new one)."""
 
 
-class ReadTimeout(TimeoutError):
+class ReadTimeout(HermesError, TimeoutError):
     """No byte of the answer arrived for `timeout` seconds."""
 
 
