@@ -59,6 +59,7 @@ class Wire:
     """A loopback HTTP server whose handler gets each connection and its number (from 1)."""
 
     handler: Handler
+    host: str = "127.0.0.1"
     connections: int = 0
     _server: asyncio.Server | None = field(default=None, repr=False)
 
@@ -74,16 +75,17 @@ class Wire:
     @property
     def base_url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self._server.sockets[0].getsockname()[1]}/v1"
 
 
 @pytest.fixture
-async def wire() -> AsyncIterator[Callable[[Handler], Awaitable[Wire]]]:
+async def wire() -> AsyncIterator[Callable[..., Awaitable[Wire]]]:
     servers: list[asyncio.Server] = []
 
-    async def start(handler: Handler) -> Wire:
-        w = Wire(handler)
-        w._server = await asyncio.start_server(w._serve, "127.0.0.1", 0)
+    async def start(handler: Handler, host: str = "127.0.0.1") -> Wire:
+        w = Wire(handler, host)
+        w._server = await asyncio.start_server(w._serve, host, 0)
         servers.append(w._server)
         return w
 
@@ -281,3 +283,24 @@ async def test_the_request_carries_host_length_and_the_key(wire) -> None:
     assert f"Host: 127.0.0.1:{port}" in lines
     assert "Authorization: Bearer sk-test-key" in lines
     assert any(line.startswith("User-Agent: hermes/") for line in lines)
+
+
+async def test_an_ipv6_endpoint_is_reached_and_named_in_brackets(wire) -> None:
+    seen: list[bytes] = []
+
+    async def records(reader, writer, _n) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head)
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(answer(completion("over v6")))
+        await writer.drain()
+
+    w = await wire(records, "::1")
+    client = client_for(w)
+    try:
+        assert (await client.complete(USER)).content == "over v6"
+    finally:
+        await client.aclose()
+    port = w.base_url.rsplit(":", 1)[1].split("/")[0]
+    assert f"Host: [::1]:{port}" in seen[0].decode().split("\r\n")

@@ -214,19 +214,27 @@ class KeepAliveClient:
     def __init__(self, origin: URL, *, headers: Mapping[str, str], timeout: float) -> None:
         if origin.scheme != "http" or not origin.host:
             raise ValueError(f"not a plain-HTTP origin: {origin}")
-        self.host = origin.host
+        self.host = origin.raw_host or origin.host
         self.port = origin.port or 80
         self.timeout = timeout
-        host_header = (
-            origin.raw_host if origin.is_default_port() else f"{origin.raw_host}:{self.port}"
-        )
+        host_header = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 literal
+        if not origin.is_default_port():
+            host_header += f":{self.port}"
         fixed = {"Host": host_header, **headers}
         self._fixed = "".join(f"{name}: {value}\r\n" for name, value in fixed.items())
         self._idle: list[_Connection] = []
 
     @staticmethod
     def serves(url: URL, proxy: str | None) -> bool:
-        return url.scheme == "http" and bool(url.host) and proxy is None
+        """Plain HTTP, no proxy, and no user or password in the URL (aiohttp sends those as
+        Basic auth)."""
+        return (
+            url.scheme == "http"
+            and bool(url.host)
+            and proxy is None
+            and url.user is None
+            and url.password is None
+        )
 
     async def request(self, method: str, target: str, body: bytes | None) -> Answer:
         """`target` is the path and query. A request on a reused connection the server had
