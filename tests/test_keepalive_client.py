@@ -54,6 +54,20 @@ async def read_request(reader: asyncio.StreamReader) -> bytes:
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
 
+def recorder(heads: list[bytes], text: str) -> Handler:
+    """A handler that keeps each request's head and answers `text`."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _n: int) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        heads.append(head)
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(answer(completion(text)))
+        await writer.drain()
+
+    return handle
+
+
 @dataclass
 class Wire:
     """A loopback HTTP server whose handler gets each connection and its number (from 1)."""
@@ -262,16 +276,7 @@ async def test_concurrent_calls_each_get_their_own_answer(wire) -> None:
 
 async def test_the_request_carries_host_length_and_the_key(wire) -> None:
     seen: list[bytes] = []
-
-    async def records(reader, writer, _n) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        seen.append(head)
-        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-        await reader.readexactly(length)
-        writer.write(answer(completion("ok")))
-        await writer.drain()
-
-    w = await wire(records)
+    w = await wire(recorder(seen, "ok"))
     client = client_for(w, api_key="sk-test-key")
     try:
         await client.complete(USER)
@@ -287,16 +292,7 @@ async def test_the_request_carries_host_length_and_the_key(wire) -> None:
 
 async def test_an_ipv6_endpoint_is_reached_and_named_in_brackets(wire) -> None:
     seen: list[bytes] = []
-
-    async def records(reader, writer, _n) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        seen.append(head)
-        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-        await reader.readexactly(length)
-        writer.write(answer(completion("over v6")))
-        await writer.drain()
-
-    w = await wire(records, "::1")
+    w = await wire(recorder(seen, "over v6"), "::1")
     client = client_for(w)
     try:
         assert (await client.complete(USER)).content == "over v6"
