@@ -300,3 +300,79 @@ async def test_an_ipv6_endpoint_is_reached_and_named_in_brackets(wire) -> None:
         await client.aclose()
     port = w.base_url.rsplit(":", 1)[1].split("/")[0]
     assert f"Host: [::1]:{port}" in seen[0].decode().split("\r\n")
+
+
+def sse_answer(texts: list[str], *, split: int = 7, crlf: bool = True) -> list[bytes]:
+    """A streamed completion of `texts`, chunked encoding, cut into pieces of `split` bytes
+    (events and line ends land across pieces), with a comment and a two-line event."""
+    end = "\r\n" if crlf else "\n"
+    events = [f": keep-alive{end}{end}"]
+    for text in texts:
+        chunk = {"object": "chat.completion.chunk", "model": "m"}
+        chunk["choices"] = [{"index": 0, "delta": {"content": text}, "finish_reason": None}]
+        raw = json.dumps(chunk)
+        half = raw.index(",") + 1  # one event over two `data:` lines, joined by a newline
+        events.append(f"data: {raw[:half]}{end}data:{raw[half:]}{end}{end}")
+    events.append(f"data: [DONE]{end}{end}")
+    body = "".join(events).encode()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    wire = b"".join(
+        f"{len(p):x}\r\n".encode() + p + b"\r\n"
+        for p in [body[i : i + split] for i in range(0, len(body), split)]
+    )
+    out = head + wire + b"0\r\n\r\n"
+    return [out[i : i + split * 3] for i in range(0, len(out), split * 3)]
+
+
+async def test_streamed_answers_arrive_whole_and_the_connection_is_reused(wire) -> None:
+    texts = ["Hel", "lo, ", "wor", "ld"]
+
+    async def streams(reader, writer, _n) -> None:
+        for crlf in (True, False, True):
+            await read_request(reader)
+            for piece in sse_answer(texts, crlf=crlf):
+                writer.write(piece)
+                await writer.drain()
+                await asyncio.sleep(0)
+
+    w = await wire(streams)
+    client = client_for(w)
+    deltas: list[str] = []
+    try:
+        for _ in range(3):
+            result = await client.complete(USER, on_delta=deltas.append)
+            assert result.content == "".join(texts)
+    finally:
+        await client.aclose()
+    # a text delta may join pieces, but never loses or reorders one
+    assert "".join(deltas) == "".join(texts) * 3
+    assert w.connections == 1
+
+
+async def test_a_stream_cancelled_midway_drops_its_connection(wire) -> None:
+    async def slow_then_fast(reader, writer, n) -> None:
+        await read_request(reader)
+        pieces = sse_answer(["one", "two"])
+        if n == 1:
+            writer.write(pieces[0])
+            await writer.drain()
+            await asyncio.sleep(5)  # the rest never comes in time
+        for piece in pieces:
+            writer.write(piece)
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    w = await wire(slow_then_fast)
+    client = client_for(w)
+    try:
+        call = asyncio.create_task(client.complete(USER, on_delta=lambda _t: None))
+        await asyncio.sleep(0.2)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert (await client.complete(USER, on_delta=lambda _t: None)).content == "onetwo"
+    finally:
+        await client.aclose()
+    assert w.connections == 2

@@ -203,6 +203,21 @@ def failure_from_sdk(exc: openai.OpenAIError, sdk: Any) -> AttemptFailed:
     return AttemptFailed("connect", message=str(exc))
 
 
+def stream_error(error: Any) -> AttemptFailed:
+    """The `error` object of an event inside a 200 stream, as `failure_from_sdk` gives the
+    SDK's error for it."""
+    fields = error if isinstance(error, dict) else {}
+    message, code = fields.get("message"), fields.get("code")
+    return AttemptFailed(
+        "stream",
+        body=error,
+        message=message
+        if isinstance(message, str) and message
+        else "An error occurred during streaming",
+        code=code if isinstance(code, str) else None,
+    )
+
+
 def refused(exc: BaseException) -> bool:
     """True when a 'timeout' was really a failed connect (the aiohttp transport reports
     refused connections, and servers that hang up without answering, as connect timeouts);

@@ -15,11 +15,19 @@ already reached the caller, so replaying would duplicate them.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from hermes import tls
-from hermes.models.classify import PLACEHOLDER_API_KEY, AttemptFailed, Classifier, failure_from_sdk
+from hermes.models import sse
+from hermes.models.classify import (
+    PLACEHOLDER_API_KEY,
+    AttemptFailed,
+    Classifier,
+    failure_from_sdk,
+    stream_error,
+)
 from hermes.models.errors import (
     SETUP_HINT,
     ModelBadAnswerError,
@@ -28,7 +36,7 @@ from hermes.models.errors import (
     ModelTimeoutError,
 )
 from hermes.models.retry import REFUSED_DELAY, REFUSED_RETRIES, retry_delay
-from hermes.models.streaming import StreamAccumulator, completion_from_payload
+from hermes.models.streaming import StreamAccumulator, as_fields, completion_from_payload
 from hermes.models.transport import HttpTransport, SdkTransport, aiohttp_module, openai_sdk
 from hermes.models.types import Completion
 from hermes.models.wire import encode_chat_body
@@ -242,6 +250,9 @@ class OpenAICompatClient:
     async def _stream(
         self, body: bytes, on_delta: Callable[[str], None], model_name: str
     ) -> Completion:
+        http = self._http_transport()
+        if http.streams:
+            return await self._stream_ours(http, body, on_delta, model_name)
         sdk = self._sdk_transport()
         stream = await self._retrying(lambda: sdk.open_stream(body))
         openai = openai_sdk()
@@ -251,7 +262,7 @@ class OpenAICompatClient:
         try:
             # `async with` closes the response even if on_delta raises or we are cancelled.
             async with stream:
-                self._check_event_stream(stream)
+                self._check_event_stream(getattr(stream, "response", None))
                 async for chunk in stream:
                     chunks += 1
                     text = acc.add(chunk)
@@ -281,11 +292,64 @@ class OpenAICompatClient:
             )
         return acc.result()
 
-    def _check_event_stream(self, stream: Any) -> None:
+    async def _stream_ours(
+        self,
+        http: HttpTransport,
+        body: bytes,
+        on_delta: Callable[[str], None],
+        model_name: str,
+    ) -> Completion:
+        """A streamed completion over Hermes' own connections, with the SDK path's rules:
+        `[DONE]` ends it, an event holding `error` is the upstream's error, and a break
+        after the first byte is not retried."""
+        stream = await self._retrying(lambda: http.open_stream(body))
+        where = f"The model endpoint at {self._classify.display_url()}"
+        acc = StreamAccumulator(model=model_name)
+        chunks = 0
+        try:
+            self._check_event_stream(stream)
+            async for event in sse.events(stream.pieces()):
+                if event.data.startswith("[DONE]"):
+                    await stream.read()  # the body's end, so the connection is reused
+                    break
+                data = json.loads(event.data)
+                if not isinstance(data, dict):
+                    raise TypeError(f"a stream event of type {type(data).__name__}")
+                if data.get("error"):
+                    raise stream_error(data["error"])
+                chunks += 1
+                text = acc.add(as_fields(data))
+                if text:
+                    on_delta(text)
+        except AttemptFailed as failure:
+            raise self._classify.error(failure, attempts=1) from None
+        except (ValueError, TypeError, AttributeError) as exc:  # undecodable or mis-shaped
+            raise ModelBadAnswerError(
+                f"{where} sent a malformed stream event (HTTP 200): {type(exc).__name__}; no "
+                "answer was kept."
+            ) from exc
+        except TimeoutError as exc:
+            raise ModelStreamBrokenError(
+                f"{where} stopped mid-answer: nothing came for {self.timeout:g}s after the "
+                "stream had started."
+            ) from exc
+        except OSError as exc:
+            raise ModelStreamBrokenError(
+                f"{where} stopped mid-answer: the connection broke after the stream had started."
+            ) from exc
+        finally:
+            stream.close()
+        if chunks == 0:
+            raise ModelBadAnswerError(
+                f"{where} answered HTTP 200 with an event stream that held no completion "
+                "chunks; no answer was kept."
+            )
+        return acc.result()
+
+    def _check_event_stream(self, response: Any) -> None:
         """Refuse a 200 answer that is not an event stream (an HTML login page from a proxy,
         a JSON body from a server that ignored `stream`): parsing it as SSE finds nothing and
         would pass for an empty answer."""
-        response = getattr(stream, "response", None)
         kind = str(getattr(response, "headers", {}).get("content-type", "")).lower()
         if kind and "event-stream" not in kind:
             shown = kind.split(";")[0].strip()

@@ -6,8 +6,11 @@ more of the event loop's CPU than any other step of a turn (`bench/upstream_clie
 request is the head and body written in one go and the answer parsed by httptools (the parser
 uvicorn uses, installed with it): no per-request objects beyond a future and a few lists.
 
+A streamed answer (`KeepAliveClient.open_stream`) is handed over piece by piece as it arrives;
+`hermes.models.sse` reads the events out of it.
+
 Only `http://` endpoints without a proxy come here (`KeepAliveClient.serves`); TLS and proxies
-stay with aiohttp, whose features they need.
+stay with aiohttp and the SDK, whose features they need.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -70,8 +73,36 @@ class ReadTimeout(HermesError, TimeoutError):
     """No byte of the answer arrived for `timeout` seconds."""
 
 
+class _Pieces:
+    """A streamed body as it arrives: what the reader has not taken yet, and how it ended."""
+
+    def __init__(self, coding: str) -> None:
+        self.waiting: list[bytes] = []
+        self.done = False
+        self.error: Exception | None = None
+        self.wake: asyncio.Future[None] | None = None
+        coding = coding.strip().lower()
+        self._inflate = (
+            zlib.decompressobj(wbits=zlib.MAX_WBITS | 32) if coding in ("gzip", "deflate") else None
+        )
+
+    def add(self, piece: bytes) -> None:
+        self.waiting.append(self._inflate.decompress(piece) if self._inflate else piece)
+        self._wake()
+
+    def end(self, error: Exception | None = None) -> None:
+        if not self.done:
+            self.done, self.error = True, error
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
+
+
 class _Connection(asyncio.Protocol):
-    """One keep-alive connection: one request at a time, its answer parsed as it arrives."""
+    """One keep-alive connection: one request at a time, its answer parsed as it arrives
+    (whole, or piece by piece for a stream)."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
@@ -87,6 +118,10 @@ class _Connection(asyncio.Protocol):
         self._until_eof = False
         self._last_read = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._busy = False
+        """An answer is expected: bytes may arrive and the read timeout runs."""
+        self._streaming = False
+        self.pieces: _Pieces | None = None
 
     # --- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -95,7 +130,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._received = True
         self._last_read = time.monotonic()
-        if self._waiter is None:  # bytes nobody asked for: the connection is not reusable
+        if not self._busy:  # bytes nobody asked for: the connection is not reusable
             self._close()
             return
         try:
@@ -109,7 +144,7 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._cancel_timer()
-        if self._waiter is None or self._waiter.done():
+        if not self._busy:
             return
         if self._until_eof and not self._complete:  # an answer delimited by the end
             self.on_message_complete()
@@ -124,29 +159,44 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         names = {name.lower() for name, _ in self._headers}
         self._until_eof = b"content-length" not in names and b"transfer-encoding" not in names
+        if self._streaming:  # the head is the answer to `start`; the body follows in pieces
+            headers = Headers(self._headers)
+            self.pieces = _Pieces(headers.get("content-encoding", ""))
+            waiter = self._waiter
+            if waiter is not None and not waiter.done():
+                waiter.set_result(Answer(self._parser.get_status_code(), headers, b""))
 
     def on_body(self, body: bytes) -> None:
-        self._body.append(body)
+        if self.pieces is not None:
+            self.pieces.add(body)
+        else:
+            self._body.append(body)
 
     def on_message_complete(self) -> None:
         self._complete = True
+        self._busy = False
         self._cancel_timer()
-        headers = Headers(self._headers)
-        body = _decoded(b"".join(self._body), headers.get("content-encoding", ""))
-        status = self._parser.get_status_code()
         if not self._parser.should_keep_alive() or self._until_eof:
             self._close()
+        if self.pieces is not None:
+            self.pieces.end()
+            return
+        headers = Headers(self._headers)
+        body = _decoded(b"".join(self._body), headers.get("content-encoding", ""))
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(Answer(status, headers, body))
+            waiter.set_result(Answer(self._parser.get_status_code(), headers, body))
 
     # --- requests
-    async def send(self, head: bytes, body: bytes | None) -> Answer:
+    async def send(self, head: bytes, body: bytes | None, *, stream: bool = False) -> Answer:
+        """The whole answer; with `stream`, its status and headers, the body then coming
+        into `pieces`."""
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         self._waiter = waiter = loop.create_future()
         self._headers, self._body = [], []
         self._received = self._complete = self._until_eof = False
+        self._busy, self._streaming, self.pieces = True, stream, None
         self._parser = httptools.HttpResponseParser(self)
         self._last_read = time.monotonic()
         self._timer = loop.call_later(self.timeout, self._check_read)
@@ -159,11 +209,32 @@ class _Connection(asyncio.Protocol):
         finally:
             self._waiter = None
 
+    async def next_pieces(self) -> bytes | None:
+        """What a streamed body has brought since the last call, waiting for something;
+        None at its end."""
+        pieces = self.pieces
+        assert pieces is not None, "send(stream=True) first"
+        while not pieces.waiting:
+            if pieces.error is not None:
+                raise pieces.error
+            if pieces.done:
+                return None
+            pieces.wake = asyncio.get_running_loop().create_future()
+            try:
+                await pieces.wake
+            except BaseException:
+                self._close()  # cancelled mid-body: the rest of it is unknown
+                raise
+            finally:
+                pieces.wake = None
+        taken = b"".join(pieces.waiting)
+        pieces.waiting.clear()
+        return taken
+
     def _check_read(self) -> None:
         """The read timeout: each read may take `timeout`, like the SDK's and aiohttp's."""
         self._timer = None
-        waiter = self._waiter
-        if waiter is None or waiter.done():
+        if not self._busy:
             return
         assert self.transport is not None
         quiet = time.monotonic() - self._last_read
@@ -177,9 +248,12 @@ class _Connection(asyncio.Protocol):
             self._timer = loop.call_later(self.timeout - quiet, self._check_read)
 
     def _fail(self, exc: Exception) -> None:
+        self._busy = False
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
+        if self.pieces is not None:
+            self.pieces.end(exc)
         self._close()
 
     def _cancel_timer(self) -> None:
@@ -192,6 +266,9 @@ class _Connection(asyncio.Protocol):
         self._cancel_timer()
         if self.transport is not None:
             self.transport.close()
+        if self._busy and self.pieces is not None:  # closed by us mid-body
+            self._busy = False
+            self.pieces.end(ConnectionBroken("connection closed", answered=True))
 
 
 def _decoded(body: bytes, encoding: str) -> bytes:
@@ -237,22 +314,34 @@ class KeepAliveClient:
         )
 
     async def request(self, method: str, target: str, body: bytes | None) -> Answer:
-        """`target` is the path and query. A request on a reused connection the server had
-        dropped (nothing answered) is sent once more on a new connection."""
+        """`target` is the path and query."""
+        connection, answer = await self._exchange(method, target, body, stream=False)
+        self._release(connection)
+        return answer
+
+    async def open_stream(self, method: str, target: str, body: bytes | None) -> Stream:
+        """The answer's status and headers; its body is read from the `Stream`, which must be
+        closed (its connection is reused only if the body was read to its end)."""
+        connection, head = await self._exchange(method, target, body, stream=True)
+        return Stream(self, connection, head)
+
+    async def _exchange(
+        self, method: str, target: str, body: bytes | None, *, stream: bool
+    ) -> tuple[_Connection, Answer]:
+        """Send on a reused connection, or a new one. A request on a reused connection the
+        server had dropped (nothing answered) is sent once more on a new connection."""
         length = f"Content-Length: {len(body)}\r\n" if body is not None else ""
         head = f"{method} {target} HTTP/1.1\r\n{self._fixed}{length}\r\n".encode("latin-1")
         connection, reused = self._reusable(), True
         if connection is None:
             connection, reused = await self._connect(), False
         try:
-            answer = await connection.send(head, body)
+            return connection, await connection.send(head, body, stream=stream)
         except ConnectionBroken as exc:
             if not reused or exc.answered:
                 raise
-            connection = await self._connect()
-            answer = await connection.send(head, body)
-        self._release(connection)
-        return answer
+        connection = await self._connect()
+        return connection, await connection.send(head, body, stream=stream)
 
     def _reusable(self) -> _Connection | None:
         now = time.monotonic()
@@ -284,3 +373,35 @@ class KeepAliveClient:
     def close(self) -> None:
         while self._idle:
             self._idle.pop()._close()
+
+
+class Stream:
+    """A streamed answer: status and headers now, the body piece by piece."""
+
+    def __init__(self, client: KeepAliveClient, connection: _Connection, head: Answer) -> None:
+        self.status = head.status
+        self.headers = head.headers
+        self._client = client
+        self._connection = connection
+        self._closed = False
+
+    async def pieces(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; raises `ConnectionBroken` or `ReadTimeout` if it stops
+        before its end."""
+        while (piece := await self._connection.next_pieces()) is not None:
+            yield piece
+
+    async def read(self) -> bytes:
+        """The rest of the body (an error answer's, say)."""
+        return b"".join([piece async for piece in self.pieces()])
+
+    def close(self) -> None:
+        """Give the connection back if the body was read to its end, else close it."""
+        if self._closed:
+            return
+        self._closed = True
+        pieces = self._connection.pieces
+        if pieces is not None and pieces.done and pieces.error is None and not pieces.waiting:
+            self._client._release(self._connection)
+        else:
+            self._connection._close()

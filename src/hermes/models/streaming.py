@@ -88,6 +88,28 @@ class StreamAccumulator:
         )
 
 
+class JsonFields:
+    """Decoded JSON read by attribute, as the SDK's chunk objects are (a missing field is
+    None): `StreamAccumulator` folds the chunks of either client the same way."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        return as_fields(self._data.get(name))
+
+
+def as_fields(value: Any) -> Any:
+    """`value` with its objects, at any depth, read by attribute."""
+    if isinstance(value, dict):
+        return JsonFields(value)
+    if isinstance(value, list):
+        return [as_fields(item) for item in value]
+    return value
+
+
 def completion_from_payload(payload: Any, model_name: str) -> Completion:
     """A non-streamed chat.completion (plain JSON) as a Completion; odd shapes are upstream errors."""
     choices = payload.get("choices") if isinstance(payload, dict) else None

@@ -6,18 +6,21 @@
   The SDK's per-request machinery costs more CPU than the rest of a turn (bench/api.py).
   Also `GET /models` (the context window's metadata): a one-shot `hermes chat -q` then never
   imports the SDK (~0.5-1 s of its start-up).
+* `HttpTransport.open_stream`: streamed completions over the same connections of our own
+  (the SDK's per-call machinery cost a streamed call six times a plain one's CPU).
 * `SdkTransport`: streamed completions through the openai SDK (its SSE parsing, chunk and
-  error types), imported on first use.
+  error types), imported on first use, where `HttpTransport` does not stream (TLS, a proxy).
 
 Both send the same headers and report failures as `AttemptFailed` for the one classifier.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +29,7 @@ from yarl import URL
 from hermes import __version__, tls
 from hermes.models.classify import AttemptFailed, failure_from_sdk, nothing_listening
 from hermes.models.errors import ModelBadAnswerError
-from hermes.models.keepalive import KeepAliveClient
+from hermes.models.keepalive import KeepAliveClient, Stream
 
 if TYPE_CHECKING:
     import aiohttp
@@ -106,10 +109,30 @@ class HttpTransport:
             )
         return [entry for entry in entries if isinstance(entry, dict)]
 
+    @property
+    def streams(self) -> bool:
+        """Whether `open_stream` serves this endpoint (plain HTTP, no proxy); else the SDK."""
+        return self._lean is not None
+
+    async def open_stream(self, body: bytes) -> Stream:
+        """POST a streamed completion over our own connections: the open `Stream` of a 2xx
+        answer (the caller closes it), or `AttemptFailed`."""
+        assert self._lean is not None, "only when `streams`"
+        with _as_attempt_failures():
+            stream = await self._lean.open_stream("POST", self.url.raw_path_qs, body)
+        if stream.status < 400:
+            return stream
+        try:
+            with _as_attempt_failures():
+                raw = await stream.read()
+        finally:
+            stream.close()
+        raise _status_failure(stream.status, stream.headers, raw)
+
     async def _request(self, method: str, url: URL, body: bytes | None) -> Any:
         status: int
         headers: Mapping[str, str]
-        try:
+        with _as_attempt_failures():
             if self._lean is not None:
                 answer = await self._lean.request(method, url.raw_path_qs, body)
                 raw, status, headers = answer.body, answer.status, answer.headers
@@ -119,22 +142,9 @@ class HttpTransport:
                 ) as resp:
                     raw = await resp.read()
                     status, headers = resp.status, resp.headers
-        except TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
-            raise AttemptFailed("timeout") from exc
-        except OSError as exc:  # refused, reset, or the answer broken off
-            raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
-        except Exception as exc:
-            if isinstance(exc, aiohttp_module().ClientError):  # evaluated on an error only
-                raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
-            raise
-        text = raw.decode("utf-8", errors="replace")
-        try:
-            decoded: Any = json.loads(text)
-        except ValueError:
-            decoded = None
         if status >= 400:
-            body_seen = decoded if decoded is not None else text
-            raise AttemptFailed("status", status=status, headers=headers, body=body_seen)
+            raise _status_failure(status, headers, raw)
+        decoded = _json_or_none(raw)
         if decoded is None:
             raise ModelBadAnswerError(
                 f"The model endpoint at {self.display_url} answered HTTP {status} with a body "
@@ -148,6 +158,35 @@ class HttpTransport:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+@contextlib.contextmanager
+def _as_attempt_failures() -> Iterator[None]:
+    """A failed exchange as the `AttemptFailed` the retry policy reads."""
+    try:
+        yield
+    except TimeoutError as exc:  # ours, and aiohttp's ServerTimeoutError
+        raise AttemptFailed("timeout") from exc
+    except OSError as exc:  # refused, reset, or the answer broken off
+        raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
+    except Exception as exc:
+        if isinstance(exc, aiohttp_module().ClientError):  # evaluated on an error only
+            raise AttemptFailed("connect", refused=nothing_listening(exc)) from exc
+        raise
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+
+
+def _status_failure(status: int, headers: Mapping[str, str], raw: bytes) -> AttemptFailed:
+    """An HTTP error answer, with its body decoded if it is JSON (else its text)."""
+    decoded = _json_or_none(raw)
+    body_seen = decoded if decoded is not None else raw.decode("utf-8", errors="replace")
+    return AttemptFailed("status", status=status, headers=headers, body=body_seen)
 
 
 class SdkTransport:
