@@ -130,11 +130,10 @@ async def test_turns_reuse_one_connection(wire) -> None:
     assert w.connections == 1
 
 
-async def test_a_connection_the_server_dropped_while_idle_is_replaced_without_a_retry(
-    wire,
-) -> None:
-    """The server closes each connection after its answer without saying so: the next call,
-    sent on the dropped connection, goes again on a new one (no retries are allowed)."""
+async def test_a_connection_the_server_closed_while_idle_is_not_reused(wire) -> None:
+    """The server closes each connection after its answer without saying so: the close is
+    seen while the connection is idle, and the next call takes a new one (no retries are
+    allowed, and a request is never sent twice)."""
 
     async def one_answer_each(reader, writer, n) -> None:
         await read_request(reader)
@@ -144,13 +143,36 @@ async def test_a_connection_the_server_dropped_while_idle_is_replaced_without_a_
     w = await wire(one_answer_each)
     client = client_for(w)
     try:
-        assert (await client.complete(USER)).content == "connection 1"
-        await asyncio.sleep(0.05)  # the close reaches the client while the connection is idle
-        assert (await client.complete(USER)).content == "connection 2"
-        assert (await client.complete(USER)).content == "connection 3"
+        for n in (1, 2, 3):
+            assert (await client.complete(USER)).content == f"connection {n}"
+            await asyncio.sleep(0.05)  # the close reaches the client while it is idle
     finally:
         await client.aclose()
     assert w.connections == 3
+
+
+async def test_a_request_is_never_sent_twice(wire) -> None:
+    """The connection breaks with no answer (a model that crashed on the request): the call
+    fails, and the model saw the request once, even on a reused connection."""
+    seen: list[int] = []
+
+    async def answers_then_crashes(reader, writer, _n) -> None:
+        await read_request(reader)
+        writer.write(answer(completion("first")))
+        await writer.drain()
+        await read_request(reader)
+        seen.append(1)  # the second request reached the model, which then went down
+
+    w = await wire(answers_then_crashes)
+    client = client_for(w)
+    try:
+        assert (await client.complete(USER)).content == "first"
+        with pytest.raises(ModelUnreachableError, match="connection failed"):
+            await client.complete(USER)
+    finally:
+        await client.aclose()
+    assert seen == [1]
+    assert w.connections == 1
 
 
 async def test_chunked_gzip_and_close_delimited_answers_are_read_whole(wire) -> None:
@@ -161,7 +183,9 @@ async def test_chunked_gzip_and_close_delimited_answers_are_read_whole(wire) -> 
     async def three_ways(reader, writer, n) -> None:
         await read_request(reader)
         if n == 1:  # chunked, in pieces
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            )
             for i in range(0, len(body), 1000):
                 piece = body[i : i + 1000]
                 writer.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")

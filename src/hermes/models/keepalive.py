@@ -27,9 +27,10 @@ from yarl import URL
 
 from hermes.errors import HermesError
 
-IDLE_SECONDS = 15.0
-"""An idle connection older than this is closed rather than reused (aiohttp's keep-alive
-timeout): servers drop idle connections, and a request on a dropped one fails."""
+IDLE_SECONDS = 4.0
+"""An idle connection older than this is closed rather than reused. Servers drop idle
+connections (uvicorn, behind vLLM and most Python model servers, after 5 s), and a request
+sent as the server closes fails; a close that came earlier was seen (`closed`)."""
 MAX_IDLE = 64
 """Idle connections kept; beyond this a finished connection is closed."""
 
@@ -61,12 +62,6 @@ class Answer:
 
 class ConnectionBroken(HermesError, ConnectionError):
     """The connection ended or broke before a whole answer arrived."""
-
-    def __init__(self, message: str, *, answered: bool) -> None:
-        super().__init__(message)
-        self.answered = answered
-        """Whether any byte of an answer had arrived (a request on a connection the server
-        had already dropped gets none, and is safe to send again on a new one)."""
 
 
 class ReadTimeout(HermesError, TimeoutError):
@@ -113,7 +108,6 @@ class _Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[Answer] | None = None
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
-        self._received = False
         self._complete = False
         self._until_eof = False
         self._last_read = 0.0
@@ -128,7 +122,6 @@ class _Connection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
-        self._received = True
         self._last_read = time.monotonic()
         if not self._busy:  # bytes nobody asked for: the connection is not reusable
             self._close()
@@ -136,7 +129,7 @@ class _Connection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._fail(ConnectionBroken(f"malformed HTTP answer: {exc}", answered=True))
+            self._fail(ConnectionBroken(f"malformed HTTP answer: {exc}"))
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost finishes or fails the answer
@@ -150,7 +143,7 @@ class _Connection(asyncio.Protocol):
             self.on_message_complete()
             return
         reason = f"connection closed: {exc}" if exc else "connection closed by the server"
-        self._fail(ConnectionBroken(reason, answered=self._received))
+        self._fail(ConnectionBroken(reason))
 
     # --- httptools callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -195,7 +188,7 @@ class _Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         self._waiter = waiter = loop.create_future()
         self._headers, self._body = [], []
-        self._received = self._complete = self._until_eof = False
+        self._complete = self._until_eof = False
         self._busy, self._streaming, self.pieces = True, stream, None
         self._parser = httptools.HttpResponseParser(self)
         self._last_read = time.monotonic()
@@ -268,7 +261,7 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
         if self._busy and self.pieces is not None:  # closed by us mid-body
             self._busy = False
-            self.pieces.end(ConnectionBroken("connection closed", answered=True))
+            self.pieces.end(ConnectionBroken("connection closed"))
 
 
 def _decoded(body: bytes, encoding: str) -> bytes:
@@ -328,19 +321,13 @@ class KeepAliveClient:
     async def _exchange(
         self, method: str, target: str, body: bytes | None, *, stream: bool
     ) -> tuple[_Connection, Answer]:
-        """Send on a reused connection, or a new one. A request on a reused connection the
-        server had dropped (nothing answered) is sent once more on a new connection."""
+        """Send on a reused connection, or a new one. A request is never sent twice here: a
+        connection that breaks without an answer may have carried it to a model that then
+        crashed (the retry policy decides), and connections are reused only while the
+        server cannot have closed them unseen (`IDLE_SECONDS`)."""
         length = f"Content-Length: {len(body)}\r\n" if body is not None else ""
         head = f"{method} {target} HTTP/1.1\r\n{self._fixed}{length}\r\n".encode("latin-1")
-        connection, reused = self._reusable(), True
-        if connection is None:
-            connection, reused = await self._connect(), False
-        try:
-            return connection, await connection.send(head, body, stream=stream)
-        except ConnectionBroken as exc:
-            if not reused or exc.answered:
-                raise
-        connection = await self._connect()
+        connection = self._reusable() or await self._connect()
         return connection, await connection.send(head, body, stream=stream)
 
     def _reusable(self) -> _Connection | None:
