@@ -1,27 +1,30 @@
-"""CPU of one model call on the event loop: Hermes' keep-alive client against aiohttp.
+"""CPU of one model call on the event loop: Hermes' keep-alive client against the general ones.
 
     .venv/bin/python bench/upstream_client.py [--requests 2000]
 
-`HttpTransport.post` to the instant fake model (bench/instant_model.py, in a process of its
-own so its work is not counted), on uvloop as `hermes serve` runs; each way in turn on the same
-bodies; the CPU time of this thread per call, the median of three batches.
+`OpenAICompatClient.complete` against the instant fake model (bench/instant_model.py, in a
+process of its own so its work is not counted), on uvloop as `hermes serve` runs: plain calls
+over our connections or aiohttp, streamed calls over our connections or the openai SDK (what
+TLS endpoints and proxies use). Each way in turn on the same messages; the CPU time of this
+thread per call, the median of three batches.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from hermes.models.transport import HttpTransport  # noqa: E402
+from hermes.models.client import OpenAICompatClient  # noqa: E402
+from hermes.models.wire import freeze  # noqa: E402
 
 SIZES = (3_000, 40_000, 160_000)
 
@@ -38,42 +41,48 @@ def serve_model() -> None:
     uvloop.run(main())
 
 
-def body_of(size: int) -> bytes:
+def messages_of(size: int) -> list[dict[str, Any]]:
+    """A session's history as the agent holds it (frozen: each message's JSON encoded once,
+    as in `hermes serve`), then the new user message."""
     turn = {"role": "user", "content": "a short message about the todo app " * 3}
-    messages = [turn] * max(1, size // 130) + [{"role": "user", "content": "tag"}]
-    return json.dumps({"model": "fake-model", "messages": messages}).encode()
+    history = [freeze(dict(turn)) for _ in range(max(1, size // 130))]
+    return [*history, {"role": "user", "content": "tag"}]
 
 
-async def cpu_per_call(transport: HttpTransport, body: bytes, n: int) -> float:
+async def cpu_per_call(client: OpenAICompatClient, messages: list, stream: bool, n: int) -> float:
+    on_delta = (lambda _text: None) if stream else None
     started = time.thread_time()
     for _ in range(n):
-        await transport.post(body)
+        await client.complete(messages, on_delta=on_delta)
     return (time.thread_time() - started) / n
 
 
-async def measure(base_url: str, requests: int) -> None:
-    def transport(lean: bool) -> HttpTransport:
-        t = HttpTransport(base_url=base_url, api_key="k", timeout=30, display_url=base_url)
-        if not lean:
-            t._lean = None  # the general client, as for TLS or a proxy
-        return t
+def client_for(base_url: str, ours: bool) -> OpenAICompatClient:
+    client = OpenAICompatClient(base_url=base_url, api_key="k", model="fake-model")
+    if not ours:
+        client._http_transport()._lean = None  # the general clients, as for TLS or a proxy
+    return client
 
-    ways = {"keep-alive (ours)": transport(True), "aiohttp": transport(False)}
-    print(f"{'body':>8} | " + " | ".join(f"{name:>20}" for name in ways) + " | ours vs aiohttp")
-    for size in SIZES:
-        body = body_of(size)
-        samples: dict[str, list[float]] = {name: [] for name in ways}
-        for t in ways.values():
-            await cpu_per_call(t, body, 100)  # connections open, caches warm
-        for _ in range(3):
-            for name, t in ways.items():
-                samples[name].append(await cpu_per_call(t, body, requests))
-        us = {name: statistics.median(s) * 1e6 for name, s in samples.items()}
-        ours, theirs = us["keep-alive (ours)"], us["aiohttp"]
-        cells = " | ".join(f"{v:>17.0f} µs" for v in us.values())
-        print(f"{len(body) // 1000:>5} kB | {cells} | {ours / theirs - 1:+.0%}")
-    for t in ways.values():
-        await t.close()
+
+async def measure(base_url: str, requests: int) -> None:
+    ours, general = client_for(base_url, True), client_for(base_url, False)
+    print(f"{'call':>8} | {'body':>6} | {'ours':>9} | {'general':>9} | ours vs general")
+    for stream, name in ((False, "plain"), (True, "streamed")):
+        for size in SIZES:
+            messages = messages_of(size)
+            samples: dict[bool, list[float]] = {True: [], False: []}
+            for client in (ours, general):
+                await cpu_per_call(client, messages, stream, 100)  # connections, caches
+            for _ in range(3):
+                for is_ours, client in ((True, ours), (False, general)):
+                    samples[is_ours].append(await cpu_per_call(client, messages, stream, requests))
+            a, b = (statistics.median(samples[k]) * 1e6 for k in (True, False))
+            print(
+                f"{name:>8} | {size // 1000:>3} kB | {a:>6.0f} µs | {b:>6.0f} µs | {a / b - 1:+.0%}"
+            )
+    print("general: aiohttp for plain calls, the openai SDK for streamed ones")
+    await ours.aclose()
+    await general.aclose()
 
 
 def main() -> None:
