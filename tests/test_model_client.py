@@ -571,6 +571,27 @@ async def test_plain_completions_honour_the_proxy_environment(
     assert fake.headers[-1]["host"] == "model.invalid:9"
 
 
+async def test_streamed_completions_through_a_proxy_take_the_sdk(
+    fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind a proxy a streamed call goes through the openai SDK (plain-HTTP endpoints
+    without one stream over Hermes' own connections), with the same answer."""
+    target = "http://model.invalid:9/v1"
+    monkeypatch.setenv("HTTP_PROXY", fake.base_url.removesuffix("/v1"))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    fake.enqueue(Text("streamed via the proxy"))
+    client = OpenAICompatClient(base_url=target, api_key=None, model="m", max_retries=0)
+    deltas: list[str] = []
+    try:
+        result = await client.complete(USER, on_delta=deltas.append)
+    finally:
+        await client.aclose()
+    assert result.content == "".join(deltas) == "streamed via the proxy"
+    assert client._sdk is not None  # the SDK carried it
+    assert fake.headers[-1]["host"] == "model.invalid:9"
+
+
 async def test_a_stream_that_breaks_off_says_so() -> None:
     """Upstream sends one chunk, then drops the connection: a typed error naming what happened."""
     chunk = {
