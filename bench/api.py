@@ -3,6 +3,7 @@
     .venv/bin/python bench/api.py            # full run (about a minute)
     .venv/bin/python bench/api.py --quick    # smaller counts, for a smoke test
     .venv/bin/python bench/api.py --ab e789245   # this build against another, side by side
+    .venv/bin/python bench/api.py --stream       # every turn streamed (SSE in and out)
 
 A/B mode (`--ab REV`, REV a git revision or a folder holding `src/hermes`): the machine is
 shared, so figures from two runs minutes apart say little; this runs both builds in one run,
@@ -180,9 +181,13 @@ def rss_mb(pid: int) -> tuple[float, float]:
 # ---------------------------------------------------------------------- measurements
 
 
+TURN_OPTIONS: dict[str, object] = {}
+"""Extra fields of every turn's body (`--stream`: {"stream": True})."""
+
+
 def body(content: str) -> bytes:
     return json.dumps(
-        {"model": "hermes", "messages": [{"role": "user", "content": content}]}
+        {"model": "hermes", "messages": [{"role": "user", "content": content}], **TURN_OPTIONS}
     ).encode()
 
 
@@ -510,7 +515,14 @@ def main() -> None:
         "alternating rounds with this one, and print them side by side",
     )
     parser.add_argument("--rounds", type=int, help="rounds per build (default 1, or 3 with --ab)")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="streamed turns (`stream: true`, as chat UIs ask): the server streams from the model",
+    )
     args = parser.parse_args()
+    if args.stream:
+        TURN_OPTIONS["stream"] = True
     args.rounds = args.rounds or (3 if args.ab else 1)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
