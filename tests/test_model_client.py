@@ -553,40 +553,40 @@ def test_retry_delay_follows_the_server_then_backs_off() -> None:
     )
 
 
-async def test_plain_completions_honour_the_proxy_environment(
+@pytest.fixture
+async def proxied(
     fake: FakeModel, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """HTTP_PROXY is used (the fake doubles as a forwarding proxy: it sees the absolute URL)."""
-    target = "http://model.invalid:9/v1"
+) -> AsyncIterator[OpenAICompatClient]:
+    """A client for an unreachable host that HTTP_PROXY reaches (the fake doubles as a
+    forwarding proxy: it sees the absolute URL)."""
     monkeypatch.setenv("HTTP_PROXY", fake.base_url.removesuffix("/v1"))
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
+    client = OpenAICompatClient(
+        base_url="http://model.invalid:9/v1", api_key=None, model="m", max_retries=0
+    )
+    yield client
+    await client.aclose()
+
+
+async def test_plain_completions_honour_the_proxy_environment(
+    fake: FakeModel, proxied: OpenAICompatClient
+) -> None:
     fake.enqueue(Text("via the proxy"))
-    client = OpenAICompatClient(base_url=target, api_key=None, model="m", max_retries=0)
-    try:
-        assert (await client.complete(USER)).content == "via the proxy"
-    finally:
-        await client.aclose()
+    assert (await proxied.complete(USER)).content == "via the proxy"
     assert fake.records[-1].path == "/v1/chat/completions"
     assert fake.headers[-1]["host"] == "model.invalid:9"
 
 
 async def test_streamed_completions_through_a_proxy_take_the_sdk(
-    fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+    fake: FakeModel, proxied: OpenAICompatClient
 ) -> None:
     """Behind a proxy a streamed call goes through the openai SDK (plain-HTTP endpoints
     without one stream over Hermes' own connections), with the same answer."""
-    target = "http://model.invalid:9/v1"
-    monkeypatch.setenv("HTTP_PROXY", fake.base_url.removesuffix("/v1"))
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
     fake.enqueue(Text("streamed via the proxy"))
-    client = OpenAICompatClient(base_url=target, api_key=None, model="m", max_retries=0)
+    client = proxied
     deltas: list[str] = []
-    try:
-        result = await client.complete(USER, on_delta=deltas.append)
-    finally:
-        await client.aclose()
+    result = await client.complete(USER, on_delta=deltas.append)
     assert result.content == "".join(deltas) == "streamed via the proxy"
     assert client._sdk is not None  # the SDK carried it
     assert fake.headers[-1]["host"] == "model.invalid:9"
