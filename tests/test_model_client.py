@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from email.utils import formatdate
@@ -11,6 +14,7 @@ from email.utils import formatdate
 import pytest
 
 import hermes
+from hermes import tls
 from hermes.models.client import ModelClient, OpenAICompatClient
 from hermes.models.errors import (
     ContextLengthExceededError,
@@ -627,17 +631,9 @@ async def test_a_stream_that_breaks_off_says_so() -> None:
     assert pieces == ["partial "]  # what arrived was passed on, and nothing was replayed
 
 
-async def test_warm_up_loads_the_tls_context_off_the_event_loop(
-    fake: FakeModel, client: OpenAICompatClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The warm-up runs while the server already answers: loading a CA bundle on the loop
-    would hold every request arriving meanwhile."""
-    import functools
-    import ssl
-    import threading
-
-    from hermes import tls
-
+@pytest.fixture
+def tls_loads(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The threads the SDK's TLS context is built in (a CA bundle loaded), as they happen."""
     loaded_in: list[threading.Thread] = []
 
     @functools.cache  # as the real one: built once, then handed out
@@ -646,7 +642,28 @@ async def test_warm_up_loads_the_tls_context_off_the_event_loop(
         return ssl.create_default_context()
 
     monkeypatch.setattr(tls, "openai_context", context)
+    return loaded_in
+
+
+async def test_warm_up_loads_the_tls_context_off_the_event_loop(
+    tls_loads: list[threading.Thread],
+) -> None:
+    """The warm-up runs while the server already answers: loading a CA bundle on the loop
+    would hold every request arriving meanwhile."""
+    client = OpenAICompatClient(base_url="https://127.0.0.1:9/v1", api_key=None, model="m")
+    try:
+        await client.warm_up()
+    finally:
+        await client.aclose()
+    assert len(tls_loads) == 1 and tls_loads[0] is not threading.main_thread()
+
+
+async def test_warm_up_loads_nothing_for_a_plain_http_endpoint(
+    fake: FakeModel, client: OpenAICompatClient, tls_loads: list[threading.Thread]
+) -> None:
+    """Our own connections carry every call to it: no SDK client, no TLS context."""
     await client.warm_up()
-    assert len(loaded_in) == 1 and loaded_in[0] is not threading.main_thread()
-    fake.enqueue(Text("warm"))
-    assert (await client.complete([{"role": "user", "content": "hi"}])).content == "warm"
+    fake.enqueue(Text("warm"), Text("streamed"))
+    assert (await client.complete(USER)).content == "warm"
+    assert (await client.complete(USER, on_delta=lambda _t: None)).content == "streamed"
+    assert tls_loads == [] and client._sdk is None

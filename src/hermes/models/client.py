@@ -165,7 +165,12 @@ class OpenAICompatClient:
 
     async def warm_up(self) -> None:
         """Import the SDK off the event loop and open the HTTP pool, so the first turn waits
-        for neither. Does nothing more when no endpoint is configured."""
+        for neither. Does nothing more when no endpoint is configured. Nothing at all for an
+        endpoint our own connections carry (plain HTTP, no proxy: local model servers): the
+        SDK would cost the server ~30 MB and most of a second of CPU for calls that never use
+        it."""
+        if self.base_url and self._http_transport().streams:
+            return
         await asyncio.to_thread(openai_sdk)
         await asyncio.to_thread(aiohttp_module)
         if self.base_url:
