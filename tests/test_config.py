@@ -72,6 +72,24 @@ def test_unknown_key_and_bad_env_value(home: Path, monkeypatch: pytest.MonkeyPat
         load_settings()
 
 
+def test_a_model_url_with_credentials_is_refused_naming_where_the_key_goes(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key goes as a bearer token; a user:password in the URL made every plain model call
+    fail (the HTTP client cannot send both), so it is a configuration error, said up front."""
+    home.mkdir(parents=True)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://me:secret@127.0.0.1:8000/v1")
+    with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL.*user name or password.*api_key"):
+        load_settings()
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    fallback = "model:\n  fallbacks:\n    - name: b\n      base_url: https://k@m.example/v1\n"
+    (home / "config.yaml").write_text(fallback)
+    with pytest.raises(ConfigError, match=r"model\.fallbacks.*user name or password"):
+        load_settings()
+    (home / "config.yaml").write_text("model:\n  base_url: http://127.0.0.1:8000/v1?a=b@c\n")
+    assert load_settings().model.base_url == "http://127.0.0.1:8000/v1?a=b@c"  # @ past the host
+
+
 def test_cli_reports_bad_config_without_traceback(home: Path) -> None:
     home.mkdir(parents=True)
     (home / "config.yaml").write_text("- just\n- a list\n")

@@ -61,6 +61,21 @@ class PricingSettings(_Section):
     output: float = Field(ge=0)
 
 
+def _no_credentials(value: str | None) -> str | None:
+    """A model endpoint's URL may not carry a user or password: the key goes as a bearer
+    token (`api_key`), and an HTTP client cannot send both (aiohttp refused the call)."""
+    authority = (value or "").split("://", 1)[-1]
+    for end in "/?#":
+        authority = authority.split(end, 1)[0]
+    if "@" in authority:
+        raise ValueError(
+            "holds a user name or password (user:password@host): Hermes sends the model's key "
+            "as a bearer token; put it in model.api_key (OPENAI_API_KEY) and leave it out of "
+            "the URL"
+        )
+    return value
+
+
 class FallbackModelSettings(_Section):
     """One entry of `model.fallbacks`: where to go when the models before it fail."""
 
@@ -71,11 +86,14 @@ class FallbackModelSettings(_Section):
     """None: the main model's key when the endpoint is the same, else no key."""
     context_length: int | None = Field(default=None, gt=0)
 
+    _plain_base_url = field_validator("base_url")(_no_credentials)
+
 
 class ModelSettings(_Section):
     base_url: str | None = None
     api_key: SecretStr | None = None
     name: str | None = None
+    _plain_base_url = field_validator("base_url")(_no_credentials)
     context_length: int | None = Field(default=None, gt=0)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
