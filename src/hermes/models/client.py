@@ -15,11 +15,13 @@ already reached the caller, so replaying would duplicate them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from hermes import tls
+from hermes.errors import HermesError
 from hermes.models import sse
 from hermes.models.classify import (
     PLACEHOLDER_API_KEY,
@@ -35,6 +37,7 @@ from hermes.models.errors import (
     ModelStreamBrokenError,
     ModelTimeoutError,
 )
+from hermes.models.keepalive import Stream
 from hermes.models.retry import REFUSED_DELAY, REFUSED_RETRIES, retry_delay
 from hermes.models.streaming import StreamAccumulator, as_fields, completion_from_payload
 from hermes.models.transport import HttpTransport, SdkTransport, aiohttp_module, openai_sdk
@@ -89,6 +92,14 @@ class ModelClient(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+class _StreamBroke(HermesError):
+    """A started stream stopped (`how`: what happened), from either chunk source."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
 
 
 class OpenAICompatClient:
@@ -255,21 +266,29 @@ class OpenAICompatClient:
     async def _stream(
         self, body: bytes, on_delta: Callable[[str], None], model_name: str
     ) -> Completion:
+        """Open the stream (retried as a plain call is, until its first byte), then fold its
+        chunks: over Hermes' own connections where they serve, else through the SDK."""
         http = self._http_transport()
         if http.streams:
-            return await self._stream_ours(http, body, on_delta, model_name)
+            ours = await self._retrying(lambda: http.open_stream(body))
+            return await self._fold(self._our_chunks(ours), on_delta, model_name)
         sdk = self._sdk_transport()
-        stream = await self._retrying(lambda: sdk.open_stream(body))
-        openai = openai_sdk()
+        theirs = await self._retrying(lambda: sdk.open_stream(body))
+        return await self._fold(self._sdk_chunks(theirs), on_delta, model_name)
+
+    async def _fold(
+        self, chunks: AsyncGenerator[Any, None], on_delta: Callable[[str], None], model_name: str
+    ) -> Completion:
+        """One answer from a stream's chunks, text passed on as it comes. A stream that breaks
+        after its first byte is not retried: deltas have reached the caller already."""
         where = f"The model endpoint at {self._classify.display_url()}"
         acc = StreamAccumulator(model=model_name)
-        chunks = 0
+        count = 0
         try:
-            # `async with` closes the response even if on_delta raises or we are cancelled.
-            async with stream:
-                self._check_event_stream(getattr(stream, "response", None))
-                async for chunk in stream:
-                    chunks += 1
+            # closes the stream even if on_delta raises or we are cancelled
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    count += 1
                     text = acc.add(chunk)
                     if text:
                         on_delta(text)
@@ -278,78 +297,56 @@ class OpenAICompatClient:
                 f"{where} sent a malformed stream event (HTTP 200): {type(exc).__name__}; no "
                 "answer was kept."
             ) from exc
-        except openai.OpenAIError as exc:
-            failure = failure_from_sdk(exc, openai)
-            if failure.kind in ("connect", "timeout"):
-                how = (
-                    "the connection broke"
-                    if failure.kind == "connect"
-                    else f"nothing came for {self.timeout:g}s"
-                )
-                raise ModelStreamBrokenError(
-                    f"{where} stopped mid-answer: {how} after the stream had started."
-                ) from exc
-            raise self._classify.error(failure, attempts=1) from exc
-        if chunks == 0:
+        except _StreamBroke as broke:
+            raise ModelStreamBrokenError(
+                f"{where} stopped mid-answer: {broke.how} after the stream had started."
+            ) from broke.__cause__
+        if count == 0:
             raise ModelBadAnswerError(
                 f"{where} answered HTTP 200 with an event stream that held no completion "
                 "chunks; no answer was kept."
             )
         return acc.result()
 
-    async def _stream_ours(
-        self,
-        http: HttpTransport,
-        body: bytes,
-        on_delta: Callable[[str], None],
-        model_name: str,
-    ) -> Completion:
-        """A streamed completion over Hermes' own connections, with the SDK path's rules:
-        `[DONE]` ends it, an event holding `error` is the upstream's error, and a break
-        after the first byte is not retried."""
-        stream = await self._retrying(lambda: http.open_stream(body))
-        where = f"The model endpoint at {self._classify.display_url()}"
-        acc = StreamAccumulator(model=model_name)
-        chunks = 0
+    def _broke(self, kind: str) -> _StreamBroke:
+        how = "the connection broke" if kind == "connect" else f"nothing came for {self.timeout:g}s"
+        return _StreamBroke(how)
+
+    async def _sdk_chunks(self, stream: Any) -> AsyncGenerator[Any, None]:
+        """The SDK's chunk objects, its failures as ours."""
+        openai = openai_sdk()
+        try:
+            async with stream:
+                self._check_event_stream(getattr(stream, "response", None))
+                async for chunk in stream:
+                    yield chunk
+        except openai.OpenAIError as exc:
+            failure = failure_from_sdk(exc, openai)
+            if failure.kind in ("connect", "timeout"):
+                raise self._broke(failure.kind) from exc
+            raise self._classify.error(failure, attempts=1) from exc
+
+    async def _our_chunks(self, stream: Stream) -> AsyncGenerator[Any, None]:
+        """The chunks of a stream over our own connections, by the SDK path's rules: `[DONE]`
+        ends it, and an event holding `error` is the upstream's error."""
         try:
             self._check_event_stream(stream)
             async for event in sse.events(stream.pieces()):
                 if event.data.startswith("[DONE]"):
                     await stream.read()  # the body's end, so the connection is reused
-                    break
+                    return
                 data = json.loads(event.data)
                 if not isinstance(data, dict):
                     raise TypeError(f"a stream event of type {type(data).__name__}")
                 if data.get("error"):
-                    raise stream_error(data["error"])
-                chunks += 1
-                text = acc.add(as_fields(data))
-                if text:
-                    on_delta(text)
-        except AttemptFailed as failure:
-            raise self._classify.error(failure, attempts=1) from None
-        except (ValueError, TypeError, AttributeError) as exc:  # undecodable or mis-shaped
-            raise ModelBadAnswerError(
-                f"{where} sent a malformed stream event (HTTP 200): {type(exc).__name__}; no "
-                "answer was kept."
-            ) from exc
+                    raise self._classify.error(stream_error(data["error"]), attempts=1)
+                yield as_fields(data)
         except TimeoutError as exc:
-            raise ModelStreamBrokenError(
-                f"{where} stopped mid-answer: nothing came for {self.timeout:g}s after the "
-                "stream had started."
-            ) from exc
+            raise self._broke("timeout") from exc
         except OSError as exc:
-            raise ModelStreamBrokenError(
-                f"{where} stopped mid-answer: the connection broke after the stream had started."
-            ) from exc
+            raise self._broke("connect") from exc
         finally:
             stream.close()
-        if chunks == 0:
-            raise ModelBadAnswerError(
-                f"{where} answered HTTP 200 with an event stream that held no completion "
-                "chunks; no answer was kept."
-            )
-        return acc.result()
 
     def _check_event_stream(self, response: Any) -> None:
         """Refuse a 200 answer that is not an event stream (an HTML login page from a proxy,
