@@ -96,6 +96,9 @@ async def test_health_stays_cheap_and_still_sees_an_index_out_of_step(
         store = api.runtime.store
         store.ensure_session("default", "s", source="api")
         store.append_messages("default", "s", [NewMessage("user", "the blue kettle")])
+        r = await api.client.get("/health/detailed")  # waiting for the index is not out of step
+        assert r.status_code == 200 and r.json()["store"]["search_index"] == "ok"
+        store.search.catch_up()  # type: ignore[attr-defined]
         store.connection.execute(  # type: ignore[attr-defined]
             "INSERT INTO message_exact_fts (rowid, content, tag) VALUES (999, 'ghost', 'x')"
         )

@@ -12,6 +12,9 @@ when the commit fails every caller of that batch gets the error. Calls run in th
 were queued.
 
 A call queued alone runs in its own transaction, as it would without the writer.
+
+When nothing is queued the writer does the store's deferred work (`IdleWork`: the search
+index catching up), a bounded piece at a time, so a turn's write waits at most one piece.
 """
 
 from __future__ import annotations
@@ -41,6 +44,18 @@ class Outcome(Generic[T]):
         self.error = error
 
 
+class IdleWork(Protocol):
+    """Work the writer does when no call is queued, in bounded pieces between calls."""
+
+    def due(self) -> float | None:
+        """Seconds until a piece is due (0 or less: now), or None when there is nothing."""
+        ...
+
+    def run_piece(self) -> None:
+        """Do one bounded piece; must not raise (the writer thread has no one to tell)."""
+        ...
+
+
 class BatchWriter(Protocol):
     """The store's side: run `calls` in one transaction, each undone alone if it raises;
     raises (having rolled everything back) when the transaction itself fails."""
@@ -59,9 +74,16 @@ class _Queued:
 class GroupCommit:
     """One writer thread per store, started at the first call, stopped by `close`."""
 
-    def __init__(self, write: BatchWriter, *, name: str = "hermes-store-writer") -> None:
+    def __init__(
+        self,
+        write: BatchWriter,
+        *,
+        name: str = "hermes-store-writer",
+        idle: IdleWork | None = None,
+    ) -> None:
         self._write = write
         self._name = name
+        self._idle = idle
         self._queue: deque[_Queued] = deque()
         self._wake = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
@@ -103,12 +125,24 @@ class GroupCommit:
     def _drain(self) -> None:
         while True:
             with self._wake:
+                idle_now = False
                 while not self._queue and not self._closed:
-                    self._wake.wait()
-                if not self._queue:
+                    due = self._idle.due() if self._idle is not None else None
+                    if due is not None and due <= 0:
+                        idle_now = True
+                        break
+                    self._wake.wait(due)
+                if idle_now:
+                    batch = []
+                elif not self._queue:
                     return
-                batch = [self._queue.popleft() for _ in range(min(len(self._queue), MAX_BATCH))]
-            self._settle(batch, self._outcomes(batch))
+                else:
+                    count = min(len(self._queue), MAX_BATCH)
+                    batch = [self._queue.popleft() for _ in range(count)]
+            if batch:
+                self._settle(batch, self._outcomes(batch))
+            elif self._idle is not None:
+                self._idle.run_piece()
 
     def _outcomes(self, batch: list[_Queued]) -> list[Outcome[Any]]:
         calls = [_in_context(q) for q in batch]

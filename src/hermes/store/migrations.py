@@ -15,6 +15,7 @@ from hermes.store.search_schema import (
     M003_MESSAGE_WINDOWS,
     M005_MESSAGE_VIEWS,
     M006_SPEAKERS,
+    M023_DEFERRED_INDEX,
 )
 from hermes.store.usage import M017_MODEL_USAGE, SESSION_INDEX
 from hermes.store.vectors import (
@@ -214,6 +215,7 @@ MIGRATIONS: list[Migration] = [
     Migration(20, "messages_searchable_index", _script(M020_MESSAGES_SEARCHABLE_INDEX)),
     Migration(21, "message_models", _script(M021_MESSAGE_MODELS)),
     Migration(22, "window_vectors", _script(M022_WINDOW_VECTORS)),
+    Migration(23, "search_index_catches_up", _script(M023_DEFERRED_INDEX)),
 ]
 
 

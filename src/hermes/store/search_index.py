@@ -20,6 +20,7 @@ from typing import Any
 
 from hermes.store.base import NewSession, StoreError
 from hermes.store.row_scores import Weights, bm25_rows, idf
+from hermes.store.search_catchup import catch_up, hold_all, waiting
 from hermes.store.search_contract import (
     SearchIndexHealth,
     SearchView,
@@ -224,6 +225,38 @@ class SQLiteSearch(TermMatching):
     def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
         self._conn = conn
         self._lock = lock
+
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: SearchView = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        self.catch_up()
+        return super().match_messages(
+            scope, terms, view=view, limit=limit, exclude_sessions=exclude_sessions
+        )
+
+    def catch_up(self) -> int:
+        """Index every message still waiting (`search_catchup`), so a search sees all the
+        messages stored before it; how many ids the mark moved (0: nothing waited)."""
+        with self._lock:
+            upto, last = waiting(self._conn)
+            if last <= upto:
+                return 0
+            if self._conn.in_transaction:  # a store call of this thread: part of its write
+                return catch_up(self._conn)
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                moved = catch_up(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return moved
 
     def _matching(
         self,
@@ -445,6 +478,7 @@ class SQLiteSearch(TermMatching):
         words = query_terms(terms)
         if not words:
             return {}
+        self.catch_up()
         windows = self._rows_by_id(
             "SELECT id, body, before || ' ' || after FROM message_windows", scope, message_ids
         )
@@ -605,6 +639,7 @@ class SQLiteSearch(TermMatching):
         """FTS5's own integrity check of every search table against the messages."""
         try:
             with self._lock:
+                self.catch_up()
                 for table in SEARCH_TABLES:
                     self._conn.execute(
                         f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)"
@@ -623,6 +658,7 @@ class SQLiteSearch(TermMatching):
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
+                hold_all(self._conn)  # every message, waiting or not
                 for table in SEARCH_TABLES:
                     self._conn.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
                 rows = self._conn.execute("SELECT COUNT(*) FROM message_exact").fetchone()[0]

@@ -8,6 +8,8 @@ assistant, non-empty) gets one row whose columns are its previous conversational
 message together with its context. The rows are an external-content FTS5 table over a view
 computed from `messages`: nothing is stored twice. Triggers keep it in sync; they remove a
 row with the exact text it was indexed with, which the view still yields *before* the change.
+Since migration 23 new messages are indexed later, in batches (`search_catchup`), and the
+views show only what the index holds.
 A `tag` column holds a token derived from the scope so a query never leaves its scope, even
 inside the index.
 """
@@ -21,6 +23,11 @@ AFTER_CHARS = 1000
 BODY_CHARS = 20000
 
 _CONV = "{t}.role IN ('user', 'assistant') AND coalesce({t}.content, '') <> ''"
+
+
+def conversational(table: str) -> str:
+    """SQL true for the rows of `table` (an alias of messages) that the search views index."""
+    return _CONV.format(t=table)
 
 
 def _neighbour(alias: str, row: str, direction: str) -> str:
@@ -229,3 +236,146 @@ M006_SPEAKERS = (
     + "DROP TABLE message_windows_fts;\nDROP VIEW message_windows;\n"
     + _with_speaker(M003_MESSAGE_WINDOWS)
 )
+
+
+# Migration 23: the search index catches up with the messages instead of being written by
+# the turn that stores them. A turn's messages are indexed later, several turns at once
+# (`search_catchup`), by the store's writer when it has nothing else to do and by any search
+# before it reads. `search_mark.upto` is the highest message id the index holds: every
+# message with a higher id is waiting. The views only show what is indexed (ids up to the
+# mark, neighbours too), so an external-content delete still finds the exact text a row was
+# indexed with; inserts fire no trigger, and a change to a message the index holds is
+# written through by the triggers as before. A waiting message changed or deleted needs
+# nothing: it is indexed as it is when its turn comes.
+MARK = "(SELECT upto FROM search_mark)"
+_HELD = "{t}.id <= " + MARK
+_WINDOW_COLS = "before, body, after, speaker, tag"
+
+
+def _held_neighbour(alias: str, row: str, direction: str) -> str:
+    """The nearest indexed conversational message before/after `row` in its session."""
+    op, order = ("<", "DESC") if direction == "prev" else (">", "ASC")
+    return (
+        f"(SELECT {alias}.id FROM messages {alias} WHERE {alias}.scope = {row}.scope "
+        f"AND {alias}.session_id = {row}.session_id AND {alias}.idx {op} {row}.idx "
+        f"AND {_CONV.format(t=alias)} AND {_HELD.format(t=alias)} "
+        f"ORDER BY {alias}.idx {order} LIMIT 1)"
+    )
+
+
+def _held_windows(row: str, *, include_self: bool) -> str:
+    ids = [_held_neighbour("p", row, "prev"), _held_neighbour("n", row, "next")]
+    if include_self:
+        ids.insert(1, f"{row}.id")
+    return "w.id IN (" + ", ".join(ids) + ")"
+
+
+def _window_rows(verb: str, where: str) -> str:
+    delete = verb == "delete"
+    head = "message_windows_fts, rowid" if delete else "rowid"
+    first = "'delete', w.id" if delete else "w.id"
+    cols = ", ".join(f"w.{c.strip()}" for c in _WINDOW_COLS.split(","))
+    return (
+        f"INSERT INTO message_windows_fts ({head}, {_WINDOW_COLS}) "
+        f"SELECT {first}, {cols} FROM message_windows w WHERE {where};"
+    )
+
+
+def _text_side(alias: str, bound: str, direction: str, chars: int) -> str:
+    op, order = ("<", "DESC") if direction == "prev" else (">", "ASC")
+    clip = f"-{chars}" if direction == "prev" else f"1, {chars}"
+    return (
+        f"coalesce((SELECT substr({alias}.content, {clip}) FROM messages {alias} "
+        f"WHERE {alias}.scope = m.scope AND {alias}.session_id = m.session_id "
+        f"AND {alias}.idx {op} m.idx AND {_CONV.format(t=alias)} AND {bound.format(t=alias)} "
+        f"ORDER BY {alias}.idx {order} LIMIT 1), '')"
+    )
+
+
+def _held_single_triggers(table: str, where: str) -> str:
+    def row(verb: str, t: str) -> str:
+        text = f"substr({t}.content, 1, {BODY_CHARS}), {_TAG.format(t=t)}"
+        if verb == "delete":
+            return f"INSERT INTO {table} ({table}, rowid, content, tag) VALUES ('delete', {t}.id, {text});"
+        return f"INSERT INTO {table} (rowid, content, tag) VALUES ({t}.id, {text});"
+
+    held_old = f"{where.format(t='old')} AND {_HELD.format(t='old')}"
+    held_new = f"{where.format(t='new')} AND {_HELD.format(t='new')}"
+    changed = "old.content IS NOT new.content"
+    return f"""
+CREATE TRIGGER {table}_ad AFTER DELETE ON messages WHEN {held_old} BEGIN
+    {row("delete", "old")}
+END;
+CREATE TRIGGER {table}_bu BEFORE UPDATE OF content ON messages
+WHEN {held_old} AND {changed} BEGIN
+    {row("delete", "old")}
+END;
+CREATE TRIGGER {table}_au AFTER UPDATE OF content ON messages
+WHEN {held_new} AND {changed} BEGIN
+    {row("insert", "new")}
+END;
+"""
+
+
+def _m023() -> str:
+    drops = [f"DROP TRIGGER message_windows_{t};" for t in ("bi", "ai", "bd", "ad", "bu", "au")]
+    drops += [
+        f"DROP TRIGGER {table}_{t};"
+        for table in ("message_exact_fts", "message_trigram_fts")
+        for t in ("ai", "ad", "bu", "au")
+    ]
+    drops += [
+        f"DROP VIEW {v};" for v in ("message_windows", "message_exact", "message_unsegmented")
+    ]
+    conv_old = _CONV.format(t="old")
+    held_old = _HELD.format(t="old")
+    talk = "{t}.role IN ('user', 'assistant')"
+    window_triggers = f"""
+CREATE TRIGGER message_windows_bd BEFORE DELETE ON messages
+WHEN {conv_old} AND {held_old} AND {_SESSION_EXISTS.format(r="old")} BEGIN
+    {_window_rows("delete", _held_windows("old", include_self=True))}
+END;
+CREATE TRIGGER message_windows_ad AFTER DELETE ON messages
+WHEN {conv_old} AND {held_old} AND {_SESSION_EXISTS.format(r="old")} BEGIN
+    {_window_rows("insert", _held_windows("old", include_self=False))}
+END;
+CREATE TRIGGER message_windows_bu BEFORE UPDATE OF content ON messages
+WHEN {talk.format(t="old")} AND old.content IS NOT new.content AND {held_old} BEGIN
+    {_window_rows("delete", _held_windows("old", include_self=True))}
+END;
+CREATE TRIGGER message_windows_au AFTER UPDATE OF content ON messages
+WHEN {talk.format(t="new")} AND old.content IS NOT new.content AND {_HELD.format(t="new")} BEGIN
+    {_window_rows("insert", _held_windows("new", include_self=True))}
+END;
+"""
+    held_m = _HELD.format(t="m")
+    views = f"""
+CREATE VIEW message_windows (id, scope, session_id, {_WINDOW_COLS}) AS
+SELECT m.id, m.scope, m.session_id,
+    {_text_side("p", _HELD, "prev", BEFORE_CHARS)},
+    substr(m.content, 1, {BODY_CHARS}),
+    {_text_side("n", _HELD, "next", AFTER_CHARS)},
+    coalesce(m.name, ''),
+    {_TAG.format(t="m")}
+FROM messages m
+WHERE {_CONV.format(t="m")} AND {held_m};
+{_single_view("message_exact", _CONV + " AND " + _HELD)}
+{_single_view("message_unsegmented", _UNSEG_WHERE + " AND " + _HELD)}
+"""
+    return "\n".join(
+        [
+            *drops,
+            "DROP TABLE search_index_paused;",
+            "CREATE TABLE search_mark (one INTEGER PRIMARY KEY CHECK (one = 1), "
+            "upto INTEGER NOT NULL);",
+            "INSERT INTO search_mark (one, upto) VALUES (1, coalesce((SELECT seq FROM "
+            "sqlite_sequence WHERE name = 'messages'), 0));",
+            views,
+            window_triggers,
+            _held_single_triggers("message_exact_fts", _CONV),
+            _held_single_triggers("message_trigram_fts", _UNSEG_WHERE),
+        ]
+    )
+
+
+M023_DEFERRED_INDEX = _m023()

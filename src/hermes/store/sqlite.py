@@ -39,6 +39,7 @@ from hermes.store.rows import SCOPE_STATS_SQL, scope_stats_from, title_patterns,
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
+from hermes.store.search_catchup import Backlog, catch_up, hold_all
 from hermes.store.search_index import SQLiteSearch, index_new_sessions
 from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
@@ -82,7 +83,8 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         self._batching = False
         """Set while `write_together` holds the lock: a write is then a savepoint in its
         transaction instead of a transaction of its own."""
-        self.group_commit = GroupCommit(self.write_together)
+        self._backlog = Backlog(self._write)
+        self.group_commit = GroupCommit(self.write_together, idle=self._backlog)
         self._search = SQLiteSearch(self._conn, self._lock)
         self.search = self._search
         self.vectors = SQLiteVectorStore(self._conn, self._lock)
@@ -459,15 +461,16 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
             )
             if release is not None:
                 self._drop_lease(conn, release.name, release.holder)
+        self._backlog.added(len(messages))
         return records
 
     def import_sessions(self, scope: str, sessions: Sequence[NewSession]) -> list[str]:
-        """Bulk load in one transaction: search triggers paused, then one indexing pass.
+        """Bulk load in one transaction, indexed in one pass.
 
         Sessions whose id the scope already has (or that repeat within `sessions`) are
-        skipped. Rows go in with `executemany`; the search views index the new id range in
-        one statement each, so a message is tokenised once per view instead of once per
-        neighbour change as the triggers would.
+        skipped. Rows go in with `executemany`; the waiting messages are indexed first, then
+        the new id range is indexed from the rows in hand (`index_new_sessions`: a message
+        tokenised once per view, no neighbour looked up) and the mark moves past it.
         """
         with self._write() as conn:
             seen = self._existing_ids(conn, scope, [s.id for s in sessions])
@@ -479,8 +482,8 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
             if not fresh:
                 return []
             now = time.time()
+            catch_up(conn)  # the rows indexed below start right after the mark
             before = self._last_message_id(conn)
-            conn.execute("INSERT INTO search_index_paused (one) VALUES (1)")
             conn.executemany(
                 "INSERT INTO sessions (scope, id, source, title, started_at, updated_at, "
                 "message_count, user_turns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -496,8 +499,8 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
                     for i, m in enumerate(s.messages)
                 ),
             )
-            conn.execute("DELETE FROM search_index_paused")
             index_new_sessions(conn, scope, before + 1, fresh)
+            hold_all(conn)
         return [s.id for s in fresh]
 
     @staticmethod
