@@ -251,3 +251,41 @@ def test_the_index_never_drifts_whatever_happens_while_messages_wait(
         assert indexed_windows(store) == expected_windows(store)
     finally:
         store.close()
+
+
+def test_a_search_that_cannot_catch_up_searches_what_is_indexed(
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.ensure_session("default", "s", source="api")
+    store.append_messages("default", "s", [NewMessage("user", "the red door squeaks")])
+    store.search.catch_up()
+    store.append_messages("default", "s", [NewMessage("user", "the red bike is new")])
+    store.connection.execute("PRAGMA busy_timeout = 50")
+    with closing(sqlite3.connect(store.path, timeout=0)) as other:
+        other.execute("BEGIN IMMEDIATE")  # another process is writing, for long
+        hits = rank_messages(store.search, "default", "red")
+        other.execute("ROLLBACK")
+    assert [h.index for h in hits] == [0]  # no error: the indexed part, the newest waits
+    assert "cannot catch up" in caplog.text
+    assert {h.index for h in rank_messages(store.search, "default", "red")} == {0, 1}
+    fts_intact(store)
+
+
+async def test_turns_a_previous_run_left_waiting_are_indexed_by_the_next_writer(
+    tmp_path: Path,
+) -> None:
+    first = SQLiteStore(tmp_path / "state.db")
+    first.ensure_session("default", "s", source="api")
+    first.append_messages("default", "s", [NewMessage("user", f"turn {n}") for n in range(40)])
+    first.close()  # stopped before its writer was idle: 40 messages wait
+    second = SQLiteStore(tmp_path / "state.db")
+    try:
+        assert waiting(second.connection) == (0, 40)
+        await second.group_commit.run(lambda: None)  # the next run's first write
+        deadline = time.monotonic() + 5
+        while waiting(second.connection)[0] < 40:
+            assert time.monotonic() < deadline, "the leftovers were never indexed"
+            await asyncio.sleep(0.02)
+        fts_intact(second)
+    finally:
+        second.close()

@@ -134,11 +134,14 @@ class Backlog:
     The count is a hint (another process, or a search, may index them first); a piece reads
     the real mark and sets the count from it."""
 
-    def __init__(self, write: Callable[[], AbstractContextManager[sqlite3.Connection]]) -> None:
+    def __init__(
+        self, write: Callable[[], AbstractContextManager[sqlite3.Connection]], count: int = 0
+    ) -> None:
+        """`count`: the messages waiting already (a previous run's, when the store opens)."""
         self._write = write
         self._lock = threading.Lock()
-        self._count = 0
-        self._since = 0.0
+        self._count = count
+        self._since = time.monotonic()
         self._not_before = 0.0
 
     def added(self, messages: int) -> None:

@@ -10,6 +10,7 @@ column), `exact` is `message_exact_fts` (no stemming), `trigram` is `message_tri
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import sqlite3
 import threading
@@ -40,6 +41,8 @@ from hermes.store.search_schema import (
     scope_tag,
 )
 from hermes.unsegmented import unsegmented
+
+log = logging.getLogger(__name__)
 
 MAX_CANDIDATES = 5000
 UNRANKED_ROWS = 1000  # rows holding every (common) word, up to this many, are ranked here
@@ -242,20 +245,32 @@ class SQLiteSearch(TermMatching):
 
     def catch_up(self) -> int:
         """Index every message still waiting (`search_catchup`), so a search sees all the
-        messages stored before it; how many ids the mark moved (0: nothing waited)."""
+        messages stored before it; how many ids the mark moved (0: nothing waited).
+
+        A database that cannot be written now (another process holding its write lock
+        past the busy timeout, a read-only file) is searched as far as it is indexed: a
+        search never fails for want of indexing."""
         with self._lock:
             upto, last = waiting(self._conn)
             if last <= upto:
                 return 0
             if self._conn.in_transaction:  # a store call of this thread: part of its write
                 return catch_up(self._conn)
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                moved = catch_up(self._conn)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    moved = catch_up(self._conn)
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                log.warning(
+                    "searching without the %d newest messages: the index cannot catch up (%s)",
+                    last - upto,
+                    exc,
+                )
+                return 0
             return moved
 
     def _matching(

@@ -39,7 +39,7 @@ from hermes.store.rows import SCOPE_STATS_SQL, scope_stats_from, title_patterns,
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
-from hermes.store.search_catchup import Backlog, catch_up, hold_all
+from hermes.store.search_catchup import Backlog, catch_up, hold_all, waiting
 from hermes.store.search_index import SQLiteSearch, index_new_sessions
 from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
@@ -83,7 +83,7 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         self._batching = False
         """Set while `write_together` holds the lock: a write is then a savepoint in its
         transaction instead of a transaction of its own."""
-        self._backlog = Backlog(self._write)
+        self._backlog = Backlog(self._write, self._left_waiting())
         self.group_commit = GroupCommit(self.write_together, idle=self._backlog)
         self._search = SQLiteSearch(self._conn, self._lock)
         self.search = self._search
@@ -122,6 +122,15 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
             except BaseException:
                 conn.close()
                 raise
+
+    def _left_waiting(self) -> int:
+        """Messages a previous run stored that still wait for the search index (0 on a
+        schema from before migration 23, which tests open: its triggers index at once)."""
+        try:
+            upto, last = waiting(self._conn)
+        except sqlite3.OperationalError:
+            return 0
+        return last - upto
 
     # -- plumbing -------------------------------------------------------------------------
 
