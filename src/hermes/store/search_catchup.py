@@ -16,26 +16,14 @@ waiting messages' own rows are written with their new neighbours.
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
-import threading
-import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 
 from hermes.store.search_schema import MARK, conversational
 
-log = logging.getLogger(__name__)
-
 _CONV = conversational("messages")
 
-DUE_AT = 32
-"""Waiting messages that make the writer catch up as soon as it is idle. Fewer wait up to
-DUE_AFTER_S for more: a piece costs about the same for one turn as for sixteen of them."""
-DUE_AFTER_S = 0.25
 PIECE_IDS = 256
 """Message ids per piece of the writer's catch-up: what a turn's write may wait behind."""
-RETRY_AFTER_S = 1.0
 _WINDOW_COLS = "before, body, after, speaker, tag"
 
 # indexed conversational neighbours of a session's waiting run: the one before its first
@@ -127,48 +115,9 @@ def hold_all(conn: sqlite3.Connection) -> None:
     )
 
 
-class Backlog:
-    """The writer's idle work (`group_commit.IdleWork`): the messages this process stored
-    that wait for the index, caught up a piece at a time when the writer has nothing else.
-
-    The count is a hint (another process, or a search, may index them first); a piece reads
-    the real mark and sets the count from it."""
-
-    def __init__(
-        self, write: Callable[[], AbstractContextManager[sqlite3.Connection]], count: int = 0
-    ) -> None:
-        """`count`: the messages waiting already (a previous run's, when the store opens)."""
-        self._write = write
-        self._lock = threading.Lock()
-        self._count = count
-        self._since = time.monotonic()
-        self._not_before = 0.0
-
-    def added(self, messages: int) -> None:
-        """`messages` more were stored (committed or about to be, by the writer itself)."""
-        with self._lock:
-            if not self._count:
-                self._since = time.monotonic()
-            self._count += messages
-
-    def due(self) -> float | None:
-        with self._lock:
-            if not self._count:
-                return None
-            now = time.monotonic()
-            wait = 0.0 if self._count >= DUE_AT else self._since + DUE_AFTER_S - now
-            return max(wait, self._not_before - now)
-
-    def run_piece(self) -> None:
-        try:
-            with self._write() as conn:
-                catch_up(conn, most=PIECE_IDS)
-                upto, last = waiting(conn)
-        except Exception as exc:  # a busy or failing database: searches still catch up
-            log.warning("the search index could not catch up: %s", exc)
-            with self._lock:
-                self._not_before = time.monotonic() + RETRY_AFTER_S
-            return
-        with self._lock:
-            self._count = max(0, last - upto)
-            self._since = time.monotonic()
+def index_piece(conn: sqlite3.Connection) -> int:
+    """One piece of the writer's catch-up (`index_backlog.Backlog`): at most PIECE_IDS
+    ids; how many ids still wait after it. The caller holds a write transaction."""
+    catch_up(conn, most=PIECE_IDS)
+    upto, last = waiting(conn)
+    return last - upto

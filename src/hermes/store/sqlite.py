@@ -26,6 +26,7 @@ from hermes.store.base import (
 )
 from hermes.store.compactions import CompactionStoreMixin
 from hermes.store.group_commit import GroupCommit, Outcome
+from hermes.store.index_backlog import Backlog
 from hermes.store.leases import holder_is_dead
 from hermes.store.migrations import (
     MIGRATIONS,
@@ -39,7 +40,7 @@ from hermes.store.rows import SCOPE_STATS_SQL, scope_stats_from, title_patterns,
 from hermes.store.rows import message_row as _message_row
 from hermes.store.rows import session_row as _session_row
 from hermes.store.runs import SQLiteRunStore
-from hermes.store.search_catchup import Backlog, catch_up, hold_all, waiting
+from hermes.store.search_catchup import catch_up, hold_all, index_piece, waiting
 from hermes.store.search_index import SQLiteSearch, index_new_sessions
 from hermes.store.search_schema import SEARCH_TABLES
 from hermes.store.sqlite_health import SQLiteHealthMixin
@@ -83,7 +84,7 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         self._batching = False
         """Set while `write_together` holds the lock: a write is then a savepoint in its
         transaction instead of a transaction of its own."""
-        self._backlog = Backlog(self._write, self._left_waiting())
+        self._backlog = Backlog(self._index_piece, self._left_waiting())
         self.group_commit = GroupCommit(self.write_together, idle=self._backlog)
         self._search = SQLiteSearch(self._conn, self._lock)
         self.search = self._search
@@ -122,6 +123,10 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
             except BaseException:
                 conn.close()
                 raise
+
+    def _index_piece(self) -> int:
+        with self._write() as conn:
+            return index_piece(conn)
 
     def _left_waiting(self) -> int:
         """Messages a previous run stored that still wait for the search index (0 on a

@@ -19,6 +19,7 @@ from hermes.store.postgres.note_history import M007_NOTE_VERSIONS
 from hermes.store.postgres.predicates import CONVERSATIONAL
 from hermes.store.postgres.records import M013_SHARED_RECORDS, M014_QUOTA_USES
 from hermes.store.postgres.runs import M008_RUNS
+from hermes.store.postgres.search_index import M017_INDEX_CATCHES_UP
 from hermes.store.postgres.usage import M012_MODEL_USAGE
 from hermes.store.postgres.vectors import (
     M004_MESSAGE_VECTORS,
@@ -165,4 +166,5 @@ MIGRATIONS: list[PgMigration] = [
     PgMigration(14, "quota_uses", M014_QUOTA_USES),
     PgMigration(15, "message_models", M015_MESSAGE_MODELS),
     PgMigration(16, "window_vectors", M016_WINDOW_VECTORS),
+    PgMigration(17, "search_index_catches_up", M017_INDEX_CATCHES_UP),
 ]

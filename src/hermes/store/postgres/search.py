@@ -10,9 +10,9 @@
 Matches are ranked by BM25 as FTS5 ranks them on SQLite (`_RANKED`): the scope's inverse
 document frequencies, each word's (weighted) frequency in the row, the row's length.
 
-The vectors are written by the transaction that appends a message (`refresh_vectors`), which
-also re-indexes the previous conversational message, whose window gained a neighbour. Every
-query filters on `scope`, which the GIN indexes hold next to the vectors (btree_gin).
+The vectors are written after the turn that stored a message, and by every search first
+(`search_index`). Every query filters on `scope`, which the GIN indexes hold next to the
+vectors (btree_gin).
 """
 
 from __future__ import annotations
@@ -21,10 +21,13 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import psycopg
-
 from hermes.store.base import StoreError
 from hermes.store.postgres.predicates import ASKS_BACK, CONVERSATIONAL, ONLY_ASKS, TELLS_WHEN
+from hermes.store.postgres.search_index import (
+    VECTORS_SQL,
+    anything_waits,
+    catch_up,
+)
 from hermes.store.row_scores import idf as _idf
 from hermes.store.search_contract import (
     SearchIndexHealth,
@@ -34,13 +37,11 @@ from hermes.store.search_contract import (
     query_terms,
     text_key,
 )
+from hermes.store.search_schema import BODY_CHARS
 
 if TYPE_CHECKING:
     from hermes.store.postgres.pool import Database
 
-BEFORE_CHARS = 1000
-AFTER_CHARS = 1000
-BODY_CHARS = 20000
 SNIPPET_WORDS = 24
 # BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75), over the candidates: each word's
 # frequency in the row, weighted by where it occurs (the window view: the message itself 1.0,
@@ -76,47 +77,6 @@ _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
     f"md5(m.content), {ONLY_ASKS}, {ASKS_BACK} "
 )
-
-_VECTORS = f"""
-WITH conv AS (
-    SELECT id, content, name,
-        lag(content) OVER w AS before, lead(content) OVER w AS after
-    FROM messages
-    WHERE {{where}} AND {CONVERSATIONAL}
-    WINDOW w AS (PARTITION BY scope, session_id ORDER BY idx)
-)
-UPDATE messages m SET
-    body_vec = to_tsvector('english', left(conv.content, {BODY_CHARS})),
-    exact_vec = to_tsvector('simple', left(conv.content, {BODY_CHARS})),
-    window_vec =
-        setweight(to_tsvector('english', coalesce(right(conv.before, {BEFORE_CHARS}), '')), 'C')
-        || setweight(to_tsvector('english', left(conv.content, {BODY_CHARS})), 'A')
-        || setweight(to_tsvector('english', coalesce(left(conv.after, {AFTER_CHARS}), '')), 'C')
-        || setweight(to_tsvector('simple', coalesce(conv.name, '')), 'B')
-FROM conv WHERE m.id = conv.id {{only}}
-"""
-
-
-def refresh_vectors(conn: psycopg.Connection[Any], scope: str, session_id: str, first: int) -> None:
-    """Index the messages appended at positions ≥ `first`, and re-index the conversational
-    message before them (its window's `after` changed); runs in the append's transaction."""
-    prev = conn.execute(
-        f"SELECT idx FROM messages WHERE scope = %s AND session_id = %s AND idx < %s "
-        f"AND {CONVERSATIONAL} ORDER BY idx DESC LIMIT 2",
-        (scope, session_id, first),
-    ).fetchall()
-    lo = int(prev[-1][0]) if prev else first  # the window of prev[0] needs prev[1]
-    update_from = int(prev[0][0]) if prev else first
-    sql = _VECTORS.format(
-        where="scope = %s AND session_id = %s AND idx >= %s", only="AND m.idx >= %s"
-    )
-    conn.execute(sql.encode(), (scope, session_id, lo, update_from))
-
-
-def index_sessions(conn: psycopg.Connection[Any], scope: str, session_ids: list[str]) -> None:
-    """Index every message of whole sessions in one statement (bulk imports)."""
-    sql = _VECTORS.format(where="scope = %s AND session_id = ANY(%s)", only="")
-    conn.execute(sql.encode(), (scope, session_ids))
 
 
 def _lexeme(term: str) -> str:
@@ -203,6 +163,29 @@ class PgSearch(TermMatching):
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    def match_messages(
+        self,
+        scope: str,
+        terms: Sequence[str],
+        *,
+        view: SearchView = "window",
+        limit: int = 50,
+        exclude_sessions: Sequence[str] = (),
+    ) -> list[TextMatch]:
+        self.catch_up(scope)
+        return super().match_messages(
+            scope, terms, view=view, limit=limit, exclude_sessions=exclude_sessions
+        )
+
+    def catch_up(self, scope: str | None = None) -> int:
+        """Index every message of `scope` (of every scope: None) that still waits, so a
+        search sees all the messages stored before it; how many sessions were refreshed."""
+        with self._db.connection() as conn:
+            if not anything_waits(conn, scope):
+                return 0
+            with conn.transaction():
+                return catch_up(conn, scope=scope)
+
     def _matching(
         self, scope: str, terms: list[str], view: SearchView, limit: int, excluded: list[str]
     ) -> list[TextMatch]:
@@ -241,6 +224,7 @@ class PgSearch(TermMatching):
         ids = list(dict.fromkeys(int(i) for i in message_ids))
         if not words or not ids:
             return {}
+        self.catch_up(scope)
         column, config = _VIEW_PLANS["message"]
         counts, rows = self._counts(scope, column, config, words)
         words = [t for t in words if counts[t] > 0]
@@ -415,8 +399,10 @@ class PgSearch(TermMatching):
         return {int(r[0]) for r in rows}
 
     def check_search_index(self) -> SearchIndexHealth:
-        """Every conversational message must carry its three vectors."""
+        """Every conversational message must carry its three vectors (once the waiting
+        ones are indexed)."""
         try:
+            self.catch_up()
             rows = self._db.fetch(
                 f"SELECT count(*), count(*) FILTER (WHERE body_vec IS NULL OR exact_vec IS NULL "
                 f"OR window_vec IS NULL) FROM messages WHERE {CONVERSATIONAL}"
@@ -434,7 +420,7 @@ class PgSearch(TermMatching):
         return SearchIndexHealth(ok=True, detail="ok", rows=total)
 
     def rebuild_search_index(self) -> int:
-        sql = _VECTORS.format(where="true", only="")
+        sql = VECTORS_SQL.format(where="true", only="")
         with self._db.transaction() as conn:
             conn.execute(
                 f"UPDATE messages SET body_vec = NULL, exact_vec = NULL, window_vec = NULL "

@@ -26,6 +26,7 @@ from hermes.store.base import (
     StoreError,
     StoreParts,
 )
+from hermes.store.index_backlog import DUE_AT, Backlog, BacklogThread
 from hermes.store.leases import holder_is_dead
 from hermes.store.postgres.api_keys import PgApiKeysMixin
 from hermes.store.postgres.idempotency import PgIdempotency
@@ -33,7 +34,13 @@ from hermes.store.postgres.note_history import PgNoteHistory
 from hermes.store.postgres.pool import PRESENCE_NAMESPACE, Database, Presence
 from hermes.store.postgres.records import PgRecords
 from hermes.store.postgres.runs import PgRunStore
-from hermes.store.postgres.search import PgSearch, index_sessions, refresh_vectors
+from hermes.store.postgres.search import PgSearch
+from hermes.store.postgres.search_index import (
+    PIECE_SESSIONS,
+    catch_up,
+    count_waiting,
+    index_sessions,
+)
 from hermes.store.postgres.shared import PgDocuments
 from hermes.store.postgres.usage import PgUsageStore
 from hermes.store.postgres.vectors import PgVectorStore
@@ -108,6 +115,7 @@ class PostgresStore(StoreParts, PgApiKeysMixin):
         self.note_history = PgNoteHistory(self._db)
         self.usage = PgUsageStore(self._db)
         self.records = PgRecords(self._db)
+        self._backlog = BacklogThread(Backlog(self._index_piece), "hermes-search-index")
         try:
             self._db.open()
             if migrate:
@@ -115,6 +123,12 @@ class PostgresStore(StoreParts, PgApiKeysMixin):
         except BaseException:
             self._db.close()
             raise
+
+    def _index_piece(self) -> int:
+        """One piece of the background catch-up (`index_backlog`); how many still wait."""
+        with self._db.transaction() as conn:
+            catch_up(conn, sessions=PIECE_SESSIONS, wait=False)
+            return count_waiting(conn, DUE_AT)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -266,7 +280,6 @@ class PostgresStore(StoreParts, PgApiKeysMixin):
                 raise StoreError(f"session {session_id!r} does not exist in scope {scope!r}")
             first = int(row[0])
             records = self._insert(conn, scope, session_id, first, messages, now)
-            refresh_vectors(conn, scope, session_id, first)
             last_ts = max([now, *(r.timestamp for r in records)])
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + %s, "
@@ -288,6 +301,7 @@ class PostgresStore(StoreParts, PgApiKeysMixin):
             )
             if release is not None:
                 self._drop(conn, release.name, release.holder)
+        self._backlog.added(len(messages))
         return records
 
     @staticmethod
@@ -518,5 +532,6 @@ class PostgresStore(StoreParts, PgApiKeysMixin):
         return self._db.migrate()
 
     def close(self) -> None:
+        self._backlog.close()
         self._presence.close()
         self._db.close()
