@@ -3,11 +3,11 @@ the turns (the twin of SQLite's `search_catchup`; when it runs is `index_backlog
 
 A turn inserts its messages with no search vectors; a conversational message whose
 `window_vec` is NULL waits. A catch-up refreshes each waiting session from its first waiting
-message (`refresh_vectors`, which also re-indexes the message before it: its window gained a
-neighbour). Replicas may catch up at once: a session is refreshed under a transaction-scoped
-advisory lock of its own, so two refreshes of one session never interleave (the later one
-sees what the earlier committed). A search waits for that lock; the background skips a
-session another replica holds.
+message, and re-indexes the message before it (its window gained a neighbour): one statement
+for all the sessions of a piece. Replicas may catch up at once: a session is refreshed under
+a transaction-scoped advisory lock of its own, so two refreshes of one session never
+interleave (the later one sees what the earlier committed). A search waits for that lock;
+the background skips a session another replica holds.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import psycopg
 from hermes.store.base import StoreError
 from hermes.store.postgres.predicates import CONVERSATIONAL
 from hermes.store.search_schema import AFTER_CHARS, BEFORE_CHARS, BODY_CHARS
+from hermes.store.vector_sql import conversational
 
 WAITING = f"window_vec IS NULL AND {CONVERSATIONAL}"
 """A message the search index does not hold yet (migration 17's partial index)."""
@@ -26,6 +27,16 @@ WAITING = f"window_vec IS NULL AND {CONVERSATIONAL}"
 M017_INDEX_CATCHES_UP = (
     f"CREATE INDEX messages_waiting ON messages (scope, session_id, idx) WHERE {WAITING};"
 )
+
+_SET_VECTORS = f"""
+    body_vec = to_tsvector('english', left(conv.content, {BODY_CHARS})),
+    exact_vec = to_tsvector('simple', left(conv.content, {BODY_CHARS})),
+    window_vec =
+        setweight(to_tsvector('english', coalesce(right(conv.before, {BEFORE_CHARS}), '')), 'C')
+        || setweight(to_tsvector('english', left(conv.content, {BODY_CHARS})), 'A')
+        || setweight(to_tsvector('english', coalesce(left(conv.after, {AFTER_CHARS}), '')), 'C')
+        || setweight(to_tsvector('simple', coalesce(conv.name, '')), 'B')
+"""
 
 VECTORS_SQL = f"""
 WITH conv AS (
@@ -35,32 +46,43 @@ WITH conv AS (
     WHERE {{where}} AND {CONVERSATIONAL}
     WINDOW w AS (PARTITION BY scope, session_id ORDER BY idx)
 )
-UPDATE messages m SET
-    body_vec = to_tsvector('english', left(conv.content, {BODY_CHARS})),
-    exact_vec = to_tsvector('simple', left(conv.content, {BODY_CHARS})),
-    window_vec =
-        setweight(to_tsvector('english', coalesce(right(conv.before, {BEFORE_CHARS}), '')), 'C')
-        || setweight(to_tsvector('english', left(conv.content, {BODY_CHARS})), 'A')
-        || setweight(to_tsvector('english', coalesce(left(conv.after, {AFTER_CHARS}), '')), 'C')
-        || setweight(to_tsvector('simple', coalesce(conv.name, '')), 'B')
+UPDATE messages m SET {_SET_VECTORS}
 FROM conv WHERE m.id = conv.id {{only}}
 """
+"""Every conversational message `where` picks, indexed from scratch (imports, rebuilds)."""
 
-
-def refresh_vectors(conn: psycopg.Connection[Any], scope: str, session_id: str, first: int) -> None:
-    """Index the messages at positions ≥ `first`, and re-index the conversational message
-    before them (its window's `after` changed)."""
-    prev = conn.execute(
-        f"SELECT idx FROM messages WHERE scope = %s AND session_id = %s AND idx < %s "
-        f"AND {CONVERSATIONAL} ORDER BY idx DESC LIMIT 2",
-        (scope, session_id, first),
-    ).fetchall()
-    lo = int(prev[-1][0]) if prev else first  # the window of prev[0] needs prev[1]
-    update_from = int(prev[0][0]) if prev else first
-    sql = VECTORS_SQL.format(
-        where="scope = %s AND session_id = %s AND idx >= %s", only="AND m.idx >= %s"
-    )
-    conn.execute(sql.encode(), (scope, session_id, lo, update_from))
+_CATCH_UP_SQL = f"""
+WITH firsts AS (
+    SELECT scope, session_id, min(idx) AS first FROM messages
+    WHERE {WAITING}
+        AND (scope, session_id) IN (SELECT * FROM unnest(%(scopes)s::text[], %(ids)s::text[]))
+    GROUP BY scope, session_id
+), bounds AS (
+    SELECT f.scope, f.session_id,
+        coalesce(p.idx[1], f.first) AS update_from,
+        coalesce(p.idx[2], p.idx[1], f.first) AS lo
+    FROM firsts f CROSS JOIN LATERAL (
+        SELECT array_agg(two.idx ORDER BY two.idx DESC) AS idx FROM (
+            SELECT m.idx FROM messages m
+            WHERE m.scope = f.scope AND m.session_id = f.session_id AND m.idx < f.first
+                AND {conversational("m")}
+            ORDER BY m.idx DESC LIMIT 2
+        ) two
+    ) p
+), conv AS (
+    SELECT m.id, m.idx, b.update_from, m.content, m.name,
+        lag(m.content) OVER w AS before, lead(m.content) OVER w AS after
+    FROM bounds b JOIN messages m
+        ON m.scope = b.scope AND m.session_id = b.session_id AND m.idx >= b.lo
+    WHERE {conversational("m")}
+    WINDOW w AS (PARTITION BY m.scope, m.session_id ORDER BY m.idx)
+)
+UPDATE messages m SET {_SET_VECTORS}
+FROM conv WHERE m.id = conv.id AND conv.idx >= conv.update_from
+"""
+"""The waiting messages of the given sessions indexed, each session from its first waiting
+message, with the conversational message before it re-indexed (its window's `after`
+changed; its own window needs the one before it, hence `lo`)."""
 
 
 def index_sessions(conn: psycopg.Connection[Any], scope: str, session_ids: list[str]) -> None:
@@ -81,10 +103,6 @@ def _scalar(conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> Any:
     return row[0]
 
 
-def _lock_key(scope: str, session_id: str) -> str:
-    return f"hermes-search-index\x1f{scope}\x1f{session_id}"
-
-
 def catch_up(
     conn: psycopg.Connection[Any],
     *,
@@ -94,35 +112,27 @@ def catch_up(
 ) -> int:
     """Index the waiting messages (of `scope`, of at most `sessions` sessions); how many
     sessions were refreshed. With `wait`, a session another transaction is refreshing is
-    waited for (and its lock taken in a fixed order, so two waiting callers never deadlock);
+    waited for (the locks taken in one order, so two waiting callers never deadlock);
     without, it is left to that one. The caller holds a transaction."""
-    where = WAITING + (" AND scope = %s" if scope is not None else "")
-    params: list[Any] = [scope] if scope is not None else []
-    limit = ""
-    if sessions is not None:
-        limit, params = " LIMIT %s", [*params, sessions]
-    rows = conn.execute(
-        f"SELECT DISTINCT scope, session_id FROM messages WHERE {where} "
-        f"ORDER BY scope, session_id{limit}",
-        params,
+    where = WAITING + (" AND scope = %(scope)s" if scope is not None else "")
+    take = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    # one statement takes the locks; the next one, with a snapshot taken after them, sees
+    # whatever the sessions' previous holders committed
+    locked = conn.execute(
+        f"SELECT scope, session_id, {take}(hashtextextended("
+        f"'hermes-search-index' || chr(31) || scope || chr(31) || session_id, 0)) "
+        f"FROM (SELECT DISTINCT scope, session_id FROM messages WHERE {where} "
+        f"ORDER BY scope, session_id LIMIT %(most)s) waiting",
+        {"scope": scope, "most": sessions},
     ).fetchall()
-    done = 0
-    for row_scope, session_id in rows:
-        key = _lock_key(row_scope, session_id)
-        if wait:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
-        elif not _scalar(conn, "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", (key,)):
-            continue
-        # read after the lock: another replica may have refreshed it meanwhile
-        first = _scalar(
-            conn,
-            f"SELECT min(idx) FROM messages WHERE scope = %s AND session_id = %s AND {WAITING}",
-            (row_scope, session_id),
-        )
-        if first is not None:
-            refresh_vectors(conn, row_scope, session_id, int(first))
-            done += 1
-    return done
+    mine = [(r[0], r[1]) for r in locked if wait or r[2]]
+    if not mine:
+        return 0
+    conn.execute(
+        _CATCH_UP_SQL.encode(),
+        {"scopes": [m[0] for m in mine], "ids": [m[1] for m in mine]},
+    )
+    return len(mine)
 
 
 def anything_waits(conn: psycopg.Connection[Any], scope: str | None = None) -> bool:
