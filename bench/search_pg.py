@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from hermes.store import open_store  # noqa: E402
-from hermes.store.postgres.search import index_sessions  # noqa: E402
+from hermes.store.postgres.search_index import index_sessions  # noqa: E402
 
 PER_SESSION = 50
 SCOPE = "default"

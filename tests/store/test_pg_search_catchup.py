@@ -95,3 +95,19 @@ def test_replicas_appending_and_searching_at_once_leave_no_window_stale(
     caught_up = windows(stores[0])
     stores[0].search.rebuild_search_index()  # every window computed afresh, at rest
     assert windows(stores[0]) == caught_up
+
+
+def test_a_search_with_hits_already_indexed_still_sees_the_waiting_ones(
+    replicas: tuple[PostgresStore, PostgresStore],
+) -> None:
+    """The ranking statement itself tells that the scope has messages waiting (a search
+    whose words are found pays no round trip to ask), and the search runs again once they
+    are indexed."""
+    one, two = replicas
+    one.ensure_session("default", "s", source="api")
+    one.append_messages("default", "s", [NewMessage("user", "the red door squeaks")])
+    assert [h.index for h in rank_messages(two.search, "default", "red")] == [0]
+    one.append_messages("default", "s", [NewMessage("user", "the red bike is new")])
+    assert waits(one, "default")
+    assert {h.index for h in rank_messages(two.search, "default", "red")} == {0, 1}
+    assert not waits(one, "default")

@@ -27,6 +27,7 @@ from hermes.store.postgres.search_index import (
     VECTORS_SQL,
     anything_waits,
     catch_up,
+    waiting,
 )
 from hermes.store.row_scores import idf as _idf
 from hermes.store.search_contract import (
@@ -72,6 +73,15 @@ def _window_tf(query: str) -> str:
 
 
 RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
+
+
+class _Waiting:
+    """What a search's ranking statements said: whether any message of the scope waits for
+    the index (each returns it on its rows, computed once per statement)."""
+
+    waits = False
+
+
 # where messages found by other means are and who said them (score 0)
 _DESCRIBED = (
     "SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, 0.0, m.name, "
@@ -116,7 +126,8 @@ SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document fre
 # (`unnest`: its lexemes, each with its positions' weights), for the query's lexemes only.
 _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
-    md5(m.content), {ONLY_ASKS}, {ASKS_BACK}
+    md5(m.content), {ONLY_ASKS}, {ASKS_BACK},
+    EXISTS (SELECT 1 FROM messages w WHERE w.scope = %(scope)s AND {waiting("w")}) AS waits
 FROM (
     SELECT c.id, {{score}} AS score
     FROM (
@@ -163,20 +174,6 @@ class PgSearch(TermMatching):
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def match_messages(
-        self,
-        scope: str,
-        terms: Sequence[str],
-        *,
-        view: SearchView = "window",
-        limit: int = 50,
-        exclude_sessions: Sequence[str] = (),
-    ) -> list[TextMatch]:
-        self.catch_up(scope)
-        return super().match_messages(
-            scope, terms, view=view, limit=limit, exclude_sessions=exclude_sessions
-        )
-
     def catch_up(self, scope: str | None = None) -> int:
         """Index every message of `scope` (of every scope: None) that still waits, so a
         search sees all the messages stored before it; how many sessions were refreshed."""
@@ -189,8 +186,37 @@ class PgSearch(TermMatching):
     def _matching(
         self, scope: str, terms: list[str], view: SearchView, limit: int, excluded: list[str]
     ) -> list[TextMatch]:
+        """The search, over every message stored before it: the ranking statement says
+        whether any of the scope's messages waits for the index (no round trip of its own
+        when none does, nearly always); when one does, they are indexed and it runs again."""
         if view == "trigram":
+            self.catch_up(scope)
             return self._trigram(scope, terms, limit, excluded)
+        seen = _Waiting()
+        found = self._match_words(scope, terms, view, limit, excluded, seen)
+        if self._caught_up(scope, seen, bool(found)):
+            found = self._match_words(scope, terms, view, limit, excluded, _Waiting())
+        return found
+
+    def _caught_up(self, scope: str, seen: _Waiting, answered: bool) -> bool:
+        """Whether the scope had messages waiting, now indexed. Told by the ranking
+        statements' rows; asked when none came back (the words may be only in those)."""
+        waits = seen.waits if answered or seen.waits else self._anything_waits(scope)
+        return bool(waits) and self.catch_up(scope) > 0
+
+    def _anything_waits(self, scope: str) -> bool:
+        with self._db.connection() as conn:
+            return anything_waits(conn, scope)
+
+    def _match_words(
+        self,
+        scope: str,
+        terms: list[str],
+        view: SearchView,
+        limit: int,
+        excluded: list[str],
+        seen: _Waiting,
+    ) -> list[TextMatch]:
         if view not in _VIEW_PLANS:
             raise StoreError(
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
@@ -205,14 +231,14 @@ class PgSearch(TermMatching):
         idf = {t: _idf(counts[t], rows) for t in terms}
         rare = [t for t in terms if counts[t] <= COMMON_ROWS]
         if rare and len(rare) < len(terms):  # the rare words pick, as on SQLite
-            return self._ranked(view, scope, rare, idf, limit, excluded)
+            return self._ranked(view, scope, rare, idf, limit, excluded, seen=seen)
         if not rare and len(terms) > 1:  # all common: rows with every word first
             # each candidate holds every word, so a few more than asked for rank well enough,
             # and the backward walk to find them stays short when the words rarely meet
-            found = self._ranked(view, scope, terms, idf, limit, excluded, every=True)
+            found = self._ranked(view, scope, terms, idf, limit, excluded, seen, every=True)
             if len(found) >= limit:
                 return found
-        return self._ranked(view, scope, terms, idf, limit, excluded)
+        return self._ranked(view, scope, terms, idf, limit, excluded, seen=seen)
 
     def own_words(
         self, scope: str, terms: Sequence[str], message_ids: Sequence[int]
@@ -231,7 +257,10 @@ class PgSearch(TermMatching):
         if not words:
             return {}
         idf = {t: _idf(counts[t], rows) for t in words}
-        found = self._ranked("message", scope, words, idf, len(ids), [], only=ids)
+        seen = _Waiting()
+        found = self._ranked("message", scope, words, idf, len(ids), [], seen, only=ids)
+        if self._caught_up(scope, seen, bool(found)):
+            return self.own_words(scope, terms, message_ids)
         return {m.message_id: m.score for m in found if m.score > 0}
 
     def _ranked(
@@ -242,6 +271,7 @@ class PgSearch(TermMatching):
         idf: dict[str, float],
         limit: int,
         excluded: list[str],
+        seen: _Waiting | None = None,
         every: bool = False,
         only: list[int] | None = None,
     ) -> list[TextMatch]:
@@ -275,7 +305,10 @@ class PgSearch(TermMatching):
         }
         params.update({f"w{n}": _lexeme(w) for n, w in enumerate(words)})
         params.update({f"idf{n}": idf[w] for n, w in enumerate(words)})
-        return [self._match(r) for r in _fetch_planned(self._db, sql, params)]
+        rows = _fetch_planned(self._db, sql, params)
+        if seen is not None and rows:
+            seen.waits = seen.waits or bool(rows[0][-1])
+        return [self._match(r) for r in rows]
 
     def _counts(
         self, scope: str, column: str, config: str, terms: list[str]

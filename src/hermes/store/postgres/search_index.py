@@ -21,8 +21,15 @@ from hermes.store.postgres.predicates import CONVERSATIONAL
 from hermes.store.search_schema import AFTER_CHARS, BEFORE_CHARS, BODY_CHARS
 from hermes.store.vector_sql import conversational
 
-WAITING = f"window_vec IS NULL AND {CONVERSATIONAL}"
-"""A message the search index does not hold yet (migration 17's partial index)."""
+
+def waiting(table: str = "") -> str:
+    """A message the search index does not hold yet; `table` is the alias of `messages`."""
+    col = f"{table}." if table else ""
+    return f"{col}window_vec IS NULL AND {conversational(table)}"
+
+
+WAITING = waiting()
+"""Migration 17's partial index's condition."""
 
 M017_INDEX_CATCHES_UP = (
     f"CREATE INDEX messages_waiting ON messages (scope, session_id, idx) WHERE {WAITING};"
