@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
+
+from hermes.store.daemon import DaemonThread
 
 T = TypeVar("T")
 
@@ -71,8 +72,9 @@ class _Queued:
     future: asyncio.Future[Any]
 
 
-class GroupCommit:
-    """One writer thread per store, started at the first call, stopped by `close`."""
+class GroupCommit(DaemonThread):
+    """One writer thread per store, started at the first call, stopped by `close` (after
+    running what is queued; later calls fail)."""
 
     def __init__(
         self,
@@ -81,13 +83,10 @@ class GroupCommit:
         name: str = "hermes-store-writer",
         idle: IdleWork | None = None,
     ) -> None:
+        super().__init__(name)
         self._write = write
-        self._name = name
         self._idle = idle
         self._queue: deque[_Queued] = deque()
-        self._wake = threading.Condition(threading.Lock())
-        self._thread: threading.Thread | None = None
-        self._closed = False
 
     async def run(self, call: Callable[[], T]) -> T:
         """Run the blocking store call `call` on the writer; its value once committed.
@@ -103,26 +102,15 @@ class GroupCommit:
             await asyncio.gather(future, return_exceptions=True)
             raise
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Run what is queued, then stop the thread; later calls fail."""
-        with self._wake:
-            self._closed = True
-            thread, self._thread = self._thread, None
-            self._wake.notify()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-
     def _put(self, queued: _Queued) -> None:
         with self._wake:
             if self._closed:
                 raise RuntimeError("the store is closed")
             self._queue.append(queued)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._drain, name=self._name, daemon=True)
-                self._thread.start()
+            self._ensure_started()
             self._wake.notify()
 
-    def _drain(self) -> None:
+    def _loop(self) -> None:
         while True:
             with self._wake:
                 idle_now = False

@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from hermes.store.daemon import DaemonThread
+
 log = logging.getLogger(__name__)
 
 DUE_AT = 32
@@ -70,36 +72,22 @@ class Backlog:
             self._since = time.monotonic()
 
 
-class BacklogThread:
+class BacklogThread(DaemonThread):
     """A daemon thread running a backlog's pieces when due, for a store whose writes have no
     writer thread of their own; started by the first `added`, stopped by `close`."""
 
     def __init__(self, backlog: Backlog, name: str) -> None:
+        super().__init__(name)
         self.backlog = backlog
-        self._name = name
-        self._wake = threading.Condition(threading.Lock())
-        self._thread: threading.Thread | None = None
-        self._closed = False
 
     def added(self, messages: int) -> None:
         self.backlog.added(messages)
         with self._wake:
-            if self._closed:
-                return
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
-            self._wake.notify()
+            if not self._closed:
+                self._ensure_started()
+                self._wake.notify()
 
-    def close(self, timeout: float = 5.0) -> None:
-        with self._wake:
-            self._closed = True
-            thread, self._thread = self._thread, None
-            self._wake.notify()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-
-    def _run(self) -> None:
+    def _loop(self) -> None:
         while True:
             with self._wake:
                 while not self._closed:

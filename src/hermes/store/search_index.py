@@ -229,20 +229,6 @@ class SQLiteSearch(TermMatching):
         self._conn = conn
         self._lock = lock
 
-    def match_messages(
-        self,
-        scope: str,
-        terms: Sequence[str],
-        *,
-        view: SearchView = "window",
-        limit: int = 50,
-        exclude_sessions: Sequence[str] = (),
-    ) -> list[TextMatch]:
-        self.catch_up()
-        return super().match_messages(
-            scope, terms, view=view, limit=limit, exclude_sessions=exclude_sessions
-        )
-
     def catch_up(self) -> int:
         """Index every message still waiting (`search_catchup`), so a search sees all the
         messages stored before it; how many ids the mark moved (0: nothing waited).
@@ -281,6 +267,7 @@ class SQLiteSearch(TermMatching):
         limit: int,
         exclude_sessions: list[str],
     ) -> list[TextMatch]:
+        self.catch_up()  # every message stored before the search, indexed
         table, rank, match = _plan(view, scope, terms)
         if not match:
             return []

@@ -25,18 +25,24 @@ BODY_CHARS = 20000
 _CONV = "{t}.role IN ('user', 'assistant') AND coalesce({t}.content, '') <> ''"
 
 
+MARK = "(SELECT upto FROM search_mark)"
+"""The highest message id the search index holds (migration 23): later ones wait."""
+
+
 def conversational(table: str) -> str:
     """SQL true for the rows of `table` (an alias of messages) that the search views index."""
     return _CONV.format(t=table)
 
 
-def _neighbour(alias: str, row: str, direction: str) -> str:
-    """SQL for the id of the nearest conversational message before/after `row` in its session."""
+def _neighbour(alias: str, row: str, direction: str, *, held: bool = False) -> str:
+    """SQL for the id of the nearest conversational message before/after `row` in its
+    session; `held`: of those the index holds (migration 23's mark)."""
     op, order = ("<", "DESC") if direction == "prev" else (">", "ASC")
+    bound = f" AND {alias}.id <= {MARK}" if held else ""
     return (
         f"(SELECT {alias}.id FROM messages {alias} WHERE {alias}.scope = {row}.scope "
         f"AND {alias}.session_id = {row}.session_id AND {alias}.idx {op} {row}.idx "
-        f"AND {_CONV.format(t=alias)} ORDER BY {alias}.idx {order} LIMIT 1)"
+        f"AND {_CONV.format(t=alias)}{bound} ORDER BY {alias}.idx {order} LIMIT 1)"
     )
 
 
@@ -247,24 +253,12 @@ M006_SPEAKERS = (
 # indexed with; inserts fire no trigger, and a change to a message the index holds is
 # written through by the triggers as before. A waiting message changed or deleted needs
 # nothing: it is indexed as it is when its turn comes.
-MARK = "(SELECT upto FROM search_mark)"
 _HELD = "{t}.id <= " + MARK
 _WINDOW_COLS = "before, body, after, speaker, tag"
 
 
-def _held_neighbour(alias: str, row: str, direction: str) -> str:
-    """The nearest indexed conversational message before/after `row` in its session."""
-    op, order = ("<", "DESC") if direction == "prev" else (">", "ASC")
-    return (
-        f"(SELECT {alias}.id FROM messages {alias} WHERE {alias}.scope = {row}.scope "
-        f"AND {alias}.session_id = {row}.session_id AND {alias}.idx {op} {row}.idx "
-        f"AND {_CONV.format(t=alias)} AND {_HELD.format(t=alias)} "
-        f"ORDER BY {alias}.idx {order} LIMIT 1)"
-    )
-
-
 def _held_windows(row: str, *, include_self: bool) -> str:
-    ids = [_held_neighbour("p", row, "prev"), _held_neighbour("n", row, "next")]
+    ids = [_neighbour("p", row, "prev", held=True), _neighbour("n", row, "next", held=True)]
     if include_self:
         ids.insert(1, f"{row}.id")
     return "w.id IN (" + ", ".join(ids) + ")"
