@@ -14,6 +14,7 @@ import pytest
 from hermes.recall.ranking import rank_messages
 from hermes.store import NewMessage, open_store
 from hermes.store.postgres import PostgresStore
+from hermes.store.postgres.search import PgSearch
 from hermes.store.postgres.search_index import anything_waits
 
 
@@ -111,3 +112,22 @@ def test_a_search_with_hits_already_indexed_still_sees_the_waiting_ones(
     assert waits(one, "default")
     assert {h.index for h in rank_messages(two.search, "default", "red")} == {0, 1}
     assert not waits(one, "default")
+
+
+def test_a_search_whose_waiting_messages_another_replica_indexed_meanwhile_finds_them(
+    replicas: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search read the scope while a message waited; before it could index it, another
+    replica did. The search still runs again (it was failing: 'nothing left to index' read
+    as 'nothing waited')."""
+    one, two = replicas
+    one.ensure_session("default", "s", source="api")
+    one.append_messages("default", "s", [NewMessage("user", "My name is Alex")])
+    one._backlog.close()  # no background here: the race is staged below
+
+    def raced(scope: str | None = None) -> int:
+        one.search.catch_up(scope)  # another replica gets there first
+        return PgSearch.catch_up(two.search, scope)  # nothing left for this one
+
+    monkeypatch.setattr(two.search, "catch_up", raced)
+    assert [h.index for h in rank_messages(two.search, "default", "Alex")] == [0]

@@ -75,11 +75,20 @@ def _window_tf(query: str) -> str:
 RANKED_ROWS = 1000  # matches ranked per query at most (the newest); see _RANKED
 
 
-class _Waiting:
-    """What a search's ranking statements said: whether any message of the scope waits for
-    the index (each returns it on its rows, computed once per statement)."""
+_WAITS = f"EXISTS (SELECT 1 FROM messages w WHERE w.scope = %(scope)s AND {waiting('w')})"
+"""Whether the scope has messages waiting for the index (migration 17's partial index)."""
 
+
+class _Waiting:
+    """What a search's statements said of its scope's messages waiting for the index: the
+    counting statement returns it when it runs, the ranking one on each of its rows."""
+
+    told = False  # some statement said
     waits = False
+
+    def heard(self, waits: Any) -> None:
+        self.told = True
+        self.waits = self.waits or bool(waits)
 
 
 # where messages found by other means are and who said them (score 0)
@@ -127,7 +136,7 @@ SCOPE_ROWS_TTL_S = 60.0  # how long a scope's size (for the inverse document fre
 _RANKED = f"""
 SELECT m.id, m.session_id, m.idx, m.role, m.timestamp, s.source, top.score, m.name,
     md5(m.content), {ONLY_ASKS}, {ASKS_BACK},
-    EXISTS (SELECT 1 FROM messages w WHERE w.scope = %(scope)s AND {waiting("w")}) AS waits
+    {_WAITS} AS waits
 FROM (
     SELECT c.id, {{score}} AS score
     FROM (
@@ -194,15 +203,19 @@ class PgSearch(TermMatching):
             return self._trigram(scope, terms, limit, excluded)
         seen = _Waiting()
         found = self._match_words(scope, terms, view, limit, excluded, seen)
-        if self._caught_up(scope, seen, bool(found)):
+        if self._caught_up(scope, seen):
             found = self._match_words(scope, terms, view, limit, excluded, _Waiting())
         return found
 
-    def _caught_up(self, scope: str, seen: _Waiting, answered: bool) -> bool:
-        """Whether the scope had messages waiting, now indexed. Told by the ranking
-        statements' rows; asked when none came back (the words may be only in those)."""
-        waits = seen.waits if answered or seen.waits else self._anything_waits(scope)
-        return bool(waits) and self.catch_up(scope) > 0
+    def _caught_up(self, scope: str, seen: _Waiting) -> bool:
+        """Whether the scope had messages waiting when the search read it: they are then
+        indexed (here, or by whoever got there first) and the search must run again. Asked
+        in a round trip of its own only when no statement said (every word's count
+        remembered, no row found)."""
+        if not (seen.waits if seen.told else self._anything_waits(scope)):
+            return False
+        self.catch_up(scope)
+        return True
 
     def _anything_waits(self, scope: str) -> bool:
         with self._db.connection() as conn:
@@ -222,7 +235,7 @@ class PgSearch(TermMatching):
                 f"unknown search view {view!r}; use one of message, exact, window, trigram"
             )
         column, config = _VIEW_PLANS[view]
-        counts, rows = self._counts(scope, column, config, terms)
+        counts, rows = self._counts(scope, column, config, terms, seen)
         # a word in no row adds nothing to any-of and would empty every-word (after a walk
         # of the whole scope looking for it)
         terms = [t for t in terms if counts[t] > 0]
@@ -250,18 +263,22 @@ class PgSearch(TermMatching):
         ids = list(dict.fromkeys(int(i) for i in message_ids))
         if not words or not ids:
             return {}
-        self.catch_up(scope)
+        seen = _Waiting()
+        found = self._own_words(scope, words, ids, seen)
+        if self._caught_up(scope, seen):  # once: what waited is indexed now
+            found = self._own_words(scope, words, ids, _Waiting())
+        return {m.message_id: m.score for m in found if m.score > 0}
+
+    def _own_words(
+        self, scope: str, words: list[str], ids: list[int], seen: _Waiting
+    ) -> list[TextMatch]:
         column, config = _VIEW_PLANS["message"]
-        counts, rows = self._counts(scope, column, config, words)
+        counts, rows = self._counts(scope, column, config, words, seen)
         words = [t for t in words if counts[t] > 0]
         if not words:
-            return {}
+            return []
         idf = {t: _idf(counts[t], rows) for t in words}
-        seen = _Waiting()
-        found = self._ranked("message", scope, words, idf, len(ids), [], seen, only=ids)
-        if self._caught_up(scope, seen, bool(found)):
-            return self.own_words(scope, terms, message_ids)
-        return {m.message_id: m.score for m in found if m.score > 0}
+        return self._ranked("message", scope, words, idf, len(ids), [], seen, only=ids)
 
     def _ranked(
         self,
@@ -307,15 +324,16 @@ class PgSearch(TermMatching):
         params.update({f"idf{n}": idf[w] for n, w in enumerate(words)})
         rows = _fetch_planned(self._db, sql, params)
         if seen is not None and rows:
-            seen.waits = seen.waits or bool(rows[0][-1])
+            seen.heard(rows[0][-1])
         return [self._match(r) for r in rows]
 
     def _counts(
-        self, scope: str, column: str, config: str, terms: list[str]
+        self, scope: str, column: str, config: str, terms: list[str], seen: _Waiting
     ) -> tuple[dict[str, int], int]:
         """(rows of the scope holding each word, up to COMMON_ROWS + 1; the scope's rows).
         A word found common is remembered for COMMON_TTL_S (counting it walks COMMON_ROWS
-        rows), others are counted each time (a rare word's GIN entry is short)."""
+        rows), others are counted each time (a rare word's GIN entry is short). A statement
+        that runs also tells `seen` whether the scope has messages waiting."""
         common: dict[tuple[str, str, str], float] = self.__dict__.setdefault("_common_words", {})
         now = time.monotonic()
         known = {
@@ -332,7 +350,10 @@ class PgSearch(TermMatching):
         if columns:
             params: dict[str, Any] = {"scope": scope, "cap": COMMON_ROWS + 1}
             params.update({f"q{n}": _lexeme(t) for n, t in enumerate(fresh)})
-            row = _fetch_planned(self._db, "SELECT " + ", ".join(columns), params)[0]
+            sql = "SELECT " + ", ".join([*columns, _WAITS])
+            row = _fetch_planned(self._db, sql, params)[0]
+            seen.heard(row[-1])
+            row = row[:-1]
         if columns and columns[0] is _SCOPE_ROWS:
             if len(sizes) >= COMMON_KEPT:
                 sizes.clear()
