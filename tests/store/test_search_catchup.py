@@ -136,11 +136,12 @@ async def test_the_writer_catches_up_when_it_has_nothing_else_to_do(store: SQLit
 
 
 async def test_a_writer_that_cannot_catch_up_keeps_serving_and_tries_again(
-    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.ensure_session("default", "s", source="api")
     store.append_messages("default", "s", [NewMessage("user", f"turn {n}") for n in range(40)])
     store.connection.execute("PRAGMA busy_timeout = 50")
+    monkeypatch.setattr("hermes.store.index_backlog.RETRY_AFTER_S", 0.1)
     with closing(sqlite3.connect(store.path, timeout=0)) as other:
         other.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
         assert await store.group_commit.run(lambda: "served") == "served"  # wakes the writer
