@@ -43,6 +43,7 @@ def test_a_turns_write_leaves_the_vectors_and_another_replicas_search_finds_it(
     replicas: tuple[PostgresStore, PostgresStore],
 ) -> None:
     one, two = replicas
+    one._backlog.close()  # no background: what waits stays waiting until the search
     one.ensure_session("default", "s", source="api")
     one.append_messages("default", "s", [NewMessage("user", "my kettle is blue")])
     assert waits(one)  # stored without vectors
@@ -105,6 +106,7 @@ def test_a_search_with_hits_already_indexed_still_sees_the_waiting_ones(
     whose words are found pays no round trip to ask), and the search runs again once they
     are indexed."""
     one, two = replicas
+    one._backlog.close()  # no background: what waits stays waiting until the search
     one.ensure_session("default", "s", source="api")
     one.append_messages("default", "s", [NewMessage("user", "the red door squeaks")])
     assert [h.index for h in rank_messages(two.search, "default", "red")] == [0]
@@ -122,8 +124,8 @@ def test_a_search_whose_waiting_messages_another_replica_indexed_meanwhile_finds
     as 'nothing waited')."""
     one, two = replicas
     one.ensure_session("default", "s", source="api")
-    one.append_messages("default", "s", [NewMessage("user", "My name is Alex")])
     one._backlog.close()  # no background here: the race is staged below
+    one.append_messages("default", "s", [NewMessage("user", "My name is Alex")])
 
     def raced(scope: str | None = None) -> int:
         one.search.catch_up(scope)  # another replica gets there first
