@@ -113,20 +113,15 @@ class GroupCommit(DaemonThread):
     def _loop(self) -> None:
         while True:
             with self._wake:
-                idle_now = False
                 while not self._queue and not self._closed:
                     due = self._idle.due() if self._idle is not None else None
                     if due is not None and due <= 0:
-                        idle_now = True
-                        break
+                        break  # nothing queued, idle work due
                     self._wake.wait(due)
-                if idle_now:
-                    batch = []
-                elif not self._queue:
+                if not self._queue and self._closed:
                     return
-                else:
-                    count = min(len(self._queue), MAX_BATCH)
-                    batch = [self._queue.popleft() for _ in range(count)]
+                count = min(len(self._queue), MAX_BATCH)
+                batch = [self._queue.popleft() for _ in range(count)]
             if batch:
                 self._settle(batch, self._outcomes(batch))
             elif self._idle is not None:

@@ -1,7 +1,7 @@
 """When the search index catches up with the messages (both backends' deferred indexing).
 
 A turn stores its messages and leaves their indexing to later (`search_catchup` on SQLite,
-`postgres.index_catchup` on PostgreSQL). `Backlog` decides when: at once when DUE_AT
+`postgres.search_index` on PostgreSQL). `Backlog` decides when: at once when DUE_AT
 messages wait, else after DUE_AFTER_S, a bounded piece at a time; a failing piece is tried
 again RETRY_AFTER_S later. SQLite's writer thread runs the pieces when it has no turn to
 write (`group_commit.IdleWork`); a store without a writer thread runs them on a
