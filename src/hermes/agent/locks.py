@@ -66,6 +66,8 @@ class SessionLocks:
         self._closing = False
         self.held = 0
         """Leases this process holds right now (reported by /metrics)."""
+        self.active = 0
+        """Turns inside `hold` right now, waiting for their session or holding it."""
 
     def close(self) -> None:
         """Stop admitting turns: requests waiting for a session fail with ShuttingDownError
@@ -90,19 +92,29 @@ class SessionLocks:
         key = (scope, session_id)
         lock = self._lock_for(key)
         self._check_open()
-        async with lock:
-            self._check_open()
-            lease = Lease(f"session:{scope}:{session_id}", self._holder)
-            held = HeldSession(await self._begin(scope, session_id, source, lease), lease)
-            heartbeat = _Heartbeat(self._store, held)
-            self.held += 1
-            try:
-                yield held
-            finally:
-                self.held -= 1
-                await heartbeat.stop()
-                if not held.released:
-                    await asyncio.to_thread(self._give_up, held)
+        self.active += 1
+        try:
+            async with lock:
+                self._check_open()
+                lease = Lease(f"session:{scope}:{session_id}", self._holder)
+                held = HeldSession(await self._begin(scope, session_id, source, lease), lease)
+                heartbeat = _Heartbeat(self._store, held)
+                self.held += 1
+                try:
+                    yield held
+                finally:
+                    self.held -= 1
+                    await heartbeat.stop()
+                    if not held.released:
+                        await asyncio.to_thread(self._give_up, held)
+        finally:
+            self.active -= 1
+
+    @property
+    def alone(self) -> bool:
+        """Whether one turn at most is in progress: its store writes may then run on the
+        event loop's thread (`settle(..., here=True)`), which has nothing else to do."""
+        return self.active <= 1
 
     def _give_up(self, held: HeldSession) -> None:
         """Release a lease the turn did not give up in its final write (it failed or stored
@@ -146,6 +158,7 @@ class SessionLocks:
                 lambda: self._store.begin_turn(
                     scope, session_id, source=source, lease=lease, ttl_seconds=LEASE_SECONDS
                 ),
+                here=self.alone,
             )
         except asyncio.CancelledError:
             # the attempt may have taken the lease: give it back, or other processes would
@@ -192,13 +205,14 @@ class _Heartbeat:
                 await self._task
 
 
-async def settle(store: Store, call: Callable[[], T]) -> T:
+async def settle(store: Store, call: Callable[[], T], *, here: bool = False) -> T:
     """Run a turn's blocking store write off the loop, settled as `run_settled` does: on
     the store's group-commit writer when it has one (`hermes.store.group_commit`: the writes
-    of concurrent turns share a transaction and a wake-up of the loop), else on a worker."""
+    of concurrent turns share a transaction and a wake-up of the loop), else on a worker.
+    With `here` (no other turn is in progress), the writer may let it run on this thread."""
     group: GroupCommit | None = getattr(store, "group_commit", None)
     if group is not None:
-        return await group.run(call)
+        return await group.run(call, here=here)
     return await run_settled(call)
 
 

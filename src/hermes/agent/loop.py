@@ -587,6 +587,7 @@ class Agent:
                 system_prompt=turn.new_system_prompt,
                 release=turn.held.lease,
             ),
+            here=self.locks.alone,
         )
         turn.held.released = True
         if not turn.state.stateless:

@@ -44,6 +44,9 @@ def chat(
             fail("the question given with -q is empty", 2)
         asyncio.run(_one_shot(build_runtime(settings), query, session))
     else:
+        from hermes.allocator import keep_freed_memory
+
+        keep_freed_memory()  # a long chat's turns build large requests, as the server's do
         try:
             asyncio.run(_interactive(build_runtime(settings), session, plain))
         except KeyboardInterrupt:  # Ctrl-C between two turns: leave quietly, like Ctrl-D

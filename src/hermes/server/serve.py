@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import uvicorn
 
+from hermes.allocator import keep_freed_memory
 from hermes.collector import paused_until_ready
 from hermes.config.settings import Settings
 from hermes.errors import HermesError
@@ -322,7 +323,9 @@ def run(
 ) -> None:
     """Blocking entry point: serve on uvloop when it is installed (faster), else asyncio.
     In the main thread signals stop it; in another thread, `stop_when`. The garbage collector
-    is paused while the server starts (`hermes.collector`)."""
+    is paused while the server starts (`hermes.collector`), and freed memory is kept for
+    reuse (`hermes.allocator`)."""
+    keep_freed_memory()
     with paused_until_ready() as ready:
         try:
             import uvloop

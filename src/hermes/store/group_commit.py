@@ -15,6 +15,12 @@ A call queued alone runs in its own transaction, as it would without the writer.
 
 When nothing is queued the writer does the store's deferred work (`IdleWork`: the search
 index catching up), a bounded piece at a time, so a turn's write waits at most one piece.
+
+A call may also run on the caller's own thread (`run(..., here=True)`): when the caller's
+loop has no other turn to serve, nothing is queued and the store is free, the two thread
+wake-ups of a hop cost more than the write itself (docs/perf, Round 12). It then runs as a
+call queued alone would, in a transaction of its own. Under load the writer keeps the calls:
+there they share transactions, and the loop stays free for other turns.
 """
 
 from __future__ import annotations
@@ -57,6 +63,14 @@ class IdleWork(Protocol):
         ...
 
 
+class WriteHere(Protocol):
+    """The store's side of `run(..., here=True)`: run `call` on this thread, as a call queued
+    alone would run, if the store can take it without waiting (for its lock, or for another
+    process's transaction); None, having changed nothing, if it cannot."""
+
+    def __call__(self, call: Callable[[], T]) -> Outcome[T] | None: ...
+
+
 class BatchWriter(Protocol):
     """The store's side: run `calls` in one transaction, each undone alone if it raises;
     raises (having rolled everything back) when the transaction itself fails."""
@@ -82,17 +96,31 @@ class GroupCommit(DaemonThread):
         *,
         name: str = "hermes-store-writer",
         idle: IdleWork | None = None,
+        here: WriteHere | None = None,
     ) -> None:
+        """Without `here`, every call is queued for the writer."""
         super().__init__(name)
         self._write = write
         self._idle = idle
+        self._here = here
         self._queue: deque[_Queued] = deque()
+        self._sleeping = False
+        """The writer waits with no deadline (no idle work was due when it went to sleep)."""
 
-    async def run(self, call: Callable[[], T]) -> T:
+    async def run(self, call: Callable[[], T], *, here: bool = False) -> T:
         """Run the blocking store call `call` on the writer; its value once committed.
 
+        With `here` (the caller has nothing else to do meanwhile), a call that finds nothing
+        queued and the store free runs on this thread instead, in its own transaction.
         A cancel waits for the call to settle before propagating (as `run_settled` does),
         so cleanup knows whether the write happened."""
+        if here and self._here is not None and not self._queue and not self._closed:
+            outcome = self._here(call)  # nothing queued: no call of the writer's goes first
+            if outcome is not None:
+                self._nudge()
+                if outcome.error is not None:
+                    raise outcome.error
+                return outcome.value  # type: ignore[return-value]
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._put(_Queued(call, contextvars.copy_context(), loop, future))
@@ -101,6 +129,18 @@ class GroupCommit(DaemonThread):
         except asyncio.CancelledError:
             await asyncio.gather(future, return_exceptions=True)
             raise
+
+    def _nudge(self) -> None:
+        """A call run on the caller's thread may have given the idle work something to do:
+        a writer asleep with no deadline (or not started yet) would not look until the next
+        queued call."""
+        idle = self._idle
+        if idle is None or not (self._sleeping or self._thread is None) or idle.due() is None:
+            return
+        with self._wake:
+            if not self._closed:
+                self._ensure_started()
+                self._wake.notify()
 
     def _put(self, queued: _Queued) -> None:
         with self._wake:
@@ -117,7 +157,9 @@ class GroupCommit(DaemonThread):
                     due = self._idle.due() if self._idle is not None else None
                     if due is not None and due <= 0:
                         break  # nothing queued, idle work due
+                    self._sleeping = due is None
                     self._wake.wait(due)
+                    self._sleeping = False
                 if not self._queue and self._closed:
                     return
                 count = min(len(self._queue), MAX_BATCH)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hermes.store.api_keys import ApiKeyStoreMixin
 from hermes.store.base import (
@@ -57,6 +57,10 @@ _MESSAGE_COLUMNS = (
     "tool_name, token_count, name, model"
 )
 _OPEN_TIMEOUT_S = 30.0
+_BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for another process's write lock (on the writer's thread)."""
+
+T = TypeVar("T")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -85,7 +89,9 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         """Set while `write_together` holds the lock: a write is then a savepoint in its
         transaction instead of a transaction of its own."""
         self._backlog = Backlog(self._index_piece, self._left_waiting())
-        self.group_commit = GroupCommit(self.write_together, idle=self._backlog)
+        self.group_commit = GroupCommit(
+            self.write_together, idle=self._backlog, here=self.write_here
+        )
         self._search = SQLiteSearch(self._conn, self._lock)
         self.search = self._search
         self.vectors = SQLiteVectorStore(self._conn, self._lock)
@@ -105,10 +111,13 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         delay = 0.005
         while True:
             conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=5.0
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=_BUSY_TIMEOUT_MS / 1000,
             )
             try:
-                conn.execute("PRAGMA busy_timeout = 5000")
+                conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
@@ -195,6 +204,29 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
                     self._conn.execute("ROLLBACK")
                 raise
         return outcomes
+
+    def write_here(self, call: Callable[[], T]) -> Outcome[T] | None:
+        """Run a write on this thread if it needs no waiting (`GroupCommit.run(here=True)`):
+        None, having changed nothing, when another thread holds the store or another
+        process holds the database's write lock. SQLite's busy handler is off meanwhile,
+        so the caller's event loop never sleeps in it."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            changes = self._conn.total_changes
+            self._conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                return Outcome(call())
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc) and self._conn.total_changes == changes:
+                    return None  # nothing was written: the writer waits for its turn
+                return Outcome(error=exc)
+            except Exception as exc:
+                return Outcome(error=exc)
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        finally:
+            self._lock.release()
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
