@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,7 @@ async def profile(
                 for i in range(sessions):  # warm-up: every session exists before sampling
                     await one_turn(http, base, f"s-{i}", "hello")
                 common = [py_spy, "record", "--pid", str(proc.pid), "--nonblocking"]
-                common += ["--rate", "250", "--duration", str(int(seconds))]
+                common += ["--rate", os.environ.get("RATE", "250"), "--duration", str(int(seconds))]
                 common += ["--gil"] if gil else []
                 samplers = [
                     subprocess.Popen(  # noqa: ASYNC220

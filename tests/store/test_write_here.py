@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from hermes.agent.locks import SessionLocks, settle
+from hermes.store import index_backlog
 from hermes.store.base import NewMessage
 from hermes.store.search_catchup import waiting
 from hermes.store.sqlite import SQLiteStore
@@ -216,6 +217,33 @@ async def test_messages_written_on_the_loop_are_indexed_by_the_idle_writer(
             lambda i=i: store.append_messages("default", "s", said(f"m {i}")), here=True
         )
     assert log.threads("append_messages") == {threading.current_thread().name}
+    deadline = time.monotonic() + 10
+    while True:
+        with store.lock:
+            mark, last = waiting(store.connection)
+        if mark == last:
+            break
+        assert time.monotonic() < deadline, f"still waiting: mark {mark} of {last}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_due_piece_is_indexed_at_once_not_at_the_writers_deadline(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer sleeps until the oldest waiting message is due; enough messages written on
+    the loop make a piece due now, and the writer is woken for it (small pieces, often)."""
+    monkeypatch.setattr(index_backlog, "DUE_AFTER_S", 60.0)
+    store.ensure_session("default", "s", source="api")
+
+    async def write(i: int) -> None:
+        await store.group_commit.run(
+            lambda: store.append_messages("default", "s", said(f"m {i}")), here=True
+        )
+
+    await write(0)  # the writer now sleeps with a deadline a minute away
+    await asyncio.sleep(0.05)
+    for i in range(1, index_backlog.DUE_AT // 2 + 1):
+        await write(i)
     deadline = time.monotonic() + 10
     while True:
         with store.lock:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,8 +105,8 @@ class GroupCommit(DaemonThread):
         self._idle = idle
         self._here = here
         self._queue: deque[_Queued] = deque()
-        self._sleeping = False
-        """The writer waits with no deadline (no idle work was due when it went to sleep)."""
+        self._asleep: float | None = None
+        """While the writer waits: how long it meant to (inf: until woken)."""
 
     async def run(self, call: Callable[[], T], *, here: bool = False) -> T:
         """Run the blocking store call `call` on the writer; its value once committed.
@@ -131,11 +132,17 @@ class GroupCommit(DaemonThread):
             raise
 
     def _nudge(self) -> None:
-        """A call run on the caller's thread may have given the idle work something to do:
-        a writer asleep with no deadline (or not started yet) would not look until the next
-        queued call."""
+        """A call run on the caller's thread may have made idle work due: the writer, asleep
+        (or not started yet), would not look before its deadline or the next queued call.
+        Woken as soon as a piece is due, it keeps each piece small."""
         idle = self._idle
-        if idle is None or not (self._sleeping or self._thread is None) or idle.due() is None:
+        if idle is None:
+            return
+        asleep = self._asleep if self._thread is not None else math.inf
+        if asleep is None:
+            return  # busy: it looks again when it is done
+        due = idle.due()
+        if due is None or (due > 0 and asleep != math.inf):
             return
         with self._wake:
             if not self._closed:
@@ -157,9 +164,9 @@ class GroupCommit(DaemonThread):
                     due = self._idle.due() if self._idle is not None else None
                     if due is not None and due <= 0:
                         break  # nothing queued, idle work due
-                    self._sleeping = due is None
+                    self._asleep = math.inf if due is None else due
                     self._wake.wait(due)
-                    self._sleeping = False
+                    self._asleep = None
                 if not self._queue and self._closed:
                     return
                 count = min(len(self._queue), MAX_BATCH)
