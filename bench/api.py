@@ -76,7 +76,11 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def hermes_serve(
-    home: Path, model_url: str, http: aiohttp.ClientSession, src: Path = ROOT / "src"
+    home: Path,
+    model_url: str,
+    http: aiohttp.ClientSession,
+    src: Path = ROOT / "src",
+    extra_env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[subprocess.Popen[bytes], str, float]]:
     """Start `hermes serve` from the sources in `src` (this build unless told);
     yields (process, base URL, seconds from spawn to first healthy /health)."""
@@ -87,6 +91,7 @@ async def hermes_serve(
         "OPENAI_BASE_URL": model_url,
         "HERMES_MODEL": "fake-model",
         "PYTHONPATH": str(src),
+        **(extra_env or {}),
     }
     env.pop("HERMES_API_KEY", None)
     # bytecode as an installed package has it (main() compiles every build first): a server

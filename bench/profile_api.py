@@ -5,14 +5,14 @@ collapsed stacks (text), for docs/perf/.
     .venv/bin/python bench/profile_api.py docs/perf/serve-32 [--seconds 20] [--src OTHER/src]
 
 The server and its instant fake model are the ones `bench/api.py` uses; the client keeps 32
-sessions busy for as long as py-spy samples (non-blocking, 250 Hz, idle threads left out).
+sessions busy for as long as py-spy samples (non-blocking, 250 Hz unless `--rate`, idle
+threads left out).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +27,13 @@ from instant_model import InstantModel  # noqa: E402
 
 
 async def profile(
-    out: Path, seconds: float, src: Path, py_spy: str, sessions: int = 32, gil: bool = False
+    out: Path,
+    seconds: float,
+    src: Path,
+    py_spy: str,
+    sessions: int = 32,
+    gil: bool = False,
+    rate: int = 250,
 ) -> int:
     model = await InstantModel().start()
     turns = 0
@@ -43,7 +49,7 @@ async def profile(
                 for i in range(sessions):  # warm-up: every session exists before sampling
                     await one_turn(http, base, f"s-{i}", "hello")
                 common = [py_spy, "record", "--pid", str(proc.pid), "--nonblocking"]
-                common += ["--rate", os.environ.get("RATE", "250"), "--duration", str(int(seconds))]
+                common += ["--rate", str(rate), "--duration", str(int(seconds))]
                 common += ["--gil"] if gil else []
                 samplers = [
                     subprocess.Popen(  # noqa: ASYNC220
@@ -79,12 +85,15 @@ def main() -> None:
     parser.add_argument(
         "--gil", action="store_true", help="sample only the thread holding the GIL (CPU)"
     )
+    parser.add_argument("--rate", type=int, default=250, help="samples per second")
     args = parser.parse_args()
     py_spy = shutil.which("py-spy")
     if py_spy is None:
         raise SystemExit("py-spy is not on PATH: pip install py-spy")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    turns = asyncio.run(profile(args.out, args.seconds, args.src, py_spy, args.sessions, args.gil))
+    turns = asyncio.run(
+        profile(args.out, args.seconds, args.src, py_spy, args.sessions, args.gil, args.rate)
+    )
     print(f"{turns} turns while sampling; wrote {args.out}.svg and {args.out}.txt")
 
 
