@@ -6,7 +6,8 @@
 process of its own so its work is not counted), on uvloop as `hermes serve` runs: plain calls
 over our connections or aiohttp, streamed calls over our connections or the openai SDK (what
 TLS endpoints and proxies use). Each way in turn on the same messages; the CPU time of this
-thread per call, the median of three batches.
+thread per call, the median of three batches. `--keep-freed-memory` tunes the C allocator as
+`hermes serve` does (without it, a large request's blocks are faulted in again at each call).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from hermes.models.client import OpenAICompatClient  # noqa: E402
 from hermes.models.wire import freeze  # noqa: E402
 
-SIZES = (3_000, 40_000, 160_000)
+SIZES = (3_000, 40_000, 160_000, 600_000)
 
 
 def serve_model() -> None:
@@ -89,10 +90,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="calls per batch")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--keep-freed-memory",
+        action="store_true",
+        help="tune glibc's allocator as `hermes serve` does (hermes.allocator); without it, "
+        "as it was before",
+    )
     args = parser.parse_args()
     if args.serve:
         serve_model()
         return
+    if args.keep_freed_memory:
+        from hermes.allocator import keep_freed_memory
+
+        if not keep_freed_memory():
+            raise SystemExit("the allocator could not be tuned here (glibc on Linux only)")
     model = subprocess.Popen(
         [sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True
     )
