@@ -205,6 +205,24 @@ async def test_an_error_raised_by_a_call_on_the_loop_reaches_the_caller(
     assert not store.connection.in_transaction
 
 
+async def write_on_the_loop(store: SQLiteStore, text: str) -> None:
+    await store.group_commit.run(
+        lambda: store.append_messages("default", "s", said(text)), here=True
+    )
+
+
+async def indexed(store: SQLiteStore) -> None:
+    """Wait until the search index holds every message (no search runs meanwhile)."""
+    deadline = time.monotonic() + 10
+    while True:
+        with store.lock:
+            mark, last = waiting(store.connection)
+        if mark == last:
+            return
+        assert time.monotonic() < deadline, f"still waiting: mark {mark} of {last}"
+        await asyncio.sleep(0.05)
+
+
 async def test_messages_written_on_the_loop_are_indexed_by_the_idle_writer(
     store: SQLiteStore,
 ) -> None:
@@ -213,18 +231,9 @@ async def test_messages_written_on_the_loop_are_indexed_by_the_idle_writer(
     store.ensure_session("default", "s", source="api")
     log = ThreadLog(store, "append_messages")
     for i in range(3):
-        await store.group_commit.run(
-            lambda i=i: store.append_messages("default", "s", said(f"m {i}")), here=True
-        )
+        await write_on_the_loop(store, f"m {i}")
     assert log.threads("append_messages") == {threading.current_thread().name}
-    deadline = time.monotonic() + 10
-    while True:
-        with store.lock:
-            mark, last = waiting(store.connection)
-        if mark == last:
-            break
-        assert time.monotonic() < deadline, f"still waiting: mark {mark} of {last}"
-        await asyncio.sleep(0.05)
+    await indexed(store)
 
 
 async def test_a_due_piece_is_indexed_at_once_not_at_the_writers_deadline(
@@ -235,20 +244,8 @@ async def test_a_due_piece_is_indexed_at_once_not_at_the_writers_deadline(
     monkeypatch.setattr(index_backlog, "DUE_AFTER_S", 60.0)
     store.ensure_session("default", "s", source="api")
 
-    async def write(i: int) -> None:
-        await store.group_commit.run(
-            lambda: store.append_messages("default", "s", said(f"m {i}")), here=True
-        )
-
-    await write(0)  # the writer now sleeps with a deadline a minute away
+    await write_on_the_loop(store, "m 0")  # the writer now sleeps until a minute from now
     await asyncio.sleep(0.05)
     for i in range(1, index_backlog.DUE_AT // 2 + 1):
-        await write(i)
-    deadline = time.monotonic() + 10
-    while True:
-        with store.lock:
-            mark, last = waiting(store.connection)
-        if mark == last:
-            break
-        assert time.monotonic() < deadline, f"still waiting: mark {mark} of {last}"
-        await asyncio.sleep(0.05)
+        await write_on_the_loop(store, f"m {i}")
+    await indexed(store)
