@@ -34,6 +34,33 @@ def test_growing_history_reuses_the_cache_and_stays_exact() -> None:
         assert _sent(encode_chat_body({"model": "m"}, messages))["messages"] == messages
 
 
+def test_a_session_of_many_turns_stays_exact_as_its_pieces_are_joined() -> None:
+    """A run grows a piece a turn and is joined into one now and then: every turn's body is
+    still the plain JSON, an earlier (shorter) history included."""
+    history = [freeze({"role": "user", "content": "first"})] * 40
+    bodies = []
+    for turn in range(150):
+        history = [
+            *history,
+            freeze({"role": "user", "content": f"turn {turn} \u00e9"}),
+            freeze({"role": "assistant", "content": f"answer {turn}"}),
+        ]
+        messages = [{"role": "system", "content": "s"}, *history, {"role": "user", "content": "x"}]
+        body = encode_chat_body({"model": "m"}, messages)
+        assert _sent(body)["messages"] == messages
+        bodies.append((messages, body))
+    early, body = bodies[10]
+    assert encode_chat_body({"model": "m"}, early) == body
+
+
+def test_a_toolset_offered_again_or_changed_is_sent_as_it_is() -> None:
+    schema = {"type": "function", "function": {"name": "f", "parameters": {}}}
+    tools = [freeze({**schema, "n": i}) for i in range(3)]
+    messages = [{"role": "user", "content": "x"}]
+    for offered in (tools, list(tools), tools[:2], [dict(t) for t in tools], [freeze(schema)]):
+        assert _sent(encode_chat_body({"model": "m"}, messages, offered))["tools"] == offered
+
+
 def test_a_changed_or_shorter_history_is_encoded_afresh() -> None:
     history = [freeze({"role": "user", "content": f"turn {i}"}) for i in range(100)]
     encode_chat_body({"model": "m"}, history)

@@ -111,9 +111,22 @@ class FrozenRuns(Generic[T]):
         return value, end
 
 
-def _extend_json(text: str | None, messages: Sequence[Mapping[str, Any]]) -> str:
-    rest = _join(messages)
-    return f"{text},{rest}" if text else rest
+Chunks = tuple[bytes, ...]
+"""A run's JSON as pieces, each ending where a turn's messages ended: a run one turn longer
+is its pieces plus one, so each turn encodes and copies only its own messages."""
+
+MAX_CHUNKS = 32
+"""Pieces a run keeps before they are joined into one (a join copies the run, so it happens
+once in this many turns, not every turn)."""
+
+
+def _extend_chunks(chunks: Chunks | None, messages: Sequence[Mapping[str, Any]]) -> Chunks:
+    rest = _join(messages).encode()
+    if not chunks:
+        return (rest,)
+    if len(chunks) >= MAX_CHUNKS:
+        return (b"".join((*chunks, b",", rest)),)
+    return (*chunks, b"," + rest)
 
 
 def _join(messages: Sequence[Mapping[str, Any]]) -> str:
@@ -126,21 +139,43 @@ def _join(messages: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-_runs: FrozenRuns[str] = FrozenRuns(_extend_json)
+_runs: FrozenRuns[Chunks] = FrozenRuns(_extend_chunks)
 
 
-def _join_messages(messages: Sequence[Mapping[str, Any]]) -> str:
-    """Plain messages are encoded; each run of frozen ones goes through the run cache."""
-    pieces: list[str] = []
+def _message_pieces(messages: Sequence[Mapping[str, Any]]) -> list[bytes]:
+    """The messages' JSON, comma-separated, as pieces to join once: each run of frozen ones
+    from the run cache, plain ones encoded now."""
+    pieces: list[bytes] = []
     i = 0
     while i < len(messages):
+        if pieces:
+            pieces.append(b",")
         if type(messages[i]) is FrozenMessage:
-            text, i = _runs.run(messages, i)
-            pieces.append(text)
+            chunks, i = _runs.run(messages, i)
+            pieces.extend(chunks)
         else:
-            pieces.append(_fragment(messages[i]))
+            pieces.append(_fragment(messages[i]).encode())
             i += 1
-    return ",".join(pieces)
+    return pieces
+
+
+_TOOLS: OrderedDict[int, tuple[tuple[Mapping[str, Any], ...], bytes]] = OrderedDict()
+
+
+def _tools_json(tools: Sequence[Mapping[str, Any]]) -> bytes:
+    """The tool schemas' JSON array contents; a toolset offered again (the same schema
+    objects, frozen) is joined once."""
+    key = tuple(tools)
+    frozen = all(type(t) is FrozenMessage for t in key)
+    cached = _TOOLS.get(id(key[0])) if frozen else None
+    if cached is not None and cached[0] == key:  # identity first: a fast C loop
+        return cached[1]
+    joined = ",".join([_fragment(t) for t in key]).encode()
+    if frozen:  # holding the schemas keeps their ids from being reused
+        _TOOLS[id(key[0])] = (key, joined)
+        while len(_TOOLS) > 16:
+            _TOOLS.popitem(last=False)
+    return joined
 
 
 def encode_chat_body(
@@ -151,13 +186,14 @@ def encode_chat_body(
     """`{**params, "messages": [...], "tools": [...]}` as UTF-8 JSON bytes.
 
     Frozen messages and tool schemas contribute their cached JSON; plain dicts are encoded now.
+    The body is joined once, from pieces that are bytes already.
     """
     head = _dumps(params)
-    parts = [head[:-1], "," if len(head) > 2 else "", '"messages":[', _join_messages(messages), "]"]
-    tool_parts = [_fragment(t) for t in tools] if tools else []
-    if tool_parts:
-        parts.append(',"tools":[')
-        parts.append(",".join(tool_parts))
-        parts.append("]")
-    parts.append("}")
-    return "".join(parts).encode()
+    parts = [head[:-1].encode(), b"," if len(head) > 2 else b"", b'"messages":[']
+    parts += _message_pieces(messages)
+    parts.append(b"]")
+    listed = list(tools) if tools else []
+    if listed:
+        parts += [b',"tools":[', _tools_json(listed), b"]"]
+    parts.append(b"}")
+    return b"".join(parts)
