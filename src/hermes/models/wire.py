@@ -100,11 +100,16 @@ class FrozenRuns(Generic[T]):
         end = start + len(known)
         while end < len(messages) and type(messages[end]) is FrozenMessage:
             end += 1
-        if value is None or end - start > len(known):
+        grown = end - start > len(known)
+        if value is None or grown:
             value = self.fold(value, messages[start + len(known) : end])
         if end - start >= self.MIN_RUN:
+            if known:  # the cache's own list: extended by what is new, not copied whole
+                known.extend(messages[start + len(known) : end])
+            else:
+                known = list(messages[start:end])
             # holding the run keeps messages[start] alive, so its id cannot be reused
-            self._runs[key] = (list(messages[start:end]), value)
+            self._runs[key] = (known, value)
             self._runs.move_to_end(key)
             while len(self._runs) > self.size:
                 self._runs.popitem(last=False)
