@@ -46,11 +46,12 @@ def keep_freed_memory() -> bool:
         return False
     try:
         libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-        version = libc.gnu_get_libc_version  # glibc only: musl's mallopt does nothing
-    except (OSError, AttributeError):
+    except OSError:
         return False
-    del version
+    # glibc only: musl has a mallopt that does nothing
+    if not (hasattr(libc, "mallopt") and hasattr(libc, "gnu_get_libc_version")):
+        return False
+    mallopt = libc.mallopt
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(

@@ -67,7 +67,8 @@ class IdleWork(Protocol):
 class WriteHere(Protocol):
     """The store's side of `run(..., here=True)`: run `call` on this thread, as a call queued
     alone would run, if the store can take it without waiting (for its lock, or for another
-    process's transaction); None, having changed nothing, if it cannot."""
+    process's transaction); None, having changed nothing, if it cannot. The call's own
+    errors are raised."""
 
     def __call__(self, call: Callable[[], T]) -> Outcome[T] | None: ...
 
@@ -119,8 +120,6 @@ class GroupCommit(DaemonThread):
             outcome = self._here(call)  # nothing queued: no call of the writer's goes first
             if outcome is not None:
                 self._nudge()
-                if outcome.error is not None:
-                    raise outcome.error
                 return outcome.value  # type: ignore[return-value]
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()

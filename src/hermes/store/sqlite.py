@@ -209,7 +209,8 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
         """Run a write on this thread if it needs no waiting (`GroupCommit.run(here=True)`):
         None, having changed nothing, when another thread holds the store or another
         process holds the database's write lock. SQLite's busy handler is off meanwhile,
-        so the caller's event loop never sleeps in it."""
+        so the caller's event loop never sleeps in it. Any other error is the call's own,
+        raised to the caller as the writer would."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
@@ -220,9 +221,7 @@ class SQLiteStore(StoreParts, CompactionStoreMixin, SQLiteHealthMixin, ApiKeySto
             except sqlite3.OperationalError as exc:
                 if _is_busy(exc) and self._conn.total_changes == changes:
                     return None  # nothing was written: the writer waits for its turn
-                return Outcome(error=exc)
-            except Exception as exc:
-                return Outcome(error=exc)
+                raise
             finally:
                 self._conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
         finally:
